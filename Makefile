@@ -1,0 +1,63 @@
+# CNI reference plugins in TypeScript — build, install, lint and test.
+# `make test` is the one command CI runs (.ci/run); it installs what it needs, builds, runs the unit
+# tests and the netns integration tests, and ends with `N passed, N failed, N skipped`.
+
+SHELL := /bin/bash
+BUN := node_modules/.bin/bun
+TSC := node_modules/.bin/tsc
+DIST := dist/bin
+BINARY := $(DIST)/cni-plugins
+DESTDIR ?=
+BINDIR ?= /opt/cni/bin
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+PLUGINS = $(shell $(BUN) build/list-plugins.ts 2>/dev/null)
+SOURCES := $(shell find build shared plugins ipam meta -name '*.ts' ! -name '*.test.ts' 2>/dev/null)
+
+.PHONY: all deps build install lint test test-unit test-integration bench clean
+
+all: build
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+deps: node_modules/.installed
+
+build: $(BINARY)
+
+$(BINARY): node_modules/.installed $(SOURCES)
+	@mkdir -p $(DIST)
+	$(BUN) build --compile --bytecode --minify-syntax \
+		--no-compile-autoload-dotenv --no-compile-autoload-bunfig \
+		--define 'CNI_BUILD_VERSION="$(VERSION)"' \
+		build/entry.ts --outfile $(BINARY)
+	@rm -f $(filter-out $(BINARY),$(wildcard $(DIST)/*))
+	@for p in $$($(BUN) build/list-plugins.ts); do ln -f $(BINARY) $(DIST)/$$p; done
+	@echo "built $(BINARY) with links: $$(cd $(DIST) && ls | grep -v '^cni-plugins$$' | tr '\n' ' ')"
+
+install: build
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 0755 $(BINARY) $(DESTDIR)$(BINDIR)/cni-plugins
+	@for p in $$($(BUN) build/list-plugins.ts); do ln -f $(DESTDIR)$(BINDIR)/cni-plugins $(DESTDIR)$(BINDIR)/$$p; done
+
+lint: node_modules/.installed
+	$(TSC) --noEmit -p .
+	$(BUN) build/lint-layers.ts
+
+test-unit: node_modules/.installed
+	$(BUN) test/run.ts unit
+
+test-integration: build
+	$(BUN) test/run.ts integration
+
+# Everything: system packages, build, unit + integration; last line is the summary.
+test:
+	@bash test/setup-host.sh
+	@$(MAKE) --no-print-directory deps build
+	@$(BUN) test/run.ts all
+
+bench: build
+	$(BUN) test/bench/run.ts
+
+clean:
+	rm -rf dist .test-out

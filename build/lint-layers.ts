@@ -1,0 +1,74 @@
+/**
+ * Layering rules (style.md §7.7), checked by `make lint` after `tsc --noEmit`:
+ * - plugins/, ipam/, meta/ import only shared/ or their own folder;
+ * - shared/ imports nothing from plugins/, ipam/, meta/ or build/;
+ * - only shared/sys imports bun:ffi;
+ * - only shared/cni/invoke.ts and shared/firewall/exec.ts spawn processes (test/ and build/ exempt);
+ * - no async/await in shared/netns, shared/netlink, shared/sysctl;
+ * - plugin code never reads process.env, process.stdout or process.stdin.
+ */
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+
+const root = resolve(import.meta.dir, "..");
+const problems: string[] = [];
+
+function walk(dir: string, out: string[] = []): string[] {
+  for (const name of readdirSync(dir)) {
+    if (name === "node_modules" || name.startsWith(".")) continue;
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) walk(p, out);
+    else if (p.endsWith(".ts")) out.push(p);
+  }
+  return out;
+}
+
+const IMPORT = /(?:import|export)\s[^"']*?from\s*["']([^"']+)["']|require\(\s*["']([^"']+)["']\s*\)|import\(\s*["']([^"']+)["']\s*\)/g;
+
+for (const top of ["plugins", "ipam", "meta", "shared"]) {
+  let files: string[] = [];
+  try {
+    files = walk(join(root, top));
+  } catch {
+    continue;
+  }
+  for (const file of files) {
+    const rel = relative(root, file);
+    const isTest = rel.endsWith(".test.ts");
+    const text = readFileSync(file, "utf8");
+    for (const m of text.matchAll(IMPORT)) {
+      const spec = m[1] ?? m[2] ?? m[3] ?? "";
+      if (spec === "bun:ffi" && !rel.startsWith("shared/sys/")) problems.push(`${rel}: imports bun:ffi outside shared/sys`);
+      if (!spec.startsWith(".")) continue;
+      const target = relative(root, resolve(dirname(file), spec));
+      const targetTop = target.split("/")[0]!;
+      if (top === "shared" && ["plugins", "ipam", "meta", "build"].includes(targetTop)) {
+        problems.push(`${rel}: shared/ must not import ${target}`);
+      }
+      if (top !== "shared" && targetTop !== "shared") {
+        const ownFolder = rel.split("/").slice(0, 2).join("/");
+        if (!target.startsWith(ownFolder + "/") && !(isTest && targetTop === "test")) {
+          problems.push(`${rel}: imports ${target} (only shared/ or its own folder)`);
+        }
+      }
+    }
+    if (isTest) continue;
+    const spawns = /\b(spawnSync|execFileSync|execSync|Bun\.spawn|Bun\.spawnSync|child_process)\b/.test(text);
+    if (spawns && rel !== "shared/cni/invoke.ts" && rel !== "shared/firewall/exec.ts") {
+      problems.push(`${rel}: spawns processes (only shared/cni/invoke.ts and shared/firewall/exec.ts may)`);
+    }
+    if (/^shared\/(netns|netlink|sysctl)\//.test(rel) && /\b(async|await)\b/.test(text.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, ""))) {
+      problems.push(`${rel}: async/await in a netns-safe layer`);
+    }
+    if (top !== "shared" && /process\.(env|stdout|stdin)\b/.test(text)) {
+      problems.push(`${rel}: reads process.env/stdout/stdin (use CmdArgs)`);
+    }
+  }
+}
+
+if (problems.length > 0) {
+  for (const p of problems) console.error(p);
+  console.error(`lint-layers: ${problems.length} problem(s)`);
+  process.exit(1);
+}
+console.error("lint-layers: ok");

@@ -1,0 +1,22 @@
+/**
+ * The plugins this executable contains: CNI type name → lazy loader of its spec. Each plugin module
+ * is imported only when that plugin runs (or is delegated to), keeping start-up small.
+ */
+import type { PluginSpec } from "../shared/cni/types.ts";
+
+export const PLUGINS: Readonly<Record<string, () => PluginSpec>> = {
+  "host-local": () => require("../ipam/host-local/host-local.ts").hostLocalPlugin as PluginSpec,
+  loopback: () => require("../plugins/loopback/loopback.ts").loopbackPlugin as PluginSpec,
+  static: () => require("../ipam/static/static.ts").staticPlugin as PluginSpec,
+};
+
+/** Names of every plugin in this build, sorted. */
+export function pluginNames(): string[] {
+  return Object.keys(PLUGINS).sort();
+}
+
+/** The spec for a CNI type, or undefined when this build does not contain it. */
+export function lookupPlugin(name: string): PluginSpec | undefined {
+  const load = Object.hasOwn(PLUGINS, name) ? PLUGINS[name] : undefined;
+  return load?.();
+}

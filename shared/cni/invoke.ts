@@ -1,0 +1,159 @@
+/**
+ * Delegation to another plugin (IPAM), as libcni `invoke` does it (upstream-matrix §1.1):
+ * find `<type>` in CNI_PATH, run it with the complete config on stdin and the caller's environment
+ * with CNI_COMMAND overridden, pass its stderr through, and re-emit its error JSON unchanged.
+ *
+ * Fast path: when the file found is this very executable (same device and inode — a hard link of the
+ * multi-call binary), the delegate runs in-process through skel with identical inputs and outputs,
+ * saving a whole process start per pod.
+ */
+import { spawnSync } from "node:child_process";
+import { statSync, type Stats } from "node:fs";
+import { join } from "node:path";
+import { DelegateError, InternalError, InvalidConfigError, InvalidEnvError } from "./errors.ts";
+import { parseResult } from "./result/index.ts";
+import { runPlugin } from "./skel.ts";
+import { writeAllSync } from "./stdio.ts";
+import type { CmdArgs, Command, PluginSpec, Result } from "./types.ts";
+
+type SpecLookup = (name: string) => PluginSpec | undefined;
+
+let inProcess: { lookup: SpecLookup; buildVersion: string } | undefined;
+let selfStat: Stats | null | undefined;
+
+/** Registers the plugins this executable contains, enabling the in-process fast path. */
+export function enableInProcessDelegation(lookup: SpecLookup, buildVersion: string): void {
+  inProcess = { lookup, buildVersion };
+}
+
+/** Rejects plugin names that could escape CNI_PATH (CVE-2021-20206). */
+export function validatePluginName(type: string): void {
+  if (type === "") throw new InvalidConfigError("no plugin name provided");
+  if (type.includes("/") || type.includes("\0") || type === "." || type === "..") {
+    throw new InvalidConfigError(`invalid plugin name: ${type}`);
+  }
+}
+
+/** Finds the first regular file named `type` in the `:`-separated CNI_PATH. */
+export function findInPath(type: string, cniPath: string): string {
+  validatePluginName(type);
+  const dirs = cniPath.split(":").filter((d) => d !== "");
+  if (dirs.length === 0) throw new InvalidEnvError("no paths provided");
+  for (const dir of dirs) {
+    const candidate = join(dir, type);
+    try {
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {
+      // not here; keep looking
+    }
+  }
+  throw new InternalError(`failed to find plugin ${JSON.stringify(type)} in path [${dirs.join(" ")}]`);
+}
+
+function isThisExecutable(file: string): boolean {
+  if (selfStat === undefined) {
+    try {
+      selfStat = statSync(process.execPath);
+    } catch {
+      selfStat = null;
+    }
+  }
+  if (selfStat === null) return false;
+  try {
+    const st = statSync(file);
+    return st.dev === selfStat.dev && st.ino === selfStat.ino;
+  } catch {
+    return false;
+  }
+}
+
+interface DelegateOutput {
+  status: number;
+  stdout: string;
+  stderr: string;
+  exitDescription: string;
+}
+
+async function runInProcess(spec: PluginSpec, args: CmdArgs, command: Command): Promise<DelegateOutput> {
+  let stdout = "";
+  const status = await runPlugin(
+    spec,
+    {
+      env: { ...args.env, CNI_COMMAND: command },
+      readStdin: () => args.stdinData,
+      stdout: (text) => {
+        stdout += text;
+      },
+      stderr: (text) => writeAllSync(2, text),
+    },
+    inProcess?.buildVersion,
+  );
+  return { status, stdout, stderr: "", exitDescription: `exit status ${status}` };
+}
+
+function sleepMs(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+function runExternal(file: string, args: CmdArgs, command: Command): DelegateOutput {
+  for (let attempt = 0; ; attempt++) {
+    const child = spawnSync(file, [], {
+      argv0: file,
+      input: args.stdinData,
+      env: { ...args.env, CNI_COMMAND: command },
+      stdio: ["pipe", "pipe", "pipe"],
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    const err = child.error as NodeJS.ErrnoException | undefined;
+    if (err?.code === "ETXTBSY" && attempt < 5) {
+      sleepMs(1000);
+      continue;
+    }
+    if (err) throw new InternalError(`failed to exec ${file}: ${err.message}`, { cause: err });
+    const stderr = child.stderr?.toString("utf8") ?? "";
+    if (stderr !== "") writeAllSync(2, stderr);
+    const status = child.status ?? 1;
+    const exitDescription = child.signal ? `signal: ${child.signal}` : `exit status ${status}`;
+    return { status, stdout: child.stdout?.toString("utf8") ?? "", stderr, exitDescription };
+  }
+}
+
+/** Turns a failed delegate's output into the error upstream would re-emit (code preserved). */
+function delegateFailure(out: DelegateOutput): DelegateError {
+  if (out.stdout.trim() === "") {
+    if (out.stderr !== "") return new DelegateError(0, `netplugin failed: ${JSON.stringify(out.stderr)}`);
+    return new DelegateError(0, `netplugin failed with no error message: ${out.exitDescription}`);
+  }
+  try {
+    const e = JSON.parse(out.stdout) as { code?: unknown; msg?: unknown; details?: unknown };
+    const code = typeof e.code === "number" ? e.code : 0;
+    const msg = typeof e.msg === "string" ? e.msg : "";
+    const details = typeof e.details === "string" ? e.details : undefined;
+    return new DelegateError(code, msg, { details });
+  } catch (err) {
+    return new DelegateError(
+      0,
+      `netplugin failed but error parsing its diagnostic message ${JSON.stringify(out.stdout)}: ${(err as Error).message}`,
+    );
+  }
+}
+
+/** Runs `type` for `command` with the caller's inputs; returns its stdout on success. */
+export async function execDelegate(type: string, args: CmdArgs, command: Command): Promise<string> {
+  const file = findInPath(type, args.path);
+  const spec = inProcess && isThisExecutable(file) ? inProcess.lookup(type) : undefined;
+  const out = spec ? await runInProcess(spec, args, command) : runExternal(file, args, command);
+  if (out.status !== 0) throw delegateFailure(out);
+  return out.stdout;
+}
+
+/** IPAM ADD: the delegate's result in the current type (a missing cniVersion gets the config's). */
+export async function delegateAdd(type: string, args: CmdArgs): Promise<Result> {
+  const stdout = await execDelegate(type, args, "ADD");
+  return parseResult(stdout, args.cniVersion);
+}
+
+/** IPAM DEL / CHECK / STATUS / GC: success or the delegate's error. */
+export async function delegate(type: string, args: CmdArgs, command: Exclude<Command, "ADD" | "VERSION">): Promise<void> {
+  await execDelegate(type, args, command);
+}

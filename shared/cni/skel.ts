@@ -1,0 +1,230 @@
+/**
+ * skel: one CNI invocation from environment and stdin to stdout and exit status (upstream cni v1.3.0
+ * `pkg/skel`, upstream-matrix §1.2), with two deliberate improvements:
+ * - the "CNI_NETNS is the plugin's own netns" guard (code 8) runs BEFORE the handler, for ADD, CHECK
+ *   and DEL, so a mistaken runtime never gets the host's interfaces rewired (upstream checks after
+ *   ADD/DEL have already done their work);
+ * - results and errors are written synchronously and completely before the exit status is returned.
+ *
+ * Handlers return data; skel converts a Result to the config's cniVersion and prints it.
+ */
+import { statSync } from "node:fs";
+import {
+  CniError,
+  DecodingError,
+  IncompatibleVersionError,
+  InvalidConfigError,
+  InvalidEnvError,
+  InvalidNetnsError,
+  toErrorJson,
+  type ErrorJson,
+} from "./errors.ts";
+import { ID_PATTERN, readCniEnv, type CniEnv } from "./env.ts";
+import { formatResult, formatResultRelabelled, goJsonMarshalIndent } from "./result/index.ts";
+import { PRINT_AS_IS, type CmdArgs, type Command, type PluginSpec } from "./types.ts";
+import { CURRENT_VERSION, goQuoteList, versionGte } from "./version.ts";
+
+/** Where one invocation reads and writes; the real process or an in-process delegate call. */
+export interface PluginIO {
+  env: Readonly<Record<string, string | undefined>>;
+  readStdin(): Uint8Array;
+  stdout(text: string): void;
+  stderr(text: string): void;
+}
+
+/** `CNI <plugin> plugin <build>` + the supported versions, as upstream prints with no CNI_COMMAND. */
+export function aboutText(spec: PluginSpec, buildVersion: string): string {
+  return `CNI ${spec.name} plugin ${buildVersion}\nCNI protocol versions supported: ${spec.versions.join(", ")}\n`;
+}
+
+/** The VERSION answer: library version plus what the plugin supports, one line. */
+export function versionText(spec: PluginSpec): string {
+  return `${JSON.stringify({ cniVersion: CURRENT_VERSION, supportedVersions: spec.versions })}\n`;
+}
+
+/** Formats an error the way upstream prints it: 4-space JSON, code/msg/details, no newline. */
+export function formatError(err: ErrorJson): string {
+  return goJsonMarshalIndent(err);
+}
+
+/** Parses stdin as upstream's first decode does: a JSON object with a valid `name`. */
+export function parseNetworkConfig(stdin: Uint8Array): Record<string, unknown> {
+  const text = Buffer.from(stdin).toString("utf8");
+  let value: unknown;
+  try {
+    value = text.trim() === "" ? undefinedJson() : JSON.parse(text);
+  } catch (err) {
+    const why = err instanceof RangeError ? "exceeded max depth" : (err as Error).message;
+    throw new DecodingError(`error unmarshall network config: ${why}`, { cause: err });
+  }
+  if (value === null) value = {};
+  if (typeof value !== "object" || Array.isArray(value)) {
+    const kind = Array.isArray(value) ? "array" : typeof value === "boolean" ? "bool" : typeof value;
+    throw new DecodingError(
+      `error unmarshall network config: json: cannot unmarshal ${kind} into Go value of type types.NetConf`,
+    );
+  }
+  const conf = value as Record<string, unknown>;
+  const name = lookup(conf, "name");
+  if (name !== undefined && name !== null && typeof name !== "string") {
+    throw new DecodingError(
+      `error unmarshall network config: json: cannot unmarshal ${jsonKind(name)} into Go struct field NetConf.name of type string`,
+    );
+  }
+  if (name === undefined || name === null || name === "") throw new InvalidConfigError("missing network name");
+  if (!ID_PATTERN.test(name)) throw new InvalidConfigError("invalid characters found in network name", { details: name });
+  return conf;
+}
+
+function undefinedJson(): never {
+  throw new SyntaxError("unexpected end of JSON input");
+}
+
+function jsonKind(v: unknown): string {
+  if (Array.isArray(v)) return "array";
+  if (typeof v === "boolean") return "bool";
+  return typeof v;
+}
+
+/** Go's case-insensitive field lookup (exact match first). */
+function lookup(obj: Record<string, unknown>, key: string): unknown {
+  if (Object.hasOwn(obj, key)) return obj[key];
+  let found: unknown;
+  for (const [k, v] of Object.entries(obj)) if (k.toLowerCase() === key) found = v;
+  return found;
+}
+
+/** The config's cniVersion ("" when absent); a non-string is a decode error. */
+export function configVersionOf(conf: Record<string, unknown>): string {
+  const v = lookup(conf, "cniversion");
+  if (v === undefined || v === null) return "";
+  if (typeof v !== "string") {
+    throw new DecodingError(
+      `error unmarshall network config: json: cannot unmarshal ${jsonKind(v)} into Go struct field NetConf.cniVersion of type string`,
+    );
+  }
+  return v;
+}
+
+/** Exact-match reconcile of the config version against the plugin's list (code 1 with details). */
+function requireSupported(spec: PluginSpec, version: string): void {
+  if (!spec.versions.includes(version)) {
+    throw new IncompatibleVersionError("incompatible CNI versions", {
+      details: `config is ${JSON.stringify(version)}, plugin supports ${goQuoteList(spec.versions)}`,
+    });
+  }
+}
+
+/** The threshold gate for CHECK (0.4.0) and STATUS/GC (1.1.0), with upstream's messages. */
+function requireAtLeast(spec: PluginSpec, version: string, min: string, verb: string): void {
+  if (!versionGte(version, min)) throw new IncompatibleVersionError(`config version does not allow ${verb}`);
+  const pluginCan = spec.versions.some((v) => versionGte(v, version));
+  if (!pluginCan) throw new IncompatibleVersionError(`plugin version does not allow ${verb}`);
+  requireSupported(spec, version);
+}
+
+function isTrue(s: string): boolean {
+  return s === "1" || s.toLowerCase() === "true";
+}
+
+/**
+ * Rejects CNI_NETNS naming the plugin's own network namespace (code 8), unless
+ * CNI_NETNS_OVERRIDE is set. A path that cannot be examined passes: the handler reports it.
+ */
+export function guardOwnNetns(env: CniEnv): void {
+  if (env.netns === "" || isTrue(env.netnsOverride)) return;
+  let target;
+  let own;
+  try {
+    target = statSync(env.netns);
+    own = statSync("/proc/thread-self/ns/net");
+  } catch {
+    return;
+  }
+  if (target.dev === own.dev && target.ino === own.ino) {
+    throw new InvalidNetnsError("plugin's netns and netns from CNI_NETNS should not be the same");
+  }
+}
+
+/**
+ * Runs one invocation of `spec`. Returns the exit status: 0 on success, 1 after printing a CNI
+ * error. `buildVersion` goes into the about text.
+ */
+export async function runPlugin(spec: PluginSpec, io: PluginIO, buildVersion = "version unknown"): Promise<number> {
+  let env: CniEnv;
+  try {
+    env = readCniEnv(io.env);
+  } catch (err) {
+    if ((io.env.CNI_COMMAND ?? "") === "") {
+      io.stderr(aboutText(spec, buildVersion));
+      return 0;
+    }
+    io.stdout(formatError(toErrorJson(err)));
+    return 1;
+  }
+  if (env.command === "VERSION") {
+    io.stdout(versionText(spec));
+    return 0;
+  }
+  try {
+    const result = await dispatch(spec, io, env);
+    if (result !== undefined) io.stdout(result);
+    return 0;
+  } catch (err) {
+    io.stdout(formatError(toErrorJson(err)));
+    return 1;
+  }
+}
+
+async function dispatch(spec: PluginSpec, io: PluginIO, env: CniEnv): Promise<string | undefined> {
+  let stdinData: Uint8Array;
+  try {
+    stdinData = io.readStdin();
+  } catch (err) {
+    throw new CniError(5, `error reading from stdin: ${(err as Error).message}`, { cause: err });
+  }
+  const config = parseNetworkConfig(stdinData);
+  const rawVersion = configVersionOf(config);
+  const version = rawVersion === "" ? "0.1.0" : rawVersion;
+  const args = (command: Command): CmdArgs => ({
+    command,
+    containerID: env.containerID,
+    netns: env.netns,
+    ifName: env.ifName,
+    args: env.args,
+    path: env.path,
+    stdinData,
+    config,
+    cniVersion: version,
+    env: io.env,
+  });
+  switch (env.command) {
+    case "ADD": {
+      requireSupported(spec, version);
+      guardOwnNetns(env);
+      const result = await spec.add(args("ADD"));
+      if (result[PRINT_AS_IS] && rawVersion !== "") return formatResultRelabelled(result, rawVersion);
+      return formatResult(result, rawVersion);
+    }
+    case "DEL":
+      requireSupported(spec, version);
+      guardOwnNetns(env);
+      await spec.del(args("DEL"));
+      return undefined;
+    case "CHECK":
+      requireAtLeast(spec, version, "0.4.0", "CHECK");
+      guardOwnNetns(env);
+      await spec.check?.(args("CHECK"));
+      return undefined;
+    case "STATUS":
+      requireAtLeast(spec, version, "1.1.0", "STATUS");
+      await spec.status?.(args("STATUS"));
+      return undefined;
+    case "GC":
+      requireAtLeast(spec, version, "1.1.0", "GC");
+      await spec.gc?.(args("GC"));
+      return undefined;
+    default:
+      throw new InvalidEnvError(`unknown CNI_COMMAND: ${env.command}`);
+  }
+}

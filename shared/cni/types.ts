@@ -1,0 +1,107 @@
+/**
+ * The CNI data model shared by every plugin: the current-version Result (spec 1.1.0, which plugins
+ * build internally; skel converts it to the config's cniVersion), the invocation arguments, and the
+ * plugin spec each plugin exports.
+ */
+
+/** Spec 1.x interface entry. */
+export interface Interface {
+  name: string;
+  mac?: string;
+  mtu?: number;
+  sandbox?: string;
+  socketPath?: string;
+  pciID?: string;
+}
+
+/** Spec 1.x IP entry. `address` is CIDR with host bits kept (`10.1.2.3/24`). */
+export interface IPConfig {
+  address: string;
+  gateway?: string;
+  /** Index into `interfaces`. */
+  interface?: number;
+}
+
+/** A route. `dst` is a CIDR; the optional fields exist since upstream v1.6.0. */
+export interface Route {
+  dst: string;
+  gw?: string;
+  mtu?: number;
+  advmss?: number;
+  priority?: number;
+  table?: number;
+  scope?: number;
+}
+
+export interface DNS {
+  nameservers?: string[];
+  domain?: string;
+  search?: string[];
+  options?: string[];
+}
+
+/**
+ * Marks a result to be printed exactly as built, only relabelled with the config's cniVersion
+ * (upstream loopback's quirk: a 1.x-shaped result labelled 0.x). See {@link printAsIs}.
+ */
+export const PRINT_AS_IS: unique symbol = Symbol("cni.printAsIs");
+
+/** The current-version result (1.0.0 / 1.1.0 shape); `cniVersion` is set by whoever prints it. */
+export interface Result {
+  [PRINT_AS_IS]?: true;
+  cniVersion?: string;
+  interfaces?: Interface[];
+  ips?: IPConfig[];
+  routes?: Route[];
+  dns?: DNS;
+}
+
+/** CNI_COMMAND values this suite knows. */
+export type Command = "ADD" | "DEL" | "CHECK" | "STATUS" | "GC" | "VERSION";
+
+/**
+ * Everything one invocation hands a plugin handler. Handlers read their inputs only from here —
+ * never from `process.env` — so a delegate can run in-process with identical inputs.
+ */
+export interface CmdArgs {
+  command: Command;
+  /** CNI_CONTAINERID ("" for STATUS/GC). */
+  containerID: string;
+  /** CNI_NETNS as given ("" when unset). */
+  netns: string;
+  /** CNI_IFNAME ("" for STATUS/GC). */
+  ifName: string;
+  /** CNI_ARGS raw string ("" when unset). */
+  args: string;
+  /** CNI_PATH raw string. */
+  path: string;
+  /** The raw stdin bytes (the network config). */
+  stdinData: Uint8Array;
+  /** stdin parsed as a JSON object (skel guarantees an object with a valid `name`). */
+  config: Record<string, unknown>;
+  /** The config's cniVersion ("0.1.0" when missing). */
+  cniVersion: string;
+  /** The full environment of this invocation (for delegation: passed to delegates unchanged). */
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+/** A handler may be synchronous; async handlers are allowed but must not enter a netns across await. */
+export type Handler<R> = (args: CmdArgs) => R | Promise<R>;
+
+/** What one plugin exports; build/registry.ts maps the CNI type name to this. */
+export interface PluginSpec {
+  /** CNI type name: the executable name. */
+  name: string;
+  /** Spec versions this plugin accepts, ascending. */
+  versions: readonly string[];
+  add: Handler<Result>;
+  del: Handler<void>;
+  check?: Handler<void>;
+  status?: Handler<void>;
+  gc?: Handler<void>;
+}
+
+/** Returns `result` marked to be printed unconverted, relabelled with the config's cniVersion. */
+export function printAsIs(result: Result): Result {
+  return { ...result, [PRINT_AS_IS]: true };
+}
