@@ -48,7 +48,7 @@ describe("decode", () => {
   });
   test("names nested fields by path", () => {
     expect(failure(() => decode(NetConf, { ipam: { ranges: [[{ subnet: 5 }]] } }))[1]).toBe(
-      "json: cannot unmarshal number into Go struct field NetConf.ipam.ranges.subnet of type string",
+      "json: cannot unmarshal number into Go struct field Range.ipam.ranges.subnet of type string",
     );
   });
   test("rejects a non-object top level like Go", () => {

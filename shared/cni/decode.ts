@@ -156,8 +156,8 @@ export const t = {
     };
   },
   /**
-   * A Go struct. `goName` is the struct name used in error messages when this object is the top
-   * level (nested objects keep the outer struct name and extend the path, as Go does).
+   * A Go struct. `goName` is the struct name used in error messages for fields directly inside it
+   * (Go reports the innermost struct with the full path from the top).
    */
   object<F extends Fields>(goName: string, fields: F): Schema<ObjectOf<F>> & { fields: F } {
     const exact = new Map<string, string>();
@@ -171,7 +171,8 @@ export const t = {
       fields,
       decode(value, ctx) {
         if (typeof value !== "object" || value === null || Array.isArray(value)) mismatch(value, ctx, goName);
-        const here = ctx.path === "" && ctx.struct === "" ? { struct: goName, path: "" } : ctx;
+        // Go names the innermost struct and the full field path: `Range.ipam.ranges.subnet`.
+        const here = { struct: goName, path: ctx.path };
         const out: Record<string, unknown> = {};
         for (const [key, v] of Object.entries(value)) {
           const field = exact.get(key) ?? folded.get(key.toLowerCase());

@@ -1,0 +1,217 @@
+/**
+ * static's configuration (upstream plugins/ipam/static/main.go `LoadIPAMConfig`, upstream-matrix
+ * §2.9). IPAM plugins get the calling plugin's whole config; static reads `ipam`, `runtimeConfig.ips`
+ * and `args.cni.ips`, plus CNI_ARGS `IP` and `GATEWAY`.
+ *
+ * Address sources, applied in this order:
+ * 1. `ipam.addresses` (validated last, and only if still in use);
+ * 2. CNI_ARGS `IP` (comma-separated CIDRs) is **appended**; CNI_ARGS `GATEWAY` (comma-separated IPs)
+ *    is given to every address so far whose subnet contains it — in practice only the CNI_ARGS
+ *    addresses, because upstream has not parsed the config addresses yet at that point;
+ * 3. `args.cni.ips` **replaces** everything so far;
+ * 4. `runtimeConfig.ips` **replaces** everything so far.
+ */
+import { decode, t, type Infer } from "../../shared/cni/decode.ts";
+import { CniError, InvalidConfigError, UnsupportedFieldError, messageOf } from "../../shared/cni/errors.ts";
+import { parseCniArgs } from "../../shared/cni/args.ts";
+import {
+  canonicalCIDR,
+  dnsFromWire,
+  dnsSchema,
+  ipField,
+  routeFromWire,
+  routeSchema,
+  type CanonicalCIDR,
+} from "../../shared/cni/result/index.ts";
+import type { DNS, Route } from "../../shared/cni/types.ts";
+import { versionGte } from "../../shared/cni/version.ts";
+import { containsIP, formatIP, parseIP } from "../../shared/ip/ip.ts";
+
+// ---- wire format (Go field names; keys match case-insensitively, exact case first) ----
+
+/** Upstream's `Address`: the tagged `address` string plus the untagged Go fields `Address` and `Version`. */
+const AddressWire = t.object("main.Address", {
+  address: t.string(),
+  gateway: ipField,
+  /** Go's untagged `Address net.IPNet`: only the exact key `Address` reaches it. */
+  Address: t.raw(),
+  Version: t.string(),
+});
+
+const IPAMWire = t.object("main.IPAMConfig", {
+  Name: t.string(),
+  type: t.string(),
+  routes: t.array(routeSchema),
+  addresses: t.array(AddressWire),
+  dns: dnsSchema,
+});
+
+const NetWire = t.object("Net", {
+  name: t.string(),
+  cniVersion: t.string(),
+  ipam: IPAMWire,
+  runtimeConfig: t.object("struct", { ips: t.array(t.string()) }),
+  args: t.object("struct", { cni: t.object("main.IPAMArgs", { ips: t.array(t.string()) }) }),
+});
+
+/** CNI_ARGS keys static declares (Go field names, matched case-sensitively). */
+const CNI_ARGS_KEYS = ["IP", "GATEWAY"] as const;
+
+// ---- internal config ----
+
+export interface StaticAddress {
+  /** The parsed CIDR (canonical text, address with host bits, prefix). */
+  cidr: CanonicalCIDR;
+  /** Canonical gateway IP, when one applies. */
+  gateway?: string;
+}
+
+export interface StaticConfig {
+  /** The config's `cniVersion` exactly as written ("" when missing). */
+  cniVersion: string;
+  addresses: StaticAddress[];
+  routes: Route[];
+  dns: DNS | undefined;
+}
+
+/** An address before validation: config addresses stay text until the end, as upstream. */
+interface Candidate {
+  text: string;
+  cidr?: CanonicalCIDR;
+  gateway?: string;
+}
+
+/**
+ * Loads and validates static's config from the plugin config and the raw CNI_ARGS string. Config
+ * errors are code 7 with upstream's text; CNI_ARGS syntax errors are code 4 (from parseCniArgs).
+ */
+export function loadStaticConfig(config: Record<string, unknown>, cniArgs: string): StaticConfig {
+  const net = decodeNet(config);
+  const ipam = net.ipam;
+  if (ipam === undefined) throw new InvalidConfigError("IPAM config missing 'ipam' key");
+
+  let candidates: Candidate[] = (ipam.addresses ?? []).map((a, i) => configCandidate(a, i));
+
+  if (cniArgs !== "") {
+    const env = parseCniArgs(cniArgs, CNI_ARGS_KEYS);
+    if (env.IP) candidates.push(...env.IP.split(",").map(cniArgsCandidate));
+    if (env.GATEWAY) applyGateways(candidates, env.GATEWAY);
+  }
+
+  const argsIps = net.args?.cni?.ips;
+  if (argsIps !== undefined && argsIps.length > 0) candidates = argsIps.map(listCandidate);
+
+  const runtimeIps = net.runtimeConfig?.ips;
+  if (runtimeIps !== undefined && runtimeIps.length > 0) candidates = runtimeIps.map(listCandidate);
+
+  const addresses = candidates.map(validateCandidate);
+  checkOnePerFamily(addresses, net.cniVersion ?? "");
+
+  return {
+    cniVersion: net.cniVersion ?? "",
+    addresses,
+    routes: configRoutes(ipam.routes),
+    dns: dnsFromWire(ipam.dns),
+  };
+}
+
+/** Go-decodes the config; value errors from IP/CIDR fields (plain Errors) become code 7 too. */
+function decodeNet(config: Record<string, unknown>): Infer<typeof NetWire> {
+  try {
+    return decode(NetWire, config);
+  } catch (err) {
+    if (err instanceof CniError) throw err;
+    throw new InvalidConfigError(messageOf(err), { cause: err });
+  }
+}
+
+/** `ipam.routes`, copied to the result as written (null entries skipped; a route needs `dst`). */
+function configRoutes(routes: readonly (Infer<typeof routeSchema> | undefined)[] | undefined): Route[] {
+  const out: Route[] = [];
+  for (const [i, r] of (routes ?? []).entries()) {
+    if (r === undefined) continue;
+    try {
+      out.push(routeFromWire(r, `ipam.routes[${i}]`));
+    } catch (err) {
+      throw new InvalidConfigError(messageOf(err), { cause: err });
+    }
+  }
+  return out;
+}
+
+function configCandidate(a: Infer<typeof AddressWire> | undefined, index: number): Candidate {
+  if (a?.Address !== undefined) {
+    if (typeof a.Address !== "object" || Array.isArray(a.Address)) {
+      const kind = Array.isArray(a.Address) ? "array" : typeof a.Address === "boolean" ? "bool" : typeof a.Address;
+      throw new InvalidConfigError(
+        `json: cannot unmarshal ${kind} into Go struct field Address.ipam.addresses.Address of type net.IPNet`,
+      );
+    }
+    throw new UnsupportedFieldError(
+      `ipam.addresses[${index}].Address: a Go net.IPNet object is not supported; use "address"`,
+    );
+  }
+  const c: Candidate = { text: a?.address ?? "" };
+  if (a?.gateway) c.gateway = a.gateway;
+  return c;
+}
+
+function cniArgsCandidate(item: string): Candidate {
+  const text = item.trim();
+  const cidr = tryCIDR(text);
+  if (cidr === undefined) {
+    throw new InvalidConfigError(`the 'ip' field is expected to be in CIDR notation, got: '${text}'`);
+  }
+  return { text, cidr };
+}
+
+function listCandidate(text: string): Candidate {
+  const cidr = tryCIDR(text);
+  if (cidr === undefined) {
+    throw new InvalidConfigError(`an entry in the 'ips' field is NOT in CIDR notation, got: '${text}'`);
+  }
+  return { text, cidr };
+}
+
+/** CNI_ARGS GATEWAY: each gateway goes to every already-parsed address whose subnet contains it. */
+function applyGateways(candidates: Candidate[], raw: string): void {
+  for (const item of raw.split(",")) {
+    const gw = parseIP(item.trim());
+    if (gw === null) throw new InvalidConfigError(`invalid gateway address: ${item}`);
+    for (const c of candidates) {
+      if (c.cidr && containsIP(c.cidr.ip, c.cidr.prefixLen, gw)) c.gateway = formatIP(gw);
+    }
+  }
+}
+
+function validateCandidate(c: Candidate): StaticAddress {
+  const cidr = c.cidr ?? tryCIDR(c.text);
+  if (cidr === undefined) {
+    throw new InvalidConfigError(`the 'address' field is expected to be in CIDR notation, got: '${c.text}'`);
+  }
+  const out: StaticAddress = { cidr };
+  if (c.gateway) out.gateway = c.gateway;
+  return out;
+}
+
+/** Spec 0.1.0/0.2.0 results hold one address per family (so does an unparseable version, as upstream). */
+function checkOnePerFamily(addresses: readonly StaticAddress[], cniVersion: string): void {
+  const v4 = addresses.filter((a) => a.cidr.v4).length;
+  const v6 = addresses.length - v4;
+  if (v4 <= 1 && v6 <= 1) return;
+  let multi = false;
+  try {
+    multi = versionGte(cniVersion, "0.3.0");
+  } catch {
+    multi = false;
+  }
+  if (!multi) throw new InvalidConfigError(`CNI version ${cniVersion} does not support more than 1 address per family`);
+}
+
+function tryCIDR(text: string): CanonicalCIDR | undefined {
+  try {
+    return canonicalCIDR(text);
+  } catch {
+    return undefined;
+  }
+}
