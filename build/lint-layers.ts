@@ -5,7 +5,8 @@
  * - only shared/sys imports bun:ffi;
  * - only shared/cni/invoke.ts and shared/firewall/exec.ts spawn processes (test/ and build/ exempt);
  * - no async/await in shared/netns, shared/netlink, shared/sysctl;
- * - plugin code never reads process.env, process.stdout or process.stdin.
+ * - plugin code never reads process.env, process.stdout or process.stdin;
+ * - test support modules (`testing.ts`) are imported only by tests.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -34,12 +35,14 @@ for (const top of ["plugins", "ipam", "meta", "shared"]) {
   }
   for (const file of files) {
     const rel = relative(root, file);
-    const isTest = rel.endsWith(".test.ts");
+    // Test support modules (`testing.ts`) may spawn helpers; only tests may import them.
+    const isTest = rel.endsWith(".test.ts") || rel.endsWith("/testing.ts");
     const text = readFileSync(file, "utf8");
     for (const m of text.matchAll(IMPORT)) {
       const spec = m[1] ?? m[2] ?? m[3] ?? "";
       if (spec === "bun:ffi" && !rel.startsWith("shared/sys/")) problems.push(`${rel}: imports bun:ffi outside shared/sys`);
       if (!spec.startsWith(".")) continue;
+      if (!isTest && /(^|\/)testing\.ts$/.test(spec)) problems.push(`${rel}: imports test support ${spec}`);
       const target = relative(root, resolve(dirname(file), spec));
       const targetTop = target.split("/")[0]!;
       if (top === "shared" && ["plugins", "ipam", "meta", "build"].includes(targetTop)) {

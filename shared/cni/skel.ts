@@ -47,12 +47,33 @@ export function formatError(err: ErrorJson): string {
   return goJsonMarshalIndent(err);
 }
 
+/** Go's decoder refuses JSON nested deeper than this. */
+const MAX_JSON_DEPTH = 10000;
+
+/** Throws when arrays/objects nest deeper than Go's decoder allows (strings are skipped). */
+function checkJsonDepth(text: string): void {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > MAX_JSON_DEPTH) throw new SyntaxError("exceeded max depth");
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+}
+
 /** Parses stdin as upstream's first decode does: a JSON object with a valid `name`. */
 export function parseNetworkConfig(stdin: Uint8Array): Record<string, unknown> {
   const text = Buffer.from(stdin).toString("utf8");
   let value: unknown;
   try {
-    value = text.trim() === "" ? undefinedJson() : JSON.parse(text);
+    if (text.trim() === "") undefinedJson();
+    checkJsonDepth(text);
+    value = JSON.parse(text);
   } catch (err) {
     const why = err instanceof RangeError ? "exceeded max depth" : (err as Error).message;
     throw new DecodingError(`error unmarshall network config: ${why}`, { cause: err });

@@ -1,0 +1,267 @@
+/**
+ * host-local configuration (upstream `backend/allocator/config.go`): decoding with Go semantics,
+ * range-set ordering, defaults and validation with upstream's messages.
+ *
+ * Range-set order (its index names `last_reserved_ip.<index>` and appears in messages):
+ * `runtimeConfig.ipRanges` first, then the legacy single range written directly under `ipam`
+ * (used only when it has a `subnet`), then `ipam.ranges`.
+ *
+ * Requested addresses are combined from all three sources, in this order: CNI_ARGS `IP`,
+ * `args.cni.ips`, `runtimeConfig.ips`; each is `ip` or `ip/prefix` (the prefix is ignored).
+ *
+ * Every error here is code 7 (upstream: 999) with upstream's text, except CNI_ARGS errors, which
+ * parseCniArgs reports as code 4.
+ */
+import { parseCniArgs } from "../../shared/cni/args.ts";
+import { ConfigTypeError, decode, isObject, jsonKind, t, type Infer, type Schema } from "../../shared/cni/decode.ts";
+import { InvalidConfigError } from "../../shared/cni/errors.ts";
+import type { Route } from "../../shared/cni/types.ts";
+import { parseVersion } from "../../shared/cni/version.ts";
+import { formatIP, parseIP, type IPAddr } from "../../shared/ip/addr.ts";
+import { formatCIDR, parseCIDRDetailed, type ParsedCIDR } from "../../shared/ip/cidr.ts";
+import { RangeConfigError, type RangeInput } from "./allocator/range.ts";
+import { canonicalizeRangeSet, rangeSetFamily, rangeSetsOverlap, type RangeSet } from "./allocator/range-set.ts";
+import { DEFAULT_DATA_DIR } from "./store/disk.ts";
+
+/** A config route, kept verbatim for the result; `dst` undefined when the config omitted it. */
+export interface ConfigRoute {
+  dst: string | undefined;
+  gw?: string;
+  mtu?: number;
+  advmss?: number;
+  priority?: number;
+  table?: number;
+  scope?: number;
+}
+
+/** The validated host-local configuration. */
+export interface IPAMConfig {
+  /** Network name: the store sub-directory. */
+  name: string;
+  /** The config's `cniVersion` as written ("" when absent). */
+  cniVersion: string;
+  rangeSets: RangeSet[];
+  routes: ConfigRoute[];
+  /** Store root (`/var/lib/cni/networks` by default; may be relative, like upstream). */
+  dataDir: string;
+  resolvConf: string | undefined;
+  /** Requested addresses, de-duplicated, in source order. */
+  requestedIPs: IPAddr[];
+}
+
+// ---- wire schemas -------------------------------------------------------------------------
+
+/** A Go struct whose type (in mismatch errors) is package-qualified, unlike its name in field errors. */
+function goStruct<S extends Schema<unknown>>(goType: string, inner: S): Schema<Infer<S>> {
+  return {
+    goType,
+    decode(value, ctx) {
+      if (!isObject(value)) throw new ConfigTypeError(jsonKind(value).split(" ")[0]!, ctx, goType);
+      return inner.decode(value, ctx) as Infer<S>;
+    },
+  };
+}
+
+/** `net.IP`: "" means unset; anything else must parse. */
+const netIP = t.parsed<IPAddr | undefined>("net.IP", (s) => {
+  if (s === "") return undefined;
+  const ip = parseIP(s);
+  if (ip === null) throw new InvalidConfigError(`invalid IP address: ${s}`);
+  return ip;
+});
+
+/** CNI `types.IPNet`: a CIDR with host bits kept. */
+const ipNet = t.parsed<ParsedCIDR>("types.IPNet", (s) => {
+  const c = parseCIDRDetailed(s);
+  if (c === null) throw new InvalidConfigError(`invalid CIDR address: ${s}`);
+  return c;
+});
+
+/** Marker for a requested address written as "" (upstream: "IP <nil> not v4 nor v6"). */
+const EMPTY_REQUEST = Symbol("empty requested IP");
+
+/** Plugins' `ip.IP`: `ip` or `ip/prefix`. */
+function parseRequestedIP(s: string): IPAddr | null {
+  if (s.includes("/")) return parseCIDRDetailed(s)?.ip ?? null;
+  return parseIP(s);
+}
+
+const requestedIP = t.parsed<IPAddr | typeof EMPTY_REQUEST>("ip.IP", (s) => {
+  if (s === "") return EMPTY_REQUEST;
+  const ip = parseRequestedIP(s);
+  if (ip === null) throw new InvalidConfigError(`invalid IP address ${s}`);
+  return ip;
+});
+
+const rangeFields = { rangeStart: netIP, rangeEnd: netIP, subnet: ipNet, gateway: netIP };
+const rangeSchema = goStruct("allocator.Range", t.object("Range", rangeFields));
+const rangeArray = t.array(rangeSchema);
+/** `allocator.RangeSet` (a named slice type). */
+const rangeSetSchema: Schema<(RangeInput | undefined)[]> = {
+  goType: "allocator.RangeSet",
+  decode(value, ctx) {
+    if (!Array.isArray(value)) throw new ConfigTypeError(jsonKind(value).split(" ")[0]!, ctx, "allocator.RangeSet");
+    return rangeArray.decode(value, ctx);
+  },
+};
+
+const routeSchema = goStruct(
+  "types.route",
+  t.object("route", {
+    dst: ipNet,
+    gw: netIP,
+    mtu: t.int(),
+    advmss: t.int(),
+    priority: t.int(),
+    table: t.int(),
+    scope: t.int(),
+  }),
+);
+
+const ipamSchema = goStruct(
+  "allocator.IPAMConfig",
+  t.object("IPAMConfig", {
+    ...rangeFields,
+    type: t.string(),
+    routes: t.array(routeSchema),
+    dataDir: t.string(),
+    resolvConf: t.string(),
+    ranges: t.array(rangeSetSchema),
+  }),
+);
+
+const netSchema = t.object("Net", {
+  name: t.string(),
+  cniVersion: t.string(),
+  ipam: ipamSchema,
+  // Anonymous structs in Go; their fields are reported against "Net".
+  runtimeConfig: goStruct("struct", t.object("Net", { ipRanges: t.array(rangeSetSchema), ips: t.array(requestedIP) })),
+  args: goStruct(
+    "struct",
+    t.object("Net", { cni: goStruct("allocator.IPAMArgs", t.object("IPAMArgs", { ips: t.array(requestedIP) })) }),
+  ),
+});
+
+// ---- loading ------------------------------------------------------------------------------
+
+/** Upstream's CNI_ARGS `IP` (an `ip.IP`: `ip` or `ip/prefix`; empty means none). */
+export function parseEnvRequestedIP(cniArgs: string): IPAddr | undefined {
+  const parsed = parseCniArgs(cniArgs, ["IP"], {
+    IP: (v) => {
+      if (v !== "" && parseRequestedIP(v) === null) throw new Error(`invalid IP address ${v}`);
+    },
+  });
+  const v = parsed["IP"];
+  return v === undefined || v === "" ? undefined : (parseRequestedIP(v) ?? undefined);
+}
+
+function configRoute(r: Infer<typeof routeSchema>): ConfigRoute {
+  const out: ConfigRoute = { dst: undefined };
+  if (r.dst !== undefined) {
+    // Go prints an IPv4 address under a 128-bit mask with the mask's last 32 bits.
+    const shown = r.dst.ip.family === 4 && r.dst.maskWidth === 128 ? Math.max(0, r.dst.prefixLen - 96) : r.dst.prefixLen;
+    out.dst = formatCIDR({ ip: r.dst.ip, prefixLen: shown });
+  }
+  if (r.gw !== undefined) out.gw = formatIP(r.gw);
+  // Upstream marshals mtu/advmss/priority with omitempty, table/scope as pointers.
+  if (r.mtu) out.mtu = r.mtu;
+  if (r.advmss) out.advmss = r.advmss;
+  if (r.priority) out.priority = r.priority;
+  if (r.table !== undefined) out.table = r.table;
+  if (r.scope !== undefined) out.scope = r.scope;
+  return out;
+}
+
+/** The result routes; a route without `dst` is refused here (upstream prints `"<nil>"`). */
+export function resultRoutes(routes: readonly ConfigRoute[]): Route[] {
+  return routes.map((r) => {
+    if (r.dst === undefined) throw new InvalidConfigError("invalid route: missing dst");
+    const { dst, ...rest } = r;
+    return { dst, ...rest };
+  });
+}
+
+/** True when `v` >= `min`; an unparseable version counts as older (upstream ignores the error). */
+function versionAtLeast(v: string, min: [number, number, number]): boolean {
+  let p: [number, number, number];
+  try {
+    p = parseVersion(v);
+  } catch {
+    return false;
+  }
+  for (let i = 0; i < 3; i++) if (p[i] !== min[i]) return p[i]! > min[i]!;
+  return true;
+}
+
+function defined<T>(list: readonly (T | undefined)[] | undefined): T[] {
+  return (list ?? []).filter((x): x is T => x !== undefined);
+}
+
+/**
+ * Loads and validates the host-local configuration from the plugin's stdin object and CNI_ARGS.
+ * Throws InvalidConfigError (code 7) with upstream's messages, or InvalidEnvError for CNI_ARGS.
+ */
+export function loadIPAMConfig(config: Record<string, unknown>, cniArgs: string): IPAMConfig {
+  const net = decode(netSchema, config);
+  const ipam = net.ipam;
+  if (ipam === undefined) throw new InvalidConfigError("IPAM config missing 'ipam' key");
+
+  const requested: (IPAddr | typeof EMPTY_REQUEST)[] = [];
+  if (cniArgs !== "") {
+    const envIP = parseEnvRequestedIP(cniArgs);
+    if (envIP !== undefined) requested.push(envIP);
+  }
+  requested.push(...defined(net.args?.cni?.ips), ...defined(net.runtimeConfig?.ips));
+  const requestedIPs = new Map<string, IPAddr>();
+  for (const r of requested) {
+    if (r === EMPTY_REQUEST) throw new InvalidConfigError("cannot understand ip: IP <nil> not v4 nor v6");
+    if (!requestedIPs.has(formatIP(r))) requestedIPs.set(formatIP(r), r);
+  }
+
+  const inputs: (RangeInput | undefined)[][] = [];
+  // A null set decodes to an empty set ("empty range set"), as in Go.
+  for (const set of net.runtimeConfig?.ipRanges ?? []) inputs.push(set ?? []);
+  if (ipam.subnet !== undefined) {
+    inputs.push([{ subnet: ipam.subnet, rangeStart: ipam.rangeStart, rangeEnd: ipam.rangeEnd, gateway: ipam.gateway }]);
+  }
+  for (const set of ipam.ranges ?? []) inputs.push(set ?? []);
+  if (inputs.length === 0) throw new InvalidConfigError("no IP ranges specified");
+
+  const rangeSets: RangeSet[] = [];
+  let v4 = 0;
+  let v6 = 0;
+  for (const [i, set] of inputs.entries()) {
+    let rs: RangeSet;
+    try {
+      // A JSON null inside a set decodes to a zero Range, which has no subnet.
+      rs = canonicalizeRangeSet(set.map((r) => r ?? {}));
+    } catch (err) {
+      if (err instanceof RangeConfigError) throw new InvalidConfigError(`invalid range set ${i}: ${err.message}`, { cause: err });
+      throw err;
+    }
+    if (rangeSetFamily(rs) === 4) v4++;
+    else v6++;
+    rangeSets.push(rs);
+  }
+
+  const cniVersion = net.cniVersion ?? "";
+  if ((v4 > 1 || v6 > 1) && !versionAtLeast(cniVersion, [0, 3, 0])) {
+    throw new InvalidConfigError(`CNI version ${cniVersion} does not support more than 1 address per family`);
+  }
+
+  for (let i = 0; i < rangeSets.length; i++) {
+    for (let j = i + 1; j < rangeSets.length; j++) {
+      if (rangeSetsOverlap(rangeSets[i]!, rangeSets[j]!)) throw new InvalidConfigError(`range set ${i} overlaps with ${j}`);
+    }
+  }
+
+  return {
+    name: net.name ?? "",
+    cniVersion,
+    rangeSets,
+    routes: defined(ipam.routes).map(configRoute),
+    dataDir: ipam.dataDir === undefined || ipam.dataDir === "" ? DEFAULT_DATA_DIR : ipam.dataDir,
+    resolvConf: ipam.resolvConf === undefined || ipam.resolvConf === "" ? undefined : ipam.resolvConf,
+    requestedIPs: [...requestedIPs.values()],
+  };
+}

@@ -1,0 +1,52 @@
+/**
+ * GC for host-local (spec 1.1.0; upstream has none: its main.go says "FIXME GC"). The runtime passes the
+ * attachments that are still alive in `cni.dev/valid-attachments`; under the store lock every
+ * reservation whose owner is not among them is released:
+ * - `<id>\r\n<ifname>` files: kept only if (id, ifname) is valid;
+ * - legacy `<id>` files: kept if any attachment of container `id` is valid (they record no ifname);
+ * - empty, whitespace-only or unreadable files (left by a crash between create and write, user-pain
+ *   #498): no DEL can ever match them, so they are always reclaimed.
+ * A config without the key is a no-op (never "release everything"); an empty list releases all.
+ * Only reservation files (named by an IP) directly in this network's directory are considered.
+ */
+import { decode, getField, t } from "../../shared/cni/decode.ts";
+import { parseOwner } from "./store/owner.ts";
+import type { Store } from "./store/store.ts";
+
+export const VALID_ATTACHMENTS_KEY = "cni.dev/valid-attachments";
+
+export interface Attachment {
+  containerID: string;
+  ifname: string;
+}
+
+const attachmentsSchema = t.object("GCArgs", {
+  [VALID_ATTACHMENTS_KEY]: t.array(t.object("GCAttachment", { containerID: t.string(), ifname: t.string() })),
+});
+
+/** The valid attachments of a GC call, or undefined when the config does not carry the key. */
+export function parseValidAttachments(config: Record<string, unknown>): Attachment[] | undefined {
+  if (getField(config, VALID_ATTACHMENTS_KEY) == null) return undefined;
+  const list = decode(attachmentsSchema, config)[VALID_ATTACHMENTS_KEY] ?? [];
+  return list
+    .filter((a) => a !== undefined)
+    .map((a) => ({ containerID: a.containerID ?? "", ifname: a.ifname ?? "" }));
+}
+
+/** Releases every reservation not owned by a valid attachment. The caller holds the lock. Returns the released count. */
+export function collectGarbage(store: Store, valid: readonly Attachment[]): number {
+  const pairs = new Set(valid.map((a) => `${a.containerID}\u0000${a.ifname}`));
+  const containers = new Set(valid.map((a) => a.containerID));
+  let released = 0;
+  for (const r of store.reservations()) {
+    const owner = parseOwner(r.key);
+    const keep =
+      owner.kind === "attachment"
+        ? pairs.has(`${owner.containerID}\u0000${owner.ifname}`)
+        : owner.kind === "legacy"
+          ? containers.has(owner.containerID)
+          : false;
+    if (!keep && store.releaseReservation(r)) released++;
+  }
+  return released;
+}

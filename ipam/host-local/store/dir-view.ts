@@ -1,0 +1,195 @@
+/**
+ * An exact in-memory picture of a network directory's reservation files and their owner keys,
+ * built either from the trusted owner index (no per-file I/O) or by scanning the directory
+ * (see disk.ts for when each is used and why that is safe).
+ */
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, type Dirent } from "node:fs";
+import { join } from "node:path";
+import { O_CLOEXEC } from "../../../shared/sys/constants.ts";
+import { INDEX_NAME, INDEX_TMP_NAME, type IndexEntry } from "./index-file.ts";
+import { goTrimSpace } from "./owner.ts";
+
+/** Files in the network directory that are bookkeeping, never reservations. */
+export const LOCK_NAME = "lock";
+export const LAST_RESERVED_PREFIX = "last_reserved_ip.";
+
+export function isBookkeepingName(name: string): boolean {
+  return name === LOCK_NAME || name.startsWith(LAST_RESERVED_PREFIX) || name === INDEX_NAME || name === INDEX_TMP_NAME;
+}
+
+/** A file younger than this when read may still be replaced within one timestamp tick. */
+const STABLE_AFTER_NS = 2_000_000_000n;
+
+/** True when a file with this ctime, seen at `nowNs`, can be trusted by (ino, ctime, size) later. */
+export function isStable(ctimeNs: bigint, nowNs: bigint): boolean {
+  return nowNs - ctimeNs > STABLE_AFTER_NS;
+}
+
+const decoder = new TextDecoder();
+
+/** Reads every byte of an open file. */
+function readAll(fd: number, sizeHint: number): Uint8Array {
+  let buf = new Uint8Array(Math.max(64, sizeHint + 1));
+  let len = 0;
+  for (;;) {
+    if (len === buf.length) {
+      const bigger = new Uint8Array(buf.length * 2);
+      bigger.set(buf);
+      buf = bigger;
+    }
+    const n = readSync(fd, buf, len, buf.length - len, null);
+    if (n === 0) return buf.subarray(0, len);
+    len += n;
+  }
+}
+
+/**
+ * Reads one file as upstream's walk does (following symlinks; content trimmed). Returns undefined
+ * when the file no longer exists, and an entry with key null when it cannot be read. Opened with
+ * O_NONBLOCK so that a planted FIFO cannot hang the plugin.
+ */
+export function readEntry(dir: string, name: string, nowNs: bigint): IndexEntry | undefined {
+  let fd: number;
+  try {
+    fd = openSync(join(dir, name), constants.O_RDONLY | constants.O_NONBLOCK | O_CLOEXEC);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    return { name, ino: "0", ctimeNs: "0", size: 0, stable: false, key: null };
+  }
+  try {
+    const st = fstatSync(fd, { bigint: true });
+    const identity = { name, ino: st.ino.toString(), ctimeNs: st.ctimeNs.toString(), size: Number(st.size) };
+    if (!st.isFile()) return { ...identity, stable: false, key: null };
+    let key: string | null;
+    try {
+      key = goTrimSpace(decoder.decode(readAll(fd, Number(st.size))));
+    } catch {
+      key = null;
+    }
+    return { ...identity, stable: isStable(st.ctimeNs, nowNs), key };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** True when `prev` still describes the file at `name` (same inode, ctime and size). */
+function unchanged(dir: string, prev: IndexEntry): boolean {
+  if (!prev.stable) return false;
+  const st = lstatSync(join(dir, prev.name), { bigint: true, throwIfNoEntry: false });
+  return (
+    st !== undefined &&
+    st.isFile() &&
+    st.ino.toString() === prev.ino &&
+    st.ctimeNs.toString() === prev.ctimeNs &&
+    Number(st.size) === prev.size
+  );
+}
+
+export interface ScanResult {
+  readonly entries: IndexEntry[];
+  readonly nested: boolean;
+  /** How many files had to be read (the rest were proven unchanged by lstat). */
+  readonly filesRead: number;
+}
+
+/**
+ * Lists the directory (recursively, as upstream's walk) and returns an entry for every file that
+ * is not bookkeeping. Top-level files that `previous` describes and that are provably unchanged
+ * keep their entry without being read; everything else is read. Files in subdirectories are
+ * always read.
+ */
+export function scanDirectory(dir: string, previous: ReadonlyMap<string, IndexEntry> | null, nowNs: bigint): ScanResult {
+  const entries: IndexEntry[] = [];
+  let nested = false;
+  let filesRead = 0;
+  const visit = (rel: string, d: Dirent, depth: number) => {
+    if (d.isDirectory()) {
+      nested = true;
+      let children: Dirent[];
+      try {
+        children = readdirSync(join(dir, rel), { withFileTypes: true });
+      } catch {
+        return; // upstream's walk skips unreadable directories
+      }
+      for (const c of children) visit(`${rel}/${c.name}`, c, depth + 1);
+      return;
+    }
+    if (depth === 0) {
+      if (isBookkeepingName(rel)) return;
+      const prev = previous?.get(rel);
+      if (prev !== undefined && d.isFile() && unchanged(dir, prev)) {
+        entries.push(prev);
+        return;
+      }
+    }
+    filesRead++;
+    const e = readEntry(dir, rel, nowNs);
+    if (e !== undefined) entries.push(depth === 0 ? e : { ...e, stable: false });
+  };
+  for (const d of readdirSync(dir, { withFileTypes: true })) visit(d.name, d, 0);
+  return { entries, nested, filesRead };
+}
+
+/** The entries of a directory, indexed by name and by owner key. */
+export class DirView {
+  readonly #byName = new Map<string, IndexEntry>();
+  readonly #byKey = new Map<string, Set<string>>();
+  /** Whether the directory had subdirectories. */
+  readonly nested: boolean;
+  /** Changed since it was loaded: must be written back. */
+  dirty = false;
+  /** Found to disagree with the disk: must not be trusted by the next reader. */
+  invalid = false;
+
+  constructor(entries: Iterable<IndexEntry>, nested: boolean) {
+    this.nested = nested;
+    for (const e of entries) this.add(e);
+  }
+
+  get size(): number {
+    return this.#byName.size;
+  }
+
+  entries(): IterableIterator<IndexEntry> {
+    return this.#byName.values();
+  }
+
+  byName(): ReadonlyMap<string, IndexEntry> {
+    return this.#byName;
+  }
+
+  has(name: string): boolean {
+    return this.#byName.has(name);
+  }
+
+  get(name: string): IndexEntry | undefined {
+    return this.#byName.get(name);
+  }
+
+  /** Names of the files whose trimmed content is exactly `key`. */
+  namesWithKey(key: string): string[] {
+    const names = this.#byKey.get(key);
+    return names === undefined ? [] : [...names];
+  }
+
+  add(e: IndexEntry): void {
+    this.remove(e.name);
+    this.#byName.set(e.name, e);
+    if (e.key !== null) {
+      let names = this.#byKey.get(e.key);
+      if (names === undefined) this.#byKey.set(e.key, (names = new Set()));
+      names.add(e.name);
+    }
+  }
+
+  remove(name: string): void {
+    const e = this.#byName.get(name);
+    if (e === undefined) return;
+    this.#byName.delete(name);
+    if (e.key !== null) {
+      const names = this.#byKey.get(e.key);
+      names?.delete(name);
+      if (names?.size === 0) this.#byKey.delete(e.key);
+    }
+  }
+}

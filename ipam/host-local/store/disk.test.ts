@@ -1,0 +1,296 @@
+/** The disk store in a temp dir: on-disk bytes and modes, Go compatibility, and the owner index. */
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CniError } from "../../../shared/cni/errors.ts";
+import { FileLock } from "../../../shared/sys/flock.ts";
+import { formatIP, parseIP, type IPAddr } from "../../../shared/ip/addr.ts";
+import { DiskStore, type DiskStoreOptions } from "./disk.ts";
+import { INDEX_NAME } from "./index-file.ts";
+
+const NET = "testnet";
+let root: string;
+let dir: string;
+
+beforeEach(() => {
+  root = mkdtempSync(join(tmpdir(), "hl-disk-"));
+  dir = join(root, NET);
+});
+afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+function ip(s: string): IPAddr {
+  return parseIP(s)!;
+}
+
+/** Runs `fn` in one lock session of a fresh store, like one plugin invocation. */
+function session<T>(fn: (s: DiskStore) => T, opts: DiskStoreOptions = {}): { value: T; store: DiskStore } {
+  const store = DiskStore.open(NET, root, opts);
+  try {
+    store.lock();
+    try {
+      return { value: fn(store), store };
+    } finally {
+      store.unlock();
+    }
+  } finally {
+    store.close();
+  }
+}
+
+/** Writes a reservation exactly as the Go plugin does (no index update). */
+function goReserve(name: string, id: string, ifname: string): void {
+  writeFileSync(join(dir, name), `${id}\r\n${ifname}`, { mode: 0o600, flag: "wx" });
+}
+
+function mode(path: string): number {
+  return statSync(path).mode & 0o777;
+}
+
+/** A clock 10 s ahead, so that files created now already count as "old" (stable). */
+const later: DiskStoreOptions = { nowMs: () => Date.now() + 10_000 };
+
+describe("DiskStore layout", () => {
+  test("store creates the network dir (0755) and the lock file (0750), like upstream", () => {
+    const store = DiskStore.open(NET, root);
+    store.close();
+    expect(statSync(dir).isDirectory()).toBe(true);
+    expect(mode(dir)).toBe(0o755 & ~process.umask());
+    expect(mode(join(dir, "lock"))).toBe(0o750 & ~process.umask());
+    expect(readFileSync(join(dir, "lock")).length).toBe(0);
+  });
+
+  test("store writes `id\\r\\nifname` without newline, mode 0600, and last_reserved_ip.<i>", () => {
+    const { value } = session((s) => s.reserve("  c1 ", "eth0", ip("10.1.2.3"), "2"));
+    expect(value).toBe(true);
+    expect(readFileSync(join(dir, "10.1.2.3"), "latin1")).toBe("c1\r\neth0");
+    expect(mode(join(dir, "10.1.2.3"))).toBe(0o600);
+    expect(readFileSync(join(dir, "last_reserved_ip.2"), "latin1")).toBe("10.1.2.3");
+    expect(mode(join(dir, "last_reserved_ip.2"))).toBe(0o600);
+    session((s) => s.reserve("c2", "eth0", ip("fd00::2"), "1"));
+    expect(readFileSync(join(dir, "fd00::2"), "latin1")).toBe("c2\r\neth0");
+  });
+
+  test("store reservations are exclusive, including against files it has never seen", () => {
+    session((s) => expect(s.reserve("c1", "eth0", ip("10.0.0.2"), "0")).toBe(true));
+    session((s) => expect(s.reserve("c2", "eth0", ip("10.0.0.2"), "0")).toBe(false));
+    goReserve("10.0.0.3", "go", "eth0");
+    session((s) => expect(s.reserve("c2", "eth0", ip("10.0.0.3"), "0")).toBe(false));
+    expect(readFileSync(join(dir, "10.0.0.3"), "latin1")).toBe("go\r\neth0");
+  });
+
+  test("store reads last_reserved_ip like Go (no trimming; garbage means none)", () => {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "last_reserved_ip.0"), "10.0.0.7");
+    writeFileSync(join(dir, "last_reserved_ip.1"), "10.0.0.7\n");
+    writeFileSync(join(dir, "last_reserved_ip.2"), "garbage");
+    session((s) => {
+      expect(formatIP(s.lastReservedIP("0")!)).toBe("10.0.0.7");
+      expect(s.lastReservedIP("1")).toBeNull();
+      expect(s.lastReservedIP("2")).toBeNull();
+      expect(s.lastReservedIP("3")).toBeNull();
+    });
+  });
+
+  test("store removes the reservation again when last_reserved_ip cannot be written", () => {
+    mkdirSync(join(dir, "last_reserved_ip.0"), { recursive: true });
+    expect(() => session((s) => s.reserve("c1", "eth0", ip("10.0.0.2"), "0"))).toThrow(/last_reserved_ip\.0/);
+    expect(readdirSync(dir)).not.toContain("10.0.0.2");
+  });
+
+  test("store refuses unsafe network names and a dataDir that is a file", () => {
+    expect(() => DiskStore.open("../escape", root)).toThrow("invalid characters found in network name");
+    expect(() => DiskStore.open("a/b", root)).toThrow(CniError);
+    writeFileSync(join(root, "file"), "");
+    expect(() => DiskStore.open(NET, join(root, "file"))).toThrow(/not a directory/);
+    expect(DiskStore.openExisting("missing", root)).toBeNull();
+  });
+
+  test("store lock is the flock on <dir>/lock that the Go plugin takes", () => {
+    const store = DiskStore.open(NET, root);
+    const other = FileLock.open(join(dir, "lock"));
+    try {
+      store.lock();
+      expect(other.tryLock()).toBe(false);
+      store.unlock();
+      expect(other.tryLock()).toBe(true);
+      other.unlock();
+    } finally {
+      other.close();
+      store.close();
+    }
+  });
+});
+
+describe("DiskStore owners", () => {
+  test("store finds and releases by (id, ifname), per interface", () => {
+    session((s) => {
+      s.reserve("c1", "eth0", ip("10.0.0.2"), "0");
+      s.reserve("c1", "eth1", ip("10.0.0.3"), "0");
+      s.reserve("c1", "eth0", ip("fd00::2"), "1");
+    });
+    session((s) => {
+      expect(s.getByID("c1", "eth0").map(formatIP).sort()).toEqual(["10.0.0.2", "fd00::2"]);
+      expect(s.findByID("c1", "eth1")).toBe(true);
+      expect(s.findByID("c2", "eth0")).toBe(false);
+      s.releaseByID("c1", "eth0");
+    });
+    expect(readdirSync(dir).filter((n) => parseIP(n) !== null)).toEqual(["10.0.0.3"]);
+  });
+
+  test("store honours legacy id-only files and whitespace around contents", () => {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "10.0.0.5"), "  legacy\n");
+    writeFileSync(join(dir, "10.0.0.6"), "\n dummy\r\neth0 \n");
+    session((s) => {
+      expect(s.getByID("legacy", "eth0").map(formatIP)).toEqual(["10.0.0.5"]);
+      expect(s.findByID("legacy", "eth9")).toBe(true);
+      expect(s.findByID("dummy", "eth0")).toBe(true);
+      s.releaseByID("dummy", "eth0");
+      s.releaseByID("legacy", "eth0");
+    });
+    expect(readdirSync(dir).filter((n) => parseIP(n) !== null)).toEqual([]);
+  });
+
+  test("store releases legacy files only when no current file matched", () => {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "10.0.0.5"), "c1");
+    goReserve("10.0.0.6", "c1", "eth0");
+    session((s) => s.releaseByID("c1", "eth0"));
+    expect(readdirSync(dir).filter((n) => parseIP(n) !== null)).toEqual(["10.0.0.5"]);
+    session((s) => s.releaseByID("c1", "eth0"));
+    expect(readdirSync(dir).filter((n) => parseIP(n) !== null)).toEqual([]);
+  });
+
+  test("store honours reservation files in subdirectories like upstream's recursive walk", () => {
+    mkdirSync(join(dir, "sub"), { recursive: true });
+    writeFileSync(join(dir, "sub", "10.0.0.9"), "c9\r\neth0");
+    session((s) => expect(s.getByID("c9", "eth0").map(formatIP)).toEqual(["10.0.0.9"]));
+    session((s) => s.releaseByID("c9", "eth0"));
+    expect(readdirSync(join(dir, "sub"))).toEqual([]);
+  });
+
+  test("store lists reservations with empty and unreadable ones, and releases only unchanged ones", () => {
+    session((s) => s.reserve("c1", "eth0", ip("10.0.0.2"), "0"));
+    writeFileSync(join(dir, "10.0.0.3"), "");
+    const fifo = Bun.spawnSync(["mkfifo", join(dir, "10.0.0.4")]);
+    expect(fifo.exitCode).toBe(0);
+    writeFileSync(join(dir, "not-an-ip"), "c1\r\neth0");
+    session((s) => {
+      const list = s.reservations().map((r) => [formatIP(r.ip), r.key]);
+      expect(list.sort()).toEqual([
+        ["10.0.0.2", "c1\r\neth0"],
+        ["10.0.0.3", ""],
+        ["10.0.0.4", null],
+      ]);
+      expect(s.releaseReservation({ ip: ip("10.0.0.2"), key: "someone-else\r\neth0" })).toBe(false);
+      expect(s.releaseReservation({ ip: ip("10.0.0.3"), key: "" })).toBe(true);
+      expect(s.releaseReservation({ ip: ip("10.0.0.4"), key: null })).toBe(true);
+    });
+    expect(readdirSync(dir).sort()).toEqual([".host-local-owners", "10.0.0.2", "last_reserved_ip.0", "lock", "not-an-ip"]);
+  });
+});
+
+describe("DiskStore owner index", () => {
+  test("index: an unchanged directory is served from the index without reading reservation files", () => {
+    session((s) => {
+      for (let i = 2; i < 50; i++) s.reserve(`c${i}`, "eth0", ip(`10.0.0.${i}`), "0");
+    });
+    expect(readFileSync(join(dir, INDEX_NAME), "latin1").startsWith("#host-local owner index v1 stamp=")).toBe(true);
+    const { value, store } = session((s) => s.findByID("c17", "eth0"));
+    expect(value).toBe(true);
+    expect(store.stats).toEqual({ trustedLoads: 1, scans: 0, filesRead: 0 });
+  });
+
+  test("index: files created by Go are found, reading only the new files", () => {
+    session((s) => {
+      for (let i = 2; i < 20; i++) s.reserve(`c${i}`, "eth0", ip(`10.0.0.${i}`), "0");
+    }, later);
+    goReserve("10.0.0.100", "go-container", "eth0");
+    const { value, store } = session((s) => s.getByID("go-container", "eth0").map(formatIP), later);
+    expect(value).toEqual(["10.0.0.100"]);
+    expect(store.stats).toMatchObject({ trustedLoads: 0, scans: 1, filesRead: 1 });
+    // And the refreshed index is trusted again.
+    expect(session((s) => s.findByID("go-container", "eth0"), later).store.stats.trustedLoads).toBe(1);
+  });
+
+  test("index: files removed by Go disappear; a name re-created for another owner is re-read", () => {
+    session((s) => {
+      s.reserve("a", "eth0", ip("10.0.0.2"), "0");
+      s.reserve("b", "eth0", ip("10.0.0.3"), "0");
+    }, later);
+    Bun.sleepSync(20); // let the coarse timestamp clock tick, as real time between invocations does
+    unlinkSync(join(dir, "10.0.0.2")); // Go DEL of a
+    goReserve("10.0.0.2", "z", "eth0"); // Go ADD of z gets the same address (same content length)
+    const { value, store } = session((s) => [s.findByID("a", "eth0"), s.getByID("z", "eth0").map(formatIP)], later);
+    expect(value).toEqual([false, ["10.0.0.2"]]);
+    expect(store.stats.filesRead).toBe(1);
+    session((s) => s.releaseByID("z", "eth0"), later);
+    expect(readdirSync(dir)).not.toContain("10.0.0.2");
+  });
+
+  test("index: recently created files are re-read after a foreign change (no same-tick replacement window)", () => {
+    session((s) => {
+      s.reserve("a", "eth0", ip("10.0.0.2"), "0");
+      s.reserve("b", "eth0", ip("10.0.0.3"), "0");
+    });
+    goReserve("10.0.0.4", "go", "eth0");
+    const { store } = session((s) => s.findByID("go", "eth0"));
+    expect(store.stats.filesRead).toBe(3);
+  });
+
+  test("index: a content change behind the index's back is caught before anything is unlinked", () => {
+    session((s) => s.reserve("a", "eth0", ip("10.0.0.2"), "0"), later);
+    // Rewrite in place: the directory's mtime does not change, so the index is still trusted.
+    writeFileSync(join(dir, "10.0.0.2"), "b\r\neth0");
+    session((s) => s.releaseByID("a", "eth0"), later);
+    expect(readFileSync(join(dir, "10.0.0.2"), "latin1")).toBe("b\r\neth0");
+    session((s) => s.releaseByID("b", "eth0"), later);
+    expect(readdirSync(dir)).not.toContain("10.0.0.2");
+  });
+
+  test("index: a corrupt or foreign index is ignored", () => {
+    session((s) => s.reserve("a", "eth0", ip("10.0.0.2"), "0"));
+    for (const garbage of ["", "#host-local owner index v1 stamp=123\n{", "nonsense", '{"entries":[]}']) {
+      writeFileSync(join(dir, INDEX_NAME), garbage);
+      const { value, store } = session((s) => s.findByID("a", "eth0"));
+      expect(value).toBe(true);
+      expect(store.stats.scans).toBe(1);
+    }
+  });
+
+  test("index: a directory with subdirectories is always rescanned", () => {
+    session((s) => s.reserve("a", "eth0", ip("10.0.0.2"), "0"));
+    mkdirSync(join(dir, "sub"));
+    session((s) => s.findByID("a", "eth0"));
+    writeFileSync(join(dir, "sub", "10.0.0.9"), "planted\r\neth0"); // does not touch the top dir's mtime
+    const { value, store } = session((s) => s.findByID("planted", "eth0"));
+    expect(value).toBe(true);
+    expect(store.stats.scans).toBe(1);
+  });
+
+  test("index: without the index the store reads every file, as upstream", () => {
+    session((s) => {
+      for (let i = 2; i < 12; i++) s.reserve(`c${i}`, "eth0", ip(`10.0.0.${i}`), "0");
+    });
+    const { value, store } = session((s) => s.findByID("c5", "eth0"), { ownerIndex: false });
+    expect(value).toBe(true);
+    expect(store.stats).toEqual({ trustedLoads: 0, scans: 1, filesRead: 10 });
+  });
+
+  test("index: the index file can never match an owner key", () => {
+    session((s) => s.reserve("a", "eth0", ip("10.0.0.2"), "0"));
+    const text = readFileSync(join(dir, INDEX_NAME), "utf8").trim();
+    expect(text.startsWith("#")).toBe(true);
+    expect(/^[a-zA-Z0-9]/.test(text)).toBe(false);
+  });
+});

@@ -1,0 +1,406 @@
+/**
+ * The on-disk reservation store, byte-compatible with upstream `backend/disk/backend.go` so Go and
+ * TypeScript plugins can share `/var/lib/cni/networks` (e.g. during an upgrade):
+ *
+ * - `<dataDir>/<network>/` (mode 0755), locked with flock(2) on `<dir>/lock` — the very file the
+ *   Go plugin locks, so the two never allocate concurrently;
+ * - one file per reserved address, named by Go's text of the IP (`10.1.2.3`, `fd00::2`), created
+ *   exclusively (O_EXCL, mode 0600) and holding `<containerID>\r\n<ifname>` without a newline;
+ * - `last_reserved_ip.<rangeSetIndex>` (0600) holding the IP text of the last reservation.
+ *
+ * ## Finding a container's reservations without reading every file
+ *
+ * A reservation file is named by its IP; its owner is only in its content. Upstream therefore
+ * reads every file of the directory for each CHECK, DEL and duplicate check. Here an owner index
+ * (`.host-local-owners`, see index-file.ts) caches name → owner key. Go never writes it and does
+ * not know about it, so it is only ever a hint, and is used like this (always under the lock):
+ *
+ * 1. **Trusted**: when the directory's mtime equals the stamp recorded in the index. After
+ *    writing the index we set the directory's mtime to a second in the past and record the value
+ *    the filesystem stored; any later create, unlink or rename in the directory — by Go, by an
+ *    admin, by a crashed TypeScript run — moves the mtime to "now", which cannot equal the stamp
+ *    (whatever the timestamp granularity). Reservation files are never rewritten in place (Go
+ *    creates them with O_EXCL and only ever unlinks them), so an unchanged entry list means
+ *    unchanged owners. Cost: one stat and one read of the index, however many reservations exist.
+ * 2. **Verified** otherwise (mtime moved, index missing, torn or from another version): list the
+ *    directory; keep an index entry only if lstat shows the same inode, ctime and size *and* the
+ *    file was already more than 2 s old when it was read (so a replacement within one timestamp
+ *    tick cannot look identical); read every other file. The result is exact, and is saved back.
+ *    Subdirectories (never created by Go, but honoured by its recursive walk) are always re-read.
+ * 3. Before unlinking a file on the strength of the index, its content is read again; a mismatch
+ *    discards the picture, rescans everything and redoes the operation.
+ *
+ * Safety does not rest on the index for allocation: a reservation is always an exclusive create,
+ * so a Go-reserved address can never be handed out twice. The index may only let us skip the
+ * create for names known to exist.
+ */
+import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { O_CLOEXEC } from "../../../shared/sys/constants.ts";
+import { InternalError, InvalidConfigError } from "../../../shared/cni/errors.ts";
+import { errnoMessage } from "../../../shared/sys/errno.ts";
+import { FileLock } from "../../../shared/sys/flock.ts";
+import { formatIP, parseIP, type IPAddr } from "../../../shared/ip/addr.ts";
+import { DirView, isStable, LAST_RESERVED_PREFIX, LOCK_NAME, readEntry, scanDirectory } from "./dir-view.ts";
+import { NO_STAMP, readIndexFile, writeIndexFile, type IndexEntry } from "./index-file.ts";
+import { goTrimSpace, legacyKey, reservationContent } from "./owner.ts";
+import type { Store, StoredReservation } from "./store.ts";
+
+export const DEFAULT_DATA_DIR = "/var/lib/cni/networks";
+
+/** The lock the store needs (satisfied by shared/sys FileLock). */
+export interface StoreLock {
+  lock(): void;
+  unlock(): void;
+  close(): void;
+}
+
+export interface DiskStoreOptions {
+  /** Opens the lock file; default FileLock.open (flock, shared with Go). */
+  openLock?: (path: string) => StoreLock;
+  /** Wall clock in milliseconds; default Date.now. */
+  nowMs?: () => number;
+  /** Use the owner index (default true); false behaves like upstream: read every file. */
+  ownerIndex?: boolean;
+}
+
+/** Counters, for tests and benchmarks. */
+export interface DiskStoreStats {
+  /** Views built from a trusted index without touching reservation files. */
+  trustedLoads: number;
+  /** Views built by scanning the directory. */
+  scans: number;
+  /** Reservation files read while scanning. */
+  filesRead: number;
+}
+
+/** Network names become a directory name: one safe path component (skel's rule). */
+const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+/** Reservation names are Go IP text. */
+const IP_NAME = /^[0-9a-f.:]+$/;
+
+function errnoOf(err: unknown): number {
+  const n = (err as { errno?: unknown }).errno;
+  return typeof n === "number" ? Math.abs(n) : 0;
+}
+
+/** A Go-style `<op> <path>: <errno text>` failure (code 999, as upstream's *PathError). */
+export function fsError(op: string, path: string, err: unknown): InternalError {
+  const errno = errnoOf(err);
+  const why = errno !== 0 ? errnoMessage(errno) : err instanceof Error ? err.message : String(err);
+  return new InternalError(`${op} ${path}: ${why}`, { cause: err });
+}
+
+function isErrno(err: unknown, code: string): boolean {
+  return (err as NodeJS.ErrnoException | undefined)?.code === code;
+}
+
+/** The directory of one network's reservations. */
+export function networkDir(network: string, dataDir: string): string {
+  if (!NETWORK_NAME.test(network)) throw new InvalidConfigError("invalid characters found in network name");
+  return join(dataDir === "" ? DEFAULT_DATA_DIR : dataDir, network);
+}
+
+export class DiskStore implements Store {
+  readonly dir: string;
+  readonly stats: DiskStoreStats = { trustedLoads: 0, scans: 0, filesRead: 0 };
+  readonly #lock: StoreLock;
+  readonly #nowMs: () => number;
+  readonly #useIndex: boolean;
+  #locked = false;
+  #view: DirView | null = null;
+
+  private constructor(dir: string, lock: StoreLock, opts: DiskStoreOptions) {
+    this.dir = dir;
+    this.#lock = lock;
+    this.#nowMs = opts.nowMs ?? Date.now;
+    this.#useIndex = opts.ownerIndex ?? true;
+  }
+
+  /** Opens (creating if needed, like upstream) the store of `network` under `dataDir`. */
+  static open(network: string, dataDir: string, opts: DiskStoreOptions = {}): DiskStore {
+    const dir = networkDir(network, dataDir);
+    try {
+      mkdirSync(dir, { recursive: true, mode: 0o755 });
+    } catch (err) {
+      throw fsError("mkdir", dir, err);
+    }
+    return DiskStore.#openLock(dir, opts);
+  }
+
+  /** Opens the store only if its directory exists (STATUS and GC must not create anything). */
+  static openExisting(network: string, dataDir: string, opts: DiskStoreOptions = {}): DiskStore | null {
+    const dir = networkDir(network, dataDir);
+    const st = statSync(dir, { throwIfNoEntry: false });
+    if (st === undefined) return null;
+    if (!st.isDirectory()) throw new InternalError(`open ${dir}: not a directory`);
+    return DiskStore.#openLock(dir, opts);
+  }
+
+  static #openLock(dir: string, opts: DiskStoreOptions): DiskStore {
+    const path = join(dir, LOCK_NAME);
+    const openLock = opts.openLock ?? ((p: string) => FileLock.open(p));
+    let lock: StoreLock;
+    try {
+      lock = openLock(path);
+    } catch (err) {
+      throw fsError("open", path, err);
+    }
+    return new DiskStore(dir, lock, opts);
+  }
+
+  lock(): void {
+    this.#lock.lock();
+    this.#locked = true;
+    this.#view = null;
+  }
+
+  unlock(): void {
+    if (!this.#locked) return;
+    try {
+      this.#persist();
+    } finally {
+      this.#view = null;
+      this.#locked = false;
+      this.#lock.unlock();
+    }
+  }
+
+  close(): void {
+    try {
+      this.unlock();
+    } finally {
+      this.#lock.close();
+    }
+  }
+
+  #path(name: string): string {
+    return join(this.dir, name);
+  }
+
+  #nowNs(): bigint {
+    return BigInt(Math.floor(this.#nowMs())) * 1_000_000n;
+  }
+
+  /** The picture of the directory for this lock session (built on first use). */
+  #getView(): DirView {
+    if (!this.#locked) throw new Error("host-local store used without its lock");
+    if (this.#view !== null) return this.#view;
+    let previous: ReadonlyMap<string, IndexEntry> | null = null;
+    if (this.#useIndex) {
+      const index = readIndexFile(this.dir);
+      if (index !== null) {
+        const mtime = statSync(this.dir, { bigint: true }).mtimeNs;
+        if (index.stamp !== NO_STAMP && index.stamp === mtime && !index.nested) {
+          this.stats.trustedLoads++;
+          this.#view = new DirView(index.entries, false);
+          return this.#view;
+        }
+        previous = new Map(index.entries.map((e) => [e.name, e]));
+      }
+    }
+    this.#view = this.#scan(previous);
+    return this.#view;
+  }
+
+  #scan(previous: ReadonlyMap<string, IndexEntry> | null): DirView {
+    let result;
+    try {
+      result = scanDirectory(this.dir, previous, this.#nowNs());
+    } catch (err) {
+      throw fsError("open", this.dir, err);
+    }
+    this.stats.scans++;
+    this.stats.filesRead += result.filesRead;
+    const view = new DirView(result.entries, result.nested);
+    view.dirty = true;
+    return view;
+  }
+
+  /** Writes the view back as the owner index (best effort: it is only a cache). */
+  #persist(): void {
+    const view = this.#view;
+    if (!this.#useIndex || view === null || (!view.dirty && !view.invalid)) return;
+    try {
+      writeIndexFile(this.dir, { nested: view.nested, entries: [...view.entries()] }, this.#nowMs(), !view.invalid);
+    } catch {
+      // A stale index is harmless: its stamp no longer matches the directory.
+    }
+  }
+
+  reserve(id: string, ifname: string, ip: IPAddr, rangeID: string): boolean {
+    const name = formatIP(ip);
+    if (!IP_NAME.test(name)) throw new InternalError(`refusing reservation name ${JSON.stringify(name)}`);
+    const view = this.#getView();
+    if (view.has(name)) return false;
+    const path = this.#path(name);
+    const content = reservationContent(id, ifname);
+    let fd: number;
+    try {
+      fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | O_CLOEXEC, 0o600);
+    } catch (err) {
+      if (isErrno(err, "EEXIST")) {
+        view.invalid = true; // someone holds it although the picture said free
+        return false;
+      }
+      throw fsError("open", path, err);
+    }
+    let identity: { ino: string; ctimeNs: string; size: number; stable: boolean };
+    try {
+      writeSync(fd, content);
+      const st = fstatSync(fd, { bigint: true });
+      identity = {
+        ino: st.ino.toString(),
+        ctimeNs: st.ctimeNs.toString(),
+        size: Number(st.size),
+        stable: isStable(st.ctimeNs, this.#nowNs()),
+      };
+    } catch (err) {
+      closeSync(fd);
+      this.#unlinkQuietly(path);
+      throw fsError("write", path, err);
+    }
+    try {
+      closeSync(fd);
+    } catch (err) {
+      this.#unlinkQuietly(path);
+      throw fsError("close", path, err);
+    }
+    view.add({ name, ...identity, key: goTrimSpace(content) });
+    view.dirty = true;
+
+    const lastPath = this.#path(LAST_RESERVED_PREFIX + rangeID);
+    try {
+      writeFileSync(lastPath, name, { mode: 0o600 });
+    } catch (err) {
+      // Unlike upstream, do not leave the reservation behind when the bookkeeping fails.
+      this.#unlinkQuietly(path);
+      view.remove(name);
+      throw fsError("open", lastPath, err);
+    }
+    return true;
+  }
+
+  #unlinkQuietly(path: string): void {
+    try {
+      unlinkSync(path);
+    } catch {
+      // nothing else to do
+    }
+  }
+
+  lastReservedIP(rangeID: string): IPAddr | null {
+    try {
+      // Like upstream: the whole content must be an IP (no trimming).
+      return parseIP(readFileSync(this.#path(LAST_RESERVED_PREFIX + rangeID), "utf8"));
+    } catch {
+      return null;
+    }
+  }
+
+  #namesFor(id: string, ifname: string): { current: string[]; legacy: string[] } {
+    const view = this.#getView();
+    return { current: view.namesWithKey(reservationContent(id, ifname)), legacy: view.namesWithKey(legacyKey(id)) };
+  }
+
+  getByID(id: string, ifname: string): IPAddr[] {
+    const { current, legacy } = this.#namesFor(id, ifname);
+    const out: IPAddr[] = [];
+    for (const name of [...current, ...legacy]) {
+      const ip = parseIP(name.slice(name.lastIndexOf("/") + 1));
+      if (ip !== null) out.push(ip);
+    }
+    return out;
+  }
+
+  findByID(id: string, ifname: string): boolean {
+    const { current, legacy } = this.#namesFor(id, ifname);
+    return current.length > 0 || legacy.length > 0;
+  }
+
+  releaseByID(id: string, ifname: string): void {
+    for (let attempt = 0; ; attempt++) {
+      const outcome = this.#releaseMatching(reservationContent(id, ifname));
+      if (outcome === "stale" && attempt === 0) {
+        this.#rescanFully();
+        continue;
+      }
+      if (outcome !== "none") return;
+      const legacy = this.#releaseMatching(legacyKey(id));
+      if (legacy === "stale" && attempt === 0) {
+        this.#rescanFully();
+        continue;
+      }
+      return;
+    }
+  }
+
+  /** Rebuilds the picture by reading every file (used when the picture proved wrong). */
+  #rescanFully(): void {
+    const view = this.#scan(null);
+    view.invalid = false;
+    this.#view = view;
+  }
+
+  /**
+   * Unlinks every file whose content is `key`, re-reading each first. "stale" when a file's content
+   * disagreed with the picture (nothing more was touched), "none" when nothing was removed.
+   */
+  #releaseMatching(key: string): "removed" | "none" | "stale" {
+    const view = this.#getView();
+    let removed = false;
+    for (const name of view.namesWithKey(key)) {
+      const fresh = readEntry(this.dir, name, this.#nowNs());
+      if (fresh === undefined || fresh.key !== key) {
+        view.invalid = true;
+        return "stale";
+      }
+      try {
+        unlinkSync(this.#path(name));
+      } catch {
+        continue; // upstream ignores removal failures
+      }
+      view.remove(name);
+      view.dirty = true;
+      removed = true;
+    }
+    return removed ? "removed" : "none";
+  }
+
+  reservations(): StoredReservation[] {
+    const out: StoredReservation[] = [];
+    for (const e of this.#getView().entries()) {
+      if (e.name.includes("/")) continue;
+      const ip = parseIP(e.name);
+      if (ip === null || formatIP(ip) !== e.name) continue;
+      out.push({ ip, key: e.key });
+    }
+    return out;
+  }
+
+  releaseReservation(r: StoredReservation): boolean {
+    const name = formatIP(r.ip);
+    const view = this.#getView();
+    const fresh = readEntry(this.dir, name, this.#nowNs());
+    if (fresh === undefined) {
+      if (view.has(name)) {
+        view.remove(name);
+        view.invalid = true;
+      }
+      return false;
+    }
+    if (fresh.key !== r.key) {
+      view.add(fresh);
+      view.invalid = true;
+      return false;
+    }
+    try {
+      unlinkSync(this.#path(name));
+    } catch {
+      return false;
+    }
+    view.remove(name);
+    view.dirty = true;
+    return true;
+  }
+}

@@ -1,0 +1,251 @@
+/**
+ * A synchronous NETLINK_ROUTE socket: one request at a time, replies matched by sequence number
+ * and port id, multipart dumps read until NLMSG_DONE (and retried when the kernel flags them
+ * NLM_F_DUMP_INTR), and NLMSG_ERROR decoded into {@link NetlinkError} with the extended-ACK
+ * message when the kernel sends one.
+ *
+ * The socket acts on the netns it was created in, whatever the calling thread's netns is later.
+ * Created inside a namespace only through `Handle.open(ns)`.
+ */
+
+import { AF_NETLINK, MSG_PEEK, MSG_TRUNC, SOCK_CLOEXEC, SOCK_RAW } from "../sys/constants.ts";
+import { ENOBUFS, ENOPROTOOPT } from "../sys/errno.ts";
+import { SyscallError } from "../sys/errors.ts";
+import { OwnedFd } from "../sys/fd.ts";
+import { bind, getsockname, recvfrom, sendto, setsockoptInt, socket } from "../sys/libc.ts";
+import { HOST_LITTLE_ENDIAN, parseAttrs, parseMessages, readI32, readString, readU16, readU32, setSeqPid, type NlMessage } from "./codec.ts";
+import {
+  NETLINK_CAP_ACK,
+  NETLINK_EXT_ACK,
+  NETLINK_ROUTE,
+  NLM_F_ACK,
+  NLM_F_ACK_TLVS,
+  NLM_F_CAPPED,
+  NLM_F_DUMP,
+  NLM_F_DUMP_INTR,
+  NLM_F_MULTI,
+  NLMSG_DONE,
+  NLMSG_ERROR,
+  NLMSG_HDRLEN,
+  NLMSG_NOOP,
+  NLMSG_OVERRUN,
+  NLMSGERR_ATTR_MSG,
+  SOL_NETLINK,
+} from "./constants/netlink.ts";
+import { NetlinkDumpInterruptedError, NetlinkError } from "./errors.ts";
+
+/** How many times a dump flagged NLM_F_DUMP_INTR is restarted before giving up. */
+export const DUMP_RETRIES = 10;
+
+/** Initial receive buffer; grown on demand when a datagram is larger (sized with MSG_PEEK|MSG_TRUNC). */
+const RECV_BUFFER_SIZE = 64 * 1024;
+
+/** What the kernel said in an NLMSG_ERROR/NLMSG_DONE error payload. */
+export interface DecodedError {
+  /** Positive errno; 0 for an ACK. */
+  errno: number;
+  extMsg?: string;
+}
+
+/**
+ * Decodes `struct nlmsgerr` (+ extended-ACK TLVs) from an NLMSG_ERROR payload. `flags` are the
+ * NLMSG_ERROR header flags (NLM_F_CAPPED / NLM_F_ACK_TLVS).
+ */
+export function decodeErrorPayload(payload: Uint8Array, flags: number): DecodedError {
+  const errno = 0 - readI32(payload, 0);
+  if (errno === 0 || (flags & NLM_F_ACK_TLVS) === 0) return { errno };
+  // struct nlmsgerr { int error; struct nlmsghdr msg; } + the request's payload unless capped.
+  let off = 4 + NLMSG_HDRLEN;
+  if ((flags & NLM_F_CAPPED) === 0 && payload.byteLength >= 4 + NLMSG_HDRLEN) {
+    off = 4 + readU32(payload, 4);
+  }
+  off = (off + 3) & ~3;
+  if (off > payload.byteLength) return { errno };
+  for (const a of parseAttrs(payload, off)) {
+    if (a.type === NLMSGERR_ATTR_MSG) return { errno, extMsg: readString(a.data) };
+  }
+  return { errno };
+}
+
+/** Decodes the error of an NLMSG_DONE payload (an int, then TLVs when NLM_F_ACK_TLVS). */
+function decodeDonePayload(payload: Uint8Array, flags: number): DecodedError {
+  if (payload.byteLength < 4) return { errno: 0 };
+  const errno = 0 - readI32(payload, 0);
+  if (errno <= 0) return { errno: 0 };
+  if ((flags & NLM_F_ACK_TLVS) !== 0) {
+    for (const a of parseAttrs(payload, 4)) {
+      if (a.type === NLMSGERR_ATTR_MSG) return { errno, extMsg: readString(a.data) };
+    }
+  }
+  return { errno };
+}
+
+/** sockaddr_nl { nl_family = AF_NETLINK, nl_pad, nl_pid = 0 (kernel assigns), nl_groups = 0 }. */
+function sockaddrNl(): Uint8Array {
+  const b = new Uint8Array(12);
+  new DataView(b.buffer).setUint16(0, AF_NETLINK, HOST_LITTLE_ENDIAN);
+  return b;
+}
+
+/** How a NetlinkSocket moves datagrams; the kernel socket in production, a fake in unit tests. */
+export interface NetlinkTransport {
+  /** The kernel-assigned port id (nl_pid) replies are addressed to. */
+  readonly portId: number;
+  /** The descriptor, or -1 for a fake. */
+  readonly fd: number;
+  send(msg: Uint8Array): void;
+  /** One whole datagram (valid until the next call). */
+  receive(): Uint8Array;
+  close(): void;
+}
+
+/** A bound AF_NETLINK socket (SOCK_CLOEXEC) with extended ACKs enabled. */
+class KernelTransport implements NetlinkTransport {
+  readonly #file: OwnedFd;
+  readonly portId: number;
+  #buf = new Uint8Array(RECV_BUFFER_SIZE);
+
+  constructor(protocol: number) {
+    const file = new OwnedFd(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol));
+    try {
+      for (const opt of [NETLINK_EXT_ACK, NETLINK_CAP_ACK]) {
+        try {
+          setsockoptInt(file.fd, SOL_NETLINK, opt, 1);
+        } catch (err) {
+          // Older kernels lack these options; errors are still decoded, only without the text.
+          if (!(err instanceof SyscallError && err.errno === ENOPROTOOPT)) throw err;
+        }
+      }
+      bind(file.fd, sockaddrNl());
+      const addr = new Uint8Array(12);
+      getsockname(file.fd, addr);
+      this.portId = readU32(addr, 4);
+    } catch (err) {
+      file.close();
+      throw err;
+    }
+    this.#file = file;
+  }
+
+  get fd(): number {
+    return this.#file.fd;
+  }
+
+  send(msg: Uint8Array): void {
+    sendto(this.#file.fd, msg, 0, sockaddrNl());
+  }
+
+  /** Receives one whole datagram, growing the buffer when the kernel's is larger. */
+  receive(): Uint8Array {
+    const fd = this.#file.fd;
+    const size = recvfrom(fd, this.#buf, MSG_PEEK | MSG_TRUNC);
+    if (size > this.#buf.byteLength) this.#buf = new Uint8Array(size + 4096);
+    const n = recvfrom(fd, this.#buf, 0);
+    return this.#buf.subarray(0, n);
+  }
+
+  close(): void {
+    this.#file.close();
+  }
+}
+
+export class NetlinkSocket {
+  readonly #io: NetlinkTransport;
+  #seq: number;
+
+  private constructor(io: NetlinkTransport) {
+    this.#io = io;
+    this.#seq = (Date.now() / 1000) >>> 0;
+  }
+
+  /** Opens and binds a NETLINK_ROUTE socket in the calling thread's netns. */
+  static open(protocol = NETLINK_ROUTE): NetlinkSocket {
+    return new NetlinkSocket(new KernelTransport(protocol));
+  }
+
+  /** A socket over another transport (unit tests drive the reply logic with a fake kernel). */
+  static overTransport(io: NetlinkTransport): NetlinkSocket {
+    return new NetlinkSocket(io);
+  }
+
+  /** The descriptor (for diagnostics). */
+  get fd(): number {
+    return this.#io.fd;
+  }
+
+  /** The kernel-assigned port id (nl_pid) of this socket. */
+  get portId(): number {
+    return this.#io.portId;
+  }
+
+  close(): void {
+    this.#io.close();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  /**
+   * Sends one request built by `buildMessage` (seq/pid are filled here) and collects the replies:
+   * - a dump (NLM_F_DUMP) returns every message until NLMSG_DONE, restarting the whole dump when
+   *   the kernel flags it interrupted (at most {@link DUMP_RETRIES} times);
+   * - a request with NLM_F_ACK waits for the ACK and returns any messages before it;
+   * - otherwise the first non-multipart reply ends the exchange.
+   * A kernel error throws {@link NetlinkError} whose detail is `detail`.
+   */
+  request(msg: Uint8Array, detail = ""): NlMessage[] {
+    const flags = readU16(msg, 6);
+    if ((flags & NLM_F_DUMP) !== NLM_F_DUMP) return this.#exchange(msg, detail).messages;
+    for (let attempt = 1; attempt <= DUMP_RETRIES; attempt++) {
+      const r = this.#exchange(msg, detail);
+      if (!r.interrupted) return r.messages;
+    }
+    throw new NetlinkDumpInterruptedError(readU16(msg, 4), DUMP_RETRIES);
+  }
+
+  #exchange(msg: Uint8Array, detail: string): { messages: NlMessage[]; interrupted: boolean } {
+    const type = readU16(msg, 4);
+    const flags = readU16(msg, 6);
+    const seq = this.#nextSeq();
+    const out = msg.slice();
+    const portId = this.#io.portId;
+    setSeqPid(out, seq, portId);
+    this.#io.send(out);
+
+    const isDump = (flags & NLM_F_DUMP) === NLM_F_DUMP;
+    const wantAck = (flags & NLM_F_ACK) !== 0;
+    const messages: NlMessage[] = [];
+    let interrupted = false;
+    for (;;) {
+      const datagram = this.#io.receive();
+      for (const m of parseMessages(datagram)) {
+        // Replies to an earlier request (or from another sender) are not ours: skip them.
+        if (m.seq !== seq || (m.pid !== portId && m.pid !== 0)) continue;
+        if ((m.flags & NLM_F_DUMP_INTR) !== 0) interrupted = true;
+        if (m.type === NLMSG_NOOP) continue;
+        if (m.type === NLMSG_OVERRUN) throw new NetlinkError(type, ENOBUFS, `${detail} (overrun)`.trim());
+        if (m.type === NLMSG_ERROR) {
+          const e = decodeErrorPayload(m.payload, m.flags);
+          if (e.errno !== 0) throw new NetlinkError(type, e.errno, detail, e.extMsg);
+          return { messages, interrupted };
+        }
+        if (m.type === NLMSG_DONE) {
+          const e = decodeDonePayload(m.payload, m.flags);
+          if (e.errno !== 0) throw new NetlinkError(type, e.errno, detail, e.extMsg);
+          if (isDump && !wantAck) return { messages, interrupted };
+          continue;
+        }
+        // Copy out: the receive buffer is reused for the next datagram.
+        messages.push({ ...m, payload: m.payload.slice() });
+        if (!isDump && !wantAck && (m.flags & NLM_F_MULTI) === 0) return { messages, interrupted };
+      }
+    }
+  }
+
+  #nextSeq(): number {
+    this.#seq = (this.#seq + 1) >>> 0;
+    if (this.#seq === 0) this.#seq = 1;
+    return this.#seq;
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * Advisory whole-file lock over flock(2), compatible with util-linux `flock(1)` and with Go's
+ * host-local store lock (`backend/disk/lock.go`): the lock file is opened read-only and created
+ * if missing (mode 0750 before umask, as upstream), with O_CLOEXEC so children never inherit it.
+ *
+ * A blocking {@link FileLock.lock} blocks the whole JS thread; use it in plugins, not on a daemon's
+ * main thread.
+ */
+
+import { openSync } from "node:fs";
+import { EAGAIN } from "./errno.ts";
+import { SyscallError } from "./errors.ts";
+import { LOCK_EX, LOCK_NB, LOCK_UN, O_CLOEXEC, O_CREAT, O_RDONLY } from "./constants.ts";
+import { OwnedFd } from "./fd.ts";
+import { flock } from "./libc.ts";
+
+export class FileLock {
+  readonly path: string;
+  readonly #file: OwnedFd;
+  #held = false;
+
+  private constructor(path: string, file: OwnedFd) {
+    this.path = path;
+    this.#file = file;
+  }
+
+  /** Opens (creating if needed) the lock file. Does not take the lock. */
+  static open(path: string, mode = 0o750): FileLock {
+    let fd: number;
+    try {
+      fd = openSync(path, O_RDONLY | O_CREAT | O_CLOEXEC, mode);
+    } catch (err) {
+      const errno = typeof (err as { errno?: unknown }).errno === "number" ? Math.abs((err as { errno: number }).errno) : 0;
+      if (errno === 0) throw err;
+      throw new SyscallError("open", errno, JSON.stringify(path), { cause: err });
+    }
+    return new FileLock(path, new OwnedFd(fd));
+  }
+
+  /** The underlying descriptor. */
+  get fd(): number {
+    return this.#file.fd;
+  }
+
+  /** True while this object holds the lock. */
+  get held(): boolean {
+    return this.#held;
+  }
+
+  /** Takes the exclusive lock, waiting as long as needed (EINTR is retried). */
+  lock(): void {
+    flock(this.#file.fd, LOCK_EX);
+    this.#held = true;
+  }
+
+  /** Tries to take the exclusive lock without waiting; false when someone else holds it. */
+  tryLock(): boolean {
+    try {
+      flock(this.#file.fd, LOCK_EX | LOCK_NB);
+    } catch (err) {
+      if (err instanceof SyscallError && err.errno === EAGAIN) return false;
+      throw err;
+    }
+    this.#held = true;
+    return true;
+  }
+
+  /** Releases the lock (the file stays open). */
+  unlock(): void {
+    if (!this.#held) return;
+    flock(this.#file.fd, LOCK_UN);
+    this.#held = false;
+  }
+
+  /** Closes the file, which also releases the lock. Idempotent. */
+  close(): void {
+    this.#held = false;
+    this.#file.close();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}

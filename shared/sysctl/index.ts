@@ -1,0 +1,2 @@
+/** Synchronous /proc/sys access (usable inside withNetNS). */
+export { sysctlGet, sysctlSet, sysctlPath, SysctlNameError, type SysctlOptions } from "./sysctl.ts";

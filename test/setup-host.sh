@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Installs the system tools the test suites need, when they are missing (Debian/Ubuntu, apt).
+#
+# Idempotent and quiet when everything is present. As root it runs `apt-get update` once and
+# `apt-get install -y --no-install-recommends` for the missing packages; a failed install stops with a
+# clear message. As another user it only lists what is missing and carries on: the privileged part of
+# `make test` asks for elevation itself (test/run.ts).
+set -uo pipefail
+
+# package -> a file that proves it is installed
+declare -A PROBE=(
+  [iproute2]=/usr/sbin/ip
+  [iptables]=/usr/sbin/iptables
+  [nftables]=/usr/sbin/nft
+  [jq]=/usr/bin/jq
+  [util-linux]=/usr/bin/unshare
+  [procps]=/usr/bin/pgrep
+  [containernetworking-plugins]=/usr/lib/cni/host-local
+  [strace]=/usr/bin/strace
+)
+ORDER=(iproute2 iptables nftables jq util-linux procps containernetworking-plugins strace)
+
+# nsenter ships in util-linux on Debian 12 but in util-linux-extra / separately elsewhere.
+missing=()
+for pkg in "${ORDER[@]}"; do
+  [[ -e "${PROBE[$pkg]}" ]] || missing+=("$pkg")
+done
+if ! command -v nsenter >/dev/null 2>&1 && [[ ! " ${missing[*]} " == *" util-linux "* ]]; then
+  missing+=(util-linux)
+fi
+
+(( ${#missing[@]} == 0 )) && exit 0
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "setup-host: missing test tools: ${missing[*]}" >&2
+  echo "setup-host: not root, so not installing them; the privileged test run will need them" >&2
+  echo "setup-host: (install with: sudo apt-get install -y --no-install-recommends ${missing[*]})" >&2
+  exit 0
+fi
+
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "setup-host: missing test tools: ${missing[*]}, and apt-get is not available to install them" >&2
+  exit 1
+fi
+
+echo "setup-host: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+# A slow or partly failing mirror must not stop us here; the install below reports real failures.
+if ! apt-get update -qq -o Acquire::Retries=3 >&2; then
+  echo "setup-host: warning: apt-get update failed; trying the install with the current package lists" >&2
+fi
+if ! apt-get install -y -qq --no-install-recommends -o Acquire::Retries=3 -o Dpkg::Use-Pty=0 "${missing[@]}" >&2; then
+  echo "setup-host: ERROR: apt-get install ${missing[*]} failed" >&2
+  exit 1
+fi
+
+still=()
+for pkg in "${missing[@]}"; do
+  [[ -e "${PROBE[$pkg]}" ]] || still+=("$pkg")
+done
+if (( ${#still[@]} > 0 )); then
+  echo "setup-host: ERROR: installed, but still missing: ${still[*]}" >&2
+  exit 1
+fi
+echo "setup-host: installed ${missing[*]}" >&2
