@@ -6,7 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
-import { enableInProcessDelegation } from "../shared/cni/invoke.ts";
+import { enableInProcessDelegation } from "../shared/cni/in-process.ts";
 import { runPlugin } from "../shared/cni/skel.ts";
 import { readAllSync, writeAllSync } from "../shared/cni/stdio.ts";
 import { lookupPlugin, pluginNames } from "./registry.ts";

@@ -7,24 +7,17 @@
  * multi-call binary), the delegate runs in-process through skel with identical inputs and outputs,
  * saving a whole process start per pod.
  */
-import { spawnSync } from "node:child_process";
+import type { spawnSync as SpawnSync } from "node:child_process";
 import { statSync, type Stats } from "node:fs";
 import { join } from "node:path";
 import { DelegateError, InternalError, InvalidConfigError, InvalidEnvError } from "./errors.ts";
+import { inProcessPlugins } from "./in-process.ts";
 import { parseResult } from "./result/index.ts";
 import { runPlugin } from "./skel.ts";
 import { writeAllSync } from "./stdio.ts";
 import type { CmdArgs, Command, PluginSpec, Result } from "./types.ts";
 
-type SpecLookup = (name: string) => PluginSpec | undefined;
-
-let inProcess: { lookup: SpecLookup; buildVersion: string } | undefined;
 let selfStat: Stats | null | undefined;
-
-/** Registers the plugins this executable contains, enabling the in-process fast path. */
-export function enableInProcessDelegation(lookup: SpecLookup, buildVersion: string): void {
-  inProcess = { lookup, buildVersion };
-}
 
 /** Rejects plugin names that could escape CNI_PATH (CVE-2021-20206). */
 export function validatePluginName(type: string): void {
@@ -86,7 +79,7 @@ async function runInProcess(spec: PluginSpec, args: CmdArgs, command: Command): 
       },
       stderr: (text) => writeAllSync(2, text),
     },
-    inProcess?.buildVersion,
+    inProcessPlugins()?.buildVersion,
   );
   return { status, stdout, stderr: "", exitDescription: `exit status ${status}` };
 }
@@ -96,6 +89,8 @@ function sleepMs(ms: number): void {
 }
 
 function runExternal(file: string, args: CmdArgs, command: Command): DelegateOutput {
+  // Loaded on first use: node:child_process costs over a millisecond of start-up.
+  const spawnSync = (require("node:child_process") as { spawnSync: typeof SpawnSync }).spawnSync;
   for (let attempt = 0; ; attempt++) {
     const child = spawnSync(file, [], {
       argv0: file,
@@ -141,6 +136,7 @@ function delegateFailure(out: DelegateOutput): DelegateError {
 /** Runs `type` for `command` with the caller's inputs; returns its stdout on success. */
 export async function execDelegate(type: string, args: CmdArgs, command: Command): Promise<string> {
   const file = findInPath(type, args.path);
+  const inProcess = inProcessPlugins();
   const spec = inProcess && isThisExecutable(file) ? inProcess.lookup(type) : undefined;
   const out = spec ? await runInProcess(spec, args, command) : runExternal(file, args, command);
   if (out.status !== 0) throw delegateFailure(out);

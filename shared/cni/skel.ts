@@ -20,7 +20,7 @@ import {
   type ErrorJson,
 } from "./errors.ts";
 import { ID_PATTERN, readCniEnv, type CniEnv } from "./env.ts";
-import { formatResult, formatResultRelabelled, goJsonMarshalIndent } from "./result/index.ts";
+import { goJsonMarshalIndent } from "./result/go-json.ts";
 import { PRINT_AS_IS, type CmdArgs, type Command, type PluginSpec } from "./types.ts";
 import { CURRENT_VERSION, goQuoteList, versionGte } from "./version.ts";
 
@@ -224,8 +224,10 @@ async function dispatch(spec: PluginSpec, io: PluginIO, env: CniEnv): Promise<st
       requireSupported(spec, version);
       guardOwnNetns(env);
       const result = await spec.add(args("ADD"));
-      if (result[PRINT_AS_IS] && rawVersion !== "") return formatResultRelabelled(result, rawVersion);
-      return formatResult(result, rawVersion);
+      // Loaded only when there is a result to print (start-up cost of the converters).
+      const printer = require("./result/index.ts") as typeof import("./result/index.ts");
+      if (result[PRINT_AS_IS] && rawVersion !== "") return printer.formatResultRelabelled(result, rawVersion);
+      return printer.formatResult(result, rawVersion);
     }
     case "DEL":
       requireSupported(spec, version);

@@ -33,6 +33,13 @@
  * Safety does not rest on the index for allocation: a reservation is always an exclusive create,
  * so a Go-reserved address can never be handed out twice. The index may only let us skip the
  * create for names known to exist.
+ *
+ * Known limits (documented, not bugs): a reservation file rewritten in place by hand (not by any
+ * plugin) stays invisible to CHECK and the duplicate check until the directory changes; DEL and GC
+ * still re-read before unlinking, so they never remove the wrong file. A wall clock stepped back
+ * so that a later change lands on exactly the recorded nanosecond stamp would hide that change.
+ * Measured at 10 000 reservations (disk.bench.test.ts): upstream-style walk ~100 ms, trusted
+ * index ~10 ms, verified after a Go write ~55 ms.
  */
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
@@ -190,7 +197,7 @@ export class DiskStore implements Store {
     if (this.#useIndex) {
       const index = readIndexFile(this.dir);
       if (index !== null) {
-        const mtime = statSync(this.dir, { bigint: true }).mtimeNs;
+        const mtime = statSync(this.dir, { bigint: true, throwIfNoEntry: false })?.mtimeNs;
         if (index.stamp !== NO_STAMP && index.stamp === mtime && !index.nested) {
           this.stats.trustedLoads++;
           this.#view = new DirView(index.entries, false);

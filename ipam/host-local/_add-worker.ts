@@ -1,0 +1,22 @@
+/**
+ * Test helper for the concurrency test: one host-local ADD in its own process, like a runtime
+ * invocation. Usage: `bun _add-worker.ts <config-json> <containerID>`; prints the Result as JSON.
+ */
+import type { CmdArgs } from "../../shared/cni/types.ts";
+import { hostLocalPlugin } from "./host-local.ts";
+
+const [conf, id] = process.argv.slice(2) as [string, string];
+const config = JSON.parse(conf) as Record<string, unknown>;
+const args: CmdArgs = {
+  command: "ADD",
+  containerID: id,
+  netns: "/proc/self/ns/net",
+  ifName: "eth0",
+  args: "",
+  path: "",
+  stdinData: new TextEncoder().encode(conf),
+  config,
+  cniVersion: String(config["cniVersion"]),
+  env: {},
+};
+console.log(JSON.stringify(await hostLocalPlugin.add(args)));
