@@ -1,0 +1,109 @@
+/**
+ * The only process runner for iptables, ip6tables and nft (lint-enforced: no other file under
+ * shared/ or the plugins spawns these tools).
+ *
+ * Synchronous (a firewall change may be made from a netns-switched section), argv arrays only —
+ * never a shell — and every failure carries the argv, the exit status and the tool's stderr.
+ * Binaries are resolved on PATH and then in the usual sbin directories, because runtimes often
+ * exec plugins with a PATH that lacks /usr/sbin.
+ */
+import { existsSync } from "node:fs";
+import { InternalError } from "../cni/errors.ts";
+
+/** A tool exited non-zero (or could not be started). */
+export class CommandError extends InternalError {
+  override name = "CommandError";
+  readonly argv: readonly string[];
+  /** Exit status; -1 when the process could not be started or was killed. */
+  readonly status: number;
+  readonly stderr: string;
+  constructor(argv: readonly string[], status: number, stderr: string, opts: { cause?: unknown } = {}) {
+    const detail = stderr.trim().replace(/\s+/g, " ");
+    super(`running [${argv.join(" ")}] failed with exit status ${status}${detail ? `: ${detail}` : ""}`, opts);
+    this.argv = argv;
+    this.status = status;
+    this.stderr = stderr;
+  }
+}
+
+/** The tool is not installed (not on PATH nor in the sbin directories). */
+export class CommandNotFoundError extends CommandError {
+  override name = "CommandNotFoundError";
+  constructor(tool: string) {
+    super([tool], -1, `${tool}: executable file not found in PATH or /usr/sbin, /sbin`);
+  }
+}
+
+export interface CommandResult {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface RunOptions {
+  /** Bytes for the child's stdin (e.g. a restore or `nft -f -` script). */
+  input?: string;
+  /** Return a non-zero status instead of throwing. */
+  allowFailure?: boolean;
+  /** Kill the tool after this many ms (default 120 000; `--wait` may legitimately block). */
+  timeoutMs?: number;
+}
+
+const FALLBACK_DIRS = ["/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/bin", "/bin"];
+const resolved = new Map<string, string | undefined>();
+
+/** Absolute path of `tool` (PATH first, then the sbin/bin directories), cached per process. */
+export function findExecutable(tool: string): string | undefined {
+  if (resolved.has(tool)) return resolved.get(tool);
+  let found: string | undefined = Bun.which(tool) ?? undefined;
+  if (found === undefined) {
+    for (const dir of FALLBACK_DIRS) {
+      if (existsSync(`${dir}/${tool}`)) {
+        found = `${dir}/${tool}`;
+        break;
+      }
+    }
+  }
+  resolved.set(tool, found);
+  return found;
+}
+
+function childEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+  env.PATH = env.PATH ? `${env.PATH}:${FALLBACK_DIRS.join(":")}` : FALLBACK_DIRS.join(":");
+  env.LC_ALL = "C";
+  return env;
+}
+
+/**
+ * Runs `argv` synchronously. `argv[0]` is a tool name (resolved with {@link findExecutable}) or
+ * an absolute path. Throws {@link CommandNotFoundError} when the tool is missing and
+ * {@link CommandError} on a non-zero exit unless `allowFailure`.
+ */
+export function runCommand(argv: readonly string[], opts: RunOptions = {}): CommandResult {
+  const tool = argv[0];
+  if (tool === undefined) throw new TypeError("runCommand: empty argv");
+  const path = tool.startsWith("/") ? (existsSync(tool) ? tool : undefined) : findExecutable(tool);
+  if (path === undefined) throw new CommandNotFoundError(tool);
+  let proc: ReturnType<typeof Bun.spawnSync>;
+  try {
+    proc = Bun.spawnSync({
+      cmd: [path, ...argv.slice(1)],
+      env: childEnv(),
+      stdin: opts.input === undefined ? "ignore" : Buffer.from(opts.input),
+      stdout: "pipe",
+      stderr: "pipe",
+      timeout: opts.timeoutMs ?? 120_000,
+    });
+  } catch (cause) {
+    throw new CommandError(argv, -1, String(cause), { cause });
+  }
+  const result: CommandResult = {
+    status: proc.exitCode ?? -1,
+    stdout: proc.stdout ? proc.stdout.toString() : "",
+    stderr: proc.stderr ? proc.stderr.toString() : "",
+  };
+  if (result.status !== 0 && !opts.allowFailure) throw new CommandError(argv, result.status, result.stderr);
+  return result;
+}

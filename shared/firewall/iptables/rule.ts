@@ -1,0 +1,58 @@
+/**
+ * Rule identity: two argument lists name the same rule when they are equal after the
+ * canonicalisation iptables itself applies when storing a rule — addresses after `-s`/`-d` are
+ * masked and always carry a prefix (`10.0.0.3` → `10.0.0.3/32`, `10.0.0.3/24` → `10.0.0.0/24`),
+ * and the long option names are shortened.
+ */
+import { formatCIDR, networkAddress, parseCIDR, parseIP, bitLength } from "../../ip/ip.ts";
+
+const LONG_TO_SHORT: Readonly<Record<string, string>> = {
+  "--source": "-s",
+  "--destination": "-d",
+  "--jump": "-j",
+  "--goto": "-g",
+  "--in-interface": "-i",
+  "--out-interface": "-o",
+  "--protocol": "-p",
+  "--match": "-m",
+};
+
+/** Canonical `addr/prefix` of a -s/-d value, or the value unchanged when it is not an address. */
+export function canonicalAddress(value: string): string {
+  const ip = parseIP(value);
+  if (ip !== null) return formatCIDR({ ip, prefixLen: bitLength(ip.family) });
+  const c = parseCIDR(value);
+  if (c !== null) return formatCIDR({ ip: networkAddress(c.ip, c.prefixLen), prefixLen: c.prefixLen });
+  return value;
+}
+
+/** The canonical form of a rule's argument list (see module doc). */
+export function canonicalRule(args: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const short = LONG_TO_SHORT[a] ?? a;
+    out.push(short);
+    if ((short === "-s" || short === "-d") && i + 1 < args.length) {
+      out.push(canonicalAddress(args[i + 1]!));
+      i++;
+    }
+  }
+  return out;
+}
+
+/** True when both argument lists describe the same rule. */
+export function sameRule(a: readonly string[], b: readonly string[]): boolean {
+  const ca = canonicalRule(a);
+  const cb = canonicalRule(b);
+  return ca.length === cb.length && ca.every((t, i) => t === cb[i]);
+}
+
+/** The jump (`-j`) or goto (`-g`) target of a rule, if any. */
+export function ruleTarget(args: readonly string[]): string | undefined {
+  for (let i = 0; i + 1 < args.length; i++) {
+    const a = LONG_TO_SHORT[args[i]!] ?? args[i];
+    if (a === "-j" || a === "-g") return args[i + 1];
+  }
+  return undefined;
+}

@@ -1,0 +1,97 @@
+/**
+ * Names and comments that outlive one plugin call, byte-identical to upstream
+ * (`pkg/utils/utils.go`, `pkg/ip/ipmasq_nftables_linux.go`) so a Go plugin can DEL what we ADDed
+ * and the reverse.
+ */
+
+/** Upstream `maxChainLength`: iptables chain names are at most 28 characters. */
+export const MAX_CHAIN_LENGTH = 28;
+/** Upstream `chainPrefix`. */
+export const CHAIN_PREFIX = "CNI-";
+/** Upstream `MaxHashLen`: hex length of a SHA-512 digest. */
+export const MAX_HASH_LENGTH = 128;
+
+/** `hex(sha512(s)).slice(0, n)`. */
+export function hashPrefix(s: string, n: number): string {
+  return new Bun.CryptoHasher("sha512").update(s).digest("hex").slice(0, n);
+}
+
+/**
+ * Upstream `MustFormatHashWithPrefix(length, prefix, toHash)`: `prefix` followed by SHA-512 hex of
+ * `toHash`, `length` characters in all. Throws `invalid length` as upstream panics.
+ */
+export function formatHashWithPrefix(length: number, prefix: string, toHash: string): string {
+  if (length <= 0 || prefix.length >= length || length > MAX_HASH_LENGTH) throw new RangeError("invalid length");
+  return prefix + hashPrefix(toHash, length - prefix.length);
+}
+
+/** Upstream `MustFormatChainNameWithPrefix(name, id, prefix)`: `CNI-<prefix><hash>`, 28 characters. */
+export function formatChainNameWithPrefix(prefix: string, name: string, id: string): string {
+  return formatHashWithPrefix(MAX_CHAIN_LENGTH, CHAIN_PREFIX + prefix, name + id);
+}
+
+/** Upstream `FormatChainName(name, id)`: `CNI-` + 24 hex of sha512(name+id). */
+export function formatChainName(name: string, id: string): string {
+  return formatChainNameWithPrefix("", name, id);
+}
+
+/** Upstream `FormatComment(name, id)`: `name: "<net>" id: "<cid>"` with Go `%q` quoting. */
+export function formatComment(name: string, id: string): string {
+  return `name: ${goQuote(name)} id: ${goQuote(id)}`;
+}
+
+const PRINTABLE = /^[\p{L}\p{M}\p{N}\p{P}\p{S}]$/u;
+const SHORT_ESCAPES: Record<string, string> = {
+  "\x07": "\\a",
+  "\b": "\\b",
+  "\f": "\\f",
+  "\n": "\\n",
+  "\r": "\\r",
+  "\t": "\\t",
+  "\v": "\\v",
+  "\\": "\\\\",
+  '"': '\\"',
+};
+
+/** Go `strconv.Quote` (what `%q` prints for a string). Lone surrogates print as U+FFFD like invalid UTF-8 runes. */
+export function goQuote(s: string): string {
+  let out = '"';
+  for (const ch of s) {
+    const cp = ch.codePointAt(0)!;
+    const short = SHORT_ESCAPES[ch];
+    if (short !== undefined) out += short;
+    else if (cp >= 0xd800 && cp <= 0xdfff) out += "\\ufffd";
+    else if (ch === " " || PRINTABLE.test(ch)) out += ch;
+    else if (cp < 0x20 || cp === 0x7f) out += `\\x${cp.toString(16).padStart(2, "0")}`;
+    else if (cp < 0x10000) out += `\\u${cp.toString(16).padStart(4, "0")}`;
+    else out += `\\U${cp.toString(16).padStart(8, "0")}`;
+  }
+  return `${out}"`;
+}
+
+/** Upstream nftables ipmasq `hashForNetwork`: 16 hex of sha512(network). */
+export function masqNetworkHash(network: string): string {
+  return hashPrefix(network, 16);
+}
+
+/** Upstream nftables ipmasq `hashForInstance`: `<h16(network)>-<h16(ifname:containerID)>`. */
+export function masqInstanceHash(network: string, ifName: string, containerID: string): string {
+  return `${masqNetworkHash(network)}-${hashPrefix(`${ifName}:${containerID}`, 16)}`;
+}
+
+/** knftables `CommentLengthMax`. */
+export const NFT_COMMENT_MAX = 128;
+
+/** Upstream `commentForInstance`: hash, then the names without `"`, cut to 128 bytes. */
+export function masqInstanceComment(network: string, ifName: string, containerID: string): string {
+  const strip = (s: string): string => s.replaceAll('"', "");
+  const full = `${masqInstanceHash(network, ifName, containerID)}, net: ${strip(network)}, if: ${strip(ifName)}, id: ${strip(containerID)}`;
+  return truncateBytes(full, NFT_COMMENT_MAX);
+}
+
+/** Go's `s[:n]` on a UTF-8 string (byte cut); a cut rune is dropped rather than split. */
+function truncateBytes(s: string, n: number): string {
+  const bytes = new TextEncoder().encode(s);
+  if (bytes.length <= n) return s;
+  return new TextDecoder("utf-8", { fatal: false }).decode(bytes.slice(0, n)).replace(/\uFFFD$/, "");
+}
