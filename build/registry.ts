@@ -5,8 +5,10 @@
 import type { PluginSpec } from "../shared/cni/types.ts";
 
 export const PLUGINS: Readonly<Record<string, () => PluginSpec>> = {
+  bridge: () => require("../plugins/bridge/bridge.ts").bridgePlugin as PluginSpec,
   "host-local": () => require("../ipam/host-local/host-local.ts").hostLocalPlugin as PluginSpec,
   loopback: () => require("../plugins/loopback/loopback.ts").loopbackPlugin as PluginSpec,
+  ptp: () => require("../plugins/ptp/ptp.ts").ptpPlugin as PluginSpec,
   static: () => require("../ipam/static/static.ts").staticPlugin as PluginSpec,
 };
 

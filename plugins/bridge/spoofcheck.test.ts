@@ -1,0 +1,90 @@
+import { describe, expect, test } from "bun:test";
+import type { NftDriver } from "../../shared/firewall/nftables/driver.ts";
+import type { NftTableState } from "../../shared/firewall/nftables/state.ts";
+import type { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
+import { setupSpoofCheck, spoofCheckNames, teardownSpoofCheck } from "./spoofcheck.ts";
+
+/** Records rendered transactions; serves a fixed table listing. */
+function recorder(table: NftTableState | undefined): NftDriver & { scripts: string[] } {
+  const scripts: string[] = [];
+  return {
+    scripts,
+    available: () => true,
+    run: (tx: NftTransaction) => {
+      scripts.push(tx.render());
+    },
+    listTable: () => table,
+  };
+}
+
+const target = { containerID: "ctr1", ifName: "eth0" };
+
+describe("spoofcheck", () => {
+  test("names follow upstream pkg/link/spoofcheck.go", () => {
+    expect(spoofCheckNames(target)).toEqual({
+      ifaceChain: "cni-br-iface-ctr1-eth0",
+      macChain: "cni-br-iface-ctr1-eth0-mac",
+      comment: "macspoofchk-ctr1-eth0",
+    });
+  });
+
+  test("setup is one transaction with upstream's objects", () => {
+    const d = recorder(undefined);
+    setupSpoofCheck({ ...target, hostVeth: "veth0011aabb", containerMac: "0a:58:0a:01:02:03" }, d);
+    expect(d.scripts).toEqual([
+      [
+        "add table bridge nat",
+        "add chain bridge nat PREROUTING { type filter hook prerouting priority -300 ; policy accept ; }",
+        "add chain bridge nat cni-br-iface-ctr1-eth0",
+        "add chain bridge nat cni-br-iface-ctr1-eth0-mac",
+        "flush chain bridge nat cni-br-iface-ctr1-eth0",
+        "flush chain bridge nat cni-br-iface-ctr1-eth0-mac",
+        'add rule bridge nat PREROUTING iifname "veth0011aabb" jump cni-br-iface-ctr1-eth0 comment "macspoofchk-ctr1-eth0"',
+        'add rule bridge nat cni-br-iface-ctr1-eth0 jump cni-br-iface-ctr1-eth0-mac comment "macspoofchk-ctr1-eth0"',
+        'add rule bridge nat cni-br-iface-ctr1-eth0-mac ether saddr 0a:58:0a:01:02:03 return comment "macspoofchk-ctr1-eth0"',
+        'add rule bridge nat cni-br-iface-ctr1-eth0-mac drop comment "macspoofchk-ctr1-eth0"',
+        "",
+      ].join("\n"),
+    ]);
+  });
+
+  const live: NftTableState = {
+    family: "bridge",
+    name: "nat",
+    chains: [{ name: "PREROUTING" }, { name: "cni-br-iface-ctr1-eth0" }, { name: "cni-br-iface-ctr1-eth0-mac" }, { name: "cni-br-iface-other-eth0" }],
+    rules: [
+      { chain: "PREROUTING", handle: 4, rule: 'iifname "veth1" jump cni-br-iface-ctr1-eth0', comment: "macspoofchk-ctr1-eth0" },
+      { chain: "PREROUTING", handle: 5, rule: 'iifname "veth2" jump cni-br-iface-other-eth0', comment: "macspoofchk-other-eth0" },
+    ],
+    sets: [],
+    raw: [],
+  };
+
+  test("a repeated setup replaces the attachment's PREROUTING jump", () => {
+    const d = recorder(live);
+    setupSpoofCheck({ ...target, hostVeth: "veth1", containerMac: "0a:58:0a:01:02:03" }, d);
+    expect(d.scripts[0]!.split("\n")[0]).toBe("delete rule bridge nat PREROUTING handle 4");
+    expect(d.scripts[0]).not.toContain("handle 5");
+  });
+
+  test("teardown deletes only this attachment's rules and chains", () => {
+    const d = recorder(live);
+    teardownSpoofCheck(target, d);
+    expect(d.scripts).toEqual([
+      [
+        "delete rule bridge nat PREROUTING handle 4",
+        "flush chain bridge nat cni-br-iface-ctr1-eth0",
+        "delete chain bridge nat cni-br-iface-ctr1-eth0",
+        "flush chain bridge nat cni-br-iface-ctr1-eth0-mac",
+        "delete chain bridge nat cni-br-iface-ctr1-eth0-mac",
+        "",
+      ].join("\n"),
+    ]);
+  });
+
+  test("teardown without the table does nothing", () => {
+    const d = recorder(undefined);
+    teardownSpoofCheck(target, d);
+    expect(d.scripts).toEqual([]);
+  });
+});

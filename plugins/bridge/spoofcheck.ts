@@ -1,0 +1,108 @@
+/**
+ * MAC spoof-check for bridge ports (`macspoofchk`), with the nftables objects of upstream
+ * pkg/link/spoofcheck.go, so either implementation can tear down what the other set up:
+ *
+ *   table bridge nat
+ *     chain PREROUTING  { type filter hook prerouting priority -300 ; policy accept ; }
+ *       iifname "<hostVeth>" jump cni-br-iface-<id>           comment "macspoofchk-<id>"
+ *     chain cni-br-iface-<id>
+ *       jump cni-br-iface-<id>-mac                             comment "macspoofchk-<id>"
+ *     chain cni-br-iface-<id>-mac
+ *       ether saddr <containerMac> return                      comment "macspoofchk-<id>"
+ *       drop                                                   comment "macspoofchk-<id>"
+ *
+ * with `<id>` = `<containerID>-<ifName>`. Setup is one `nft -f -` transaction (declare, flush the
+ * two per-attachment chains, add the rules). Teardown deletes the PREROUTING rules carrying the
+ * attachment's comment and both chains, in one transaction; absent objects are not an error.
+ *
+ * Beyond upstream: a repeated setup replaces the attachment's PREROUTING jump instead of adding a
+ * duplicate.
+ */
+import { InternalError, messageOf } from "../../shared/cni/errors.ts";
+import { systemNft, type NftDriver } from "../../shared/firewall/nftables/driver.ts";
+import { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
+
+export const SPOOFCHECK_TABLE = "nat";
+export const SPOOFCHECK_BASE_CHAIN = "PREROUTING";
+
+export interface SpoofCheckTarget {
+  containerID: string;
+  ifName: string;
+}
+
+export interface SpoofCheckSetup extends SpoofCheckTarget {
+  /** Host-side veth name (the bridge port). */
+  hostVeth: string;
+  /** The only source MAC allowed in from the port. */
+  containerMac: string;
+}
+
+/** `<containerID>-<ifName>`, upstream's refID. */
+export function spoofCheckID(t: SpoofCheckTarget): string {
+  return `${t.containerID}-${t.ifName}`;
+}
+
+export function spoofCheckNames(t: SpoofCheckTarget): { ifaceChain: string; macChain: string; comment: string } {
+  const id = spoofCheckID(t);
+  return { ifaceChain: `cni-br-iface-${id}`, macChain: `cni-br-iface-${id}-mac`, comment: `macspoofchk-${id}` };
+}
+
+function quoted(s: string): string {
+  if (!/^[A-Za-z0-9_.:@\-]+$/.test(s)) throw new InternalError(`failed to setup spoof-check: invalid interface name ${JSON.stringify(s)}`);
+  return `"${s}"`;
+}
+
+/** Deletes, in `tx`, the base-chain rules carrying `comment` (read from the live table). */
+function deleteBaseRules(tx: NftTransaction, driver: NftDriver, comment: string): void {
+  const table = driver.listTable("bridge", SPOOFCHECK_TABLE);
+  for (const r of table?.rules ?? []) {
+    if (r.chain === SPOOFCHECK_BASE_CHAIN && r.comment === comment) tx.deleteRule(SPOOFCHECK_BASE_CHAIN, r.handle);
+  }
+}
+
+/** The setup transaction (pure apart from the read of existing jumps). */
+export function buildSpoofCheckSetup(s: SpoofCheckSetup, existing: NftTransaction = new NftTransaction("bridge", SPOOFCHECK_TABLE)): NftTransaction {
+  const { ifaceChain, macChain, comment } = spoofCheckNames(s);
+  return existing
+    .addTable()
+    .addChain({ name: SPOOFCHECK_BASE_CHAIN, type: "filter", hook: "prerouting", priority: -300, policy: "accept" })
+    .addChain({ name: ifaceChain })
+    .addChain({ name: macChain })
+    .flushChain(ifaceChain)
+    .flushChain(macChain)
+    .addRule({ chain: SPOOFCHECK_BASE_CHAIN, rule: `iifname ${quoted(s.hostVeth)} jump ${ifaceChain}`, comment })
+    .addRule({ chain: ifaceChain, rule: `jump ${macChain}`, comment })
+    .addRule({ chain: macChain, rule: `ether saddr ${s.containerMac} return`, comment })
+    .addRule({ chain: macChain, rule: "drop", comment });
+}
+
+/** Installs the spoof-check rules for one attachment. */
+export function setupSpoofCheck(s: SpoofCheckSetup, driver: NftDriver = systemNft): void {
+  try {
+    const tx = new NftTransaction("bridge", SPOOFCHECK_TABLE);
+    deleteBaseRules(tx, driver, spoofCheckNames(s).comment);
+    driver.run(buildSpoofCheckSetup(s, tx));
+  } catch (err) {
+    throw new InternalError(`failed to setup spoof-check: ${messageOf(err)}`, { cause: err });
+  }
+}
+
+/** Removes the spoof-check rules and chains of one attachment; a no-op when there are none. */
+export function teardownSpoofCheck(t: SpoofCheckTarget, driver: NftDriver = systemNft): void {
+  const { ifaceChain, macChain, comment } = spoofCheckNames(t);
+  try {
+    const table = driver.listTable("bridge", SPOOFCHECK_TABLE);
+    if (table === undefined) return;
+    const tx = new NftTransaction("bridge", SPOOFCHECK_TABLE);
+    for (const r of table.rules) {
+      if (r.chain === SPOOFCHECK_BASE_CHAIN && r.comment === comment) tx.deleteRule(SPOOFCHECK_BASE_CHAIN, r.handle);
+    }
+    const chains = new Set(table.chains.map((c) => c.name));
+    // The iface chain jumps to the mac chain: delete the referrer first.
+    if (chains.has(ifaceChain)) tx.flushChain(ifaceChain).deleteChain(ifaceChain);
+    if (chains.has(macChain)) tx.flushChain(macChain).deleteChain(macChain);
+    driver.run(tx);
+  } catch (err) {
+    throw new InternalError(`failed to teardown spoof-check: ${messageOf(err)}`, { cause: err });
+  }
+}

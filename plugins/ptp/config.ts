@@ -1,0 +1,57 @@
+/**
+ * ptp configuration (upstream plugins/main/ptp NetConf, upstream-matrix §2.2): the base NetConf
+ * plus `ipMasq`, `ipMasqBackend` and `mtu`. No CNI_ARGS / runtimeConfig keys of its own.
+ */
+import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
+import { t } from "../../shared/cni/decode.ts";
+import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
+
+const ptpSchema = t.object("NetConf", {
+  ...netConfFields,
+  ipMasq: t.bool(),
+  ipMasqBackend: t.string(),
+  mtu: t.int(),
+});
+
+/** The validated, defaulted ptp configuration. */
+export interface PtpConfig {
+  /** Network name (ipMasq chain/comment input). */
+  name: string;
+  ipamType: string;
+  ipMasq: boolean;
+  /** Raw `ipMasqBackend` (validated by the firewall layer when ipMasq is used). */
+  ipMasqBackend: string | undefined;
+  /** MTU of both veth ends; 0 = kernel default. */
+  mtu: number;
+  /** The config's `dns`, only when at least one field is set (upstream dnsConfSet). */
+  dns: DNS | undefined;
+}
+
+/**
+ * Upstream dnsConfSet: any present list (even empty) or a non-empty domain counts as "set", so
+ * `{"nameservers": []}` replaces the IPAM DNS with an empty one.
+ */
+export function configuredDns(d: { nameservers?: string[]; domain?: string; search?: string[]; options?: string[] } | undefined): DNS | undefined {
+  if (d === undefined) return undefined;
+  const set = d.nameservers !== undefined || d.search !== undefined || d.options !== undefined || (d.domain ?? "") !== "";
+  if (!set) return undefined;
+  const out: DNS = {};
+  if (d.nameservers !== undefined) out.nameservers = [...d.nameservers];
+  if (d.domain !== undefined && d.domain !== "") out.domain = d.domain;
+  if (d.search !== undefined) out.search = [...d.search];
+  if (d.options !== undefined) out.options = [...d.options];
+  return out;
+}
+
+/** Decodes the config (`failed to load netconf: …`, code 7, on type errors). */
+export function loadPtpConfig(args: CmdArgs): PtpConfig {
+  const c = loadNetConf(ptpSchema, args);
+  return {
+    name: c.name ?? "",
+    ipamType: c.ipam?.type ?? "",
+    ipMasq: c.ipMasq ?? false,
+    ipMasqBackend: c.ipMasqBackend,
+    mtu: c.mtu ?? 0,
+    dns: configuredDns(c.dns),
+  };
+}

@@ -1,0 +1,18 @@
+/**
+ * Names of host-side links the plugins create (upstream `ip.RandomVethName`): `veth` followed by 8
+ * lower-case hex characters from 4 random bytes, e.g. `veth1a2b3c4d` (12 characters, well under
+ * IFNAMSIZ).
+ */
+import { randomFillSync } from "node:crypto";
+
+/** Prefix of every randomly named host-side veth. */
+export const VETH_NAME_PREFIX = "veth";
+
+/** `veth` + 8 random lower-case hex characters. */
+export function randomVethName(): string {
+  const bytes = new Uint8Array(4);
+  randomFillSync(bytes);
+  let hex = "";
+  for (const b of bytes) hex += b.toString(16).padStart(2, "0");
+  return VETH_NAME_PREFIX + hex;
+}
