@@ -13,7 +13,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 PLUGINS = $(shell $(BUN) build/list-plugins.ts 2>/dev/null)
 SOURCES := $(shell find build shared plugins ipam meta -name '*.ts' ! -name '*.test.ts' 2>/dev/null)
 
-.PHONY: all deps build install lint test test-unit test-integration bench clean
+.PHONY: all deps build install lint test test-unit test-integration test-vm demo bench clean
 
 all: build
 
@@ -50,11 +50,21 @@ test-unit: node_modules/.installed
 test-integration: build
 	$(BUN) test/run.ts integration
 
-# Everything: system packages, build, unit + integration; last line is the summary.
+# The *.vm.test.ts files in a QEMU VM with Debian's stock kernel (test/vm/README.md); root.
+test-vm: build
+	$(BUN) test/run.ts vm
+
+# Everything: system packages, build, unit + integration + VM lane; last line is the summary.
 test:
 	@bash test/setup-host.sh
 	@$(MAKE) --no-print-directory deps build
 	@$(BUN) test/run.ts all
+
+# Two throwaway containers on a bridge network, pinged, then torn down (test/demo/demo.ts); root.
+demo:
+	@bash test/setup-host.sh
+	@$(MAKE) --no-print-directory deps build
+	@$(BUN) test/demo/demo.ts
 
 bench: build
 	$(BUN) test/bench/run.ts

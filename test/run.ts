@@ -1,17 +1,22 @@
 /**
- * Test driver: `bun test/run.ts <unit|integration|all>`.
+ * Test driver: `bun test/run.ts <unit|integration|vm|all>`.
  *
  * - unit: `bun test` over the co-located `*.test.ts` files (shared/ plugins/ ipam/ meta/ build/
  *   test/harness/), junit to .test-out/unit.xml.
- * - integration: as root, `bun test test/integration` inside a throwaway host network namespace
- *   (`unshare --net`, `lo` brought up first), junit to .test-out/integration.xml. As another user it
- *   asks for elevation (@vscode/sudo-prompt, then an interactive `sudo` on a terminal) and runs this
- *   same command as root.
- * - all: both, then the totals.
+ * - integration: as root, `bun test` over test/integration/*.test.ts (except `*.vm.test.ts`) inside a
+ *   throwaway host network namespace (`unshare --net`, `lo` brought up first), junit to
+ *   .test-out/integration.xml. As another user it asks for elevation (@vscode/sudo-prompt, then an
+ *   interactive `sudo` on a terminal) and runs this same command as root.
+ * - vm: the `*.vm.test.ts` files (tests needing kernel features the host may lack) in ONE throwaway
+ *   QEMU VM with Debian's stock kernel (test/vm/vm-run.sh; the repo is shared read-write), again in
+ *   a fresh netns, junit to .test-out/vm.xml. No such files: no boot. A VM that cannot boot is a
+ *   failure, never a pass. Root as for integration. See test/vm/README.md.
+ * - all: the three, then the totals.
  *
  * bun's own output goes to stderr. The last line on stdout is `N passed, N failed, N skipped`; the
  * exit status is non-zero when anything failed, a suite crashed, or a suite wrote no junit report.
  */
+import { pluginNames } from "../build/registry.ts";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { isatty } from "node:tty";
 import { join, relative } from "node:path";
@@ -29,9 +34,20 @@ import { netnsIdOf, SANDBOX_ENV } from "./harness/sandbox.ts";
 const UNIT_ROOTS = ["shared", "plugins", "ipam", "meta", "build", "test/harness"];
 const INTEGRATION_DIR = "test/integration";
 const INTEGRATION_TEST_TIMEOUT_MS = 60_000;
-const EXPECTED_LINKS = ["loopback", "host-local", "static"];
+const EXPECTED_LINKS = pluginNames();
+/** Tests that need kernel features the host may lack; they run only in the VM lane. */
+const VM_TEST_SUFFIX = ".vm.test.ts";
+const VM_RUN = "test/vm/vm-run.sh";
+const VM_GUEST_SCRIPT = "test/vm/guest-tests.sh";
+/** Per test inside the VM: software emulation is several times slower than the host. */
+const VM_TEST_TIMEOUT_MS = 120_000;
+/** Hard limit for the whole VM (boot + tests + power-off); vm-run.sh exits 124 beyond it. */
+const VM_WALL_LIMIT_S = 600;
+/** vm-run.sh's exit statuses for "the VM itself failed" and "the VM ran out of time". */
+const VM_INFRA_FAILURE = 125;
+const VM_TIMEOUT = 124;
 
-type Suite = "unit" | "integration";
+type Suite = "unit" | "integration" | "vm";
 
 function log(text: string): void {
   process.stderr.write(`${text}\n`);
@@ -63,8 +79,16 @@ async function pump(stream: ReadableStream<Uint8Array>, sink: string[]): Promise
   }
 }
 
-/** Runs one `bun test` invocation and turns its junit + text summary + exit status into totals. */
-async function runBunTest(suite: Suite, argv: string[], env: Record<string, string | undefined>): Promise<SuiteTotals> {
+/**
+ * Runs one `bun test` invocation and turns its junit + text summary + exit status into totals.
+ * `explainExit` may name a failure of the wrapper around bun (the VM) from the exit status.
+ */
+async function runBunTest(
+  suite: Suite,
+  argv: string[],
+  env: Record<string, string | undefined>,
+  explainExit: (code: number | null) => string | undefined = () => undefined,
+): Promise<SuiteTotals> {
   const report = junitFile(suite);
   rmSync(report, { force: true });
   log(`\n=== ${suite} tests: ${argv.map((a) => relative(REPO_ROOT, a) || a).join(" ")}`);
@@ -80,10 +104,17 @@ async function runBunTest(suite: Suite, argv: string[], env: Record<string, stri
       junit = undefined;
     }
   }
-  return combineTotals(suite, junit, parseBunSummary(out.join("")), {
+  const totals = combineTotals(suite, junit, parseBunSummary(out.join("")), {
     code: proc.exitCode,
     signal: proc.signalCode === null ? null : String(proc.signalCode),
   });
+  const wrapperFailure = explainExit(proc.exitCode);
+  if (wrapperFailure === undefined) return totals;
+  return {
+    ...totals,
+    failed: Math.max(totals.failed, 1),
+    problems: [wrapperFailure, ...totals.problems.filter((p) => !p.endsWith("no junit report was written"))],
+  };
 }
 
 function findUnitTests(): string[] {
@@ -93,9 +124,21 @@ function findUnitTests(): string[] {
     const dir = join(REPO_ROOT, root);
     if (!existsSync(dir)) continue;
     for (const f of glob.scanSync({ cwd: dir, onlyFiles: true })) {
-      if (f.split("/").includes("node_modules")) continue;
+      if (f.split("/").includes("node_modules") || f.endsWith(VM_TEST_SUFFIX)) continue;
       files.push(`./${root}/${f}`);
     }
+  }
+  return files.sort();
+}
+
+/** The *.test.ts files under test/integration: the host's (`vm` false) or the VM lane's (`vm` true). */
+function findIntegrationTests(vm: boolean): string[] {
+  const dir = join(REPO_ROOT, INTEGRATION_DIR);
+  if (!existsSync(dir)) return [];
+  const files: string[] = [];
+  for (const f of new Bun.Glob("**/*.test.ts").scanSync({ cwd: dir, onlyFiles: true })) {
+    if (f.split("/").includes("node_modules")) continue;
+    if (f.endsWith(VM_TEST_SUFFIX) === vm) files.push(`./${INTEGRATION_DIR}/${f}`);
   }
   return files.sort();
 }
@@ -122,6 +165,10 @@ async function runIntegrationAsRoot(): Promise<SuiteTotals> {
       return saveTotals("integration", failedSuite(`integration: required tool \`${tool}\` is not installed (run test/setup-host.sh)`));
     }
   }
+  const files = findIntegrationTests(false);
+  if (files.length === 0) {
+    return saveTotals("integration", failedSuite(`integration: no *.test.ts files under ${INTEGRATION_DIR}`));
+  }
   const argv = [
     "unshare",
     "--net",
@@ -132,7 +179,7 @@ async function runIntegrationAsRoot(): Promise<SuiteTotals> {
     "sh",
     process.execPath,
     "test",
-    `./${INTEGRATION_DIR}`,
+    ...files,
     `--timeout=${INTEGRATION_TEST_TIMEOUT_MS}`,
     "--reporter=junit",
     `--reporter-outfile=${junitFile("integration")}`,
@@ -141,14 +188,67 @@ async function runIntegrationAsRoot(): Promise<SuiteTotals> {
   return saveTotals("integration", await runBunTest("integration", argv, { ...process.env, [SANDBOX_ENV]: hostNetns }));
 }
 
-/** Non-root: run `bun test/run.ts integration` as root, then read the totals it saved. */
-async function runIntegrationElevated(): Promise<SuiteTotals> {
-  rmSync(summaryFile("integration"), { force: true });
-  const command = `${shellQuote(process.execPath)} ${shellQuote(join(REPO_ROOT, "test", "run.ts"))} integration`;
-  log("integration: these tests need root (network namespaces); asking for elevation");
-  let ok = await elevateWithPrompt(command);
+/**
+ * Root only: the `*.vm.test.ts` files in one VM with Debian's stock kernel. The repo is shared
+ * read-write at the same path, so dist/ and node_modules/ are usable in the guest and the junit
+ * report comes back.
+ */
+async function runVmAsRoot(): Promise<SuiteTotals> {
+  const files = findIntegrationTests(true);
+  if (files.length === 0) {
+    log(`\n=== vm tests: no *${VM_TEST_SUFFIX} files under ${INTEGRATION_DIR}; not booting the VM`);
+    return saveTotals("vm", { passed: 0, failed: 0, skipped: 0, problems: [] });
+  }
+  const missing = EXPECTED_LINKS.filter((p) => !existsSync(join(DIST_BIN, p)));
+  if (missing.length > 0) {
+    log(`vm: dist/bin lacks ${missing.join(", ")} (run \`make build\`); the affected tests will fail`);
+  }
+  const argv = [
+    "bash",
+    join(REPO_ROOT, VM_RUN),
+    "-d",
+    REPO_ROOT,
+    "-t",
+    String(VM_WALL_LIMIT_S),
+    join(REPO_ROOT, VM_GUEST_SCRIPT),
+    process.execPath,
+    junitFile("vm"),
+    String(VM_TEST_TIMEOUT_MS),
+    ...forwardedTestEnv(),
+    "--",
+    ...files,
+  ];
+  const started = Date.now();
+  const totals = await runBunTest("vm", argv, { ...process.env }, (code) => {
+    if (code === VM_INFRA_FAILURE) {
+      return `vm: the VM could not be set up or booted (${VM_RUN} exit ${VM_INFRA_FAILURE}, infrastructure failure; see its messages above); ${files.length} VM test file(s) did not run`;
+    }
+    if (code === VM_TIMEOUT) return `vm: the VM lane exceeded its ${VM_WALL_LIMIT_S} s limit and was killed`;
+    return undefined;
+  });
+  log(`vm: lane took ${((Date.now() - started) / 1000).toFixed(1)} s (setup + boot + tests + power-off)`);
+  return saveTotals("vm", totals);
+}
+
+/** The host's CNI_TEST_* variables (e.g. CNI_TEST_KERNEL_MISSING) as NAME=VALUE, for the guest. */
+function forwardedTestEnv(): string[] {
+  return Object.entries(process.env)
+    .filter(([k, v]) => k.startsWith("CNI_TEST_") && k !== SANDBOX_ENV && v !== undefined)
+    .map(([k, v]) => `${k}=${v}`);
+}
+
+async function runVm(): Promise<SuiteTotals> {
+  return isRoot() ? runVmAsRoot() : runElevated("vm");
+}
+
+/** Non-root: run `bun test/run.ts <suite>` as root, then read the totals it saved. */
+async function runElevated(suite: "integration" | "vm"): Promise<SuiteTotals> {
+  rmSync(summaryFile(suite), { force: true });
+  const command = `${shellQuote(process.execPath)} ${shellQuote(join(REPO_ROOT, "test", "run.ts"))} ${suite}`;
+  log(`${suite}: these tests need root (network namespaces${suite === "vm" ? ", apt, qemu" : ""}); asking for elevation`);
+  let ok = await elevateWithPrompt(suite, command);
   if (!ok && isatty(0) && Bun.which("sudo") !== null) {
-    log("integration: graphical elevation unavailable; falling back to sudo on this terminal");
+    log(`${suite}: graphical elevation unavailable; falling back to sudo on this terminal`);
     const proc = Bun.spawn(["sudo", "--", "/bin/sh", "-c", `cd ${shellQuote(REPO_ROOT)} && ${command}`], {
       stdin: "inherit",
       stdout: "inherit",
@@ -157,17 +257,17 @@ async function runIntegrationElevated(): Promise<SuiteTotals> {
     await proc.exited;
     ok = true;
   }
-  if (existsSync(summaryFile("integration"))) {
-    return JSON.parse(readFileSync(summaryFile("integration"), "utf8")) as SuiteTotals;
+  if (existsSync(summaryFile(suite))) {
+    return JSON.parse(readFileSync(summaryFile(suite), "utf8")) as SuiteTotals;
   }
   return failedSuite(
     ok
-      ? "integration: the elevated run produced no results"
-      : "integration: could not get root; run `sudo make test-integration` (or `make test` as root)",
+      ? `${suite}: the elevated run produced no results`
+      : `${suite}: could not get root; run \`sudo make test-${suite}\` (or \`make test\` as root)`,
   );
 }
 
-async function elevateWithPrompt(command: string): Promise<boolean> {
+async function elevateWithPrompt(suite: "integration" | "vm", command: string): Promise<boolean> {
   const { exec } = await import("@vscode/sudo-prompt");
   return new Promise((resolve) => {
     exec(
@@ -176,9 +276,9 @@ async function elevateWithPrompt(command: string): Promise<boolean> {
       (error, stdout, stderr) => {
         if (stderr) process.stderr.write(stderr.toString());
         if (stdout) process.stderr.write(stdout.toString());
-        if (error) log(`integration: elevation: ${error.message}`);
+        if (error) log(`${suite}: elevation: ${error.message}`);
         // A failing test run also reports an error; the saved summary tells the two apart.
-        resolve(existsSync(summaryFile("integration")));
+        resolve(existsSync(summaryFile(suite)));
       },
     );
   });
@@ -189,7 +289,7 @@ function shellQuote(s: string): string {
 }
 
 async function runIntegration(): Promise<SuiteTotals> {
-  return isRoot() ? runIntegrationAsRoot() : runIntegrationElevated();
+  return isRoot() ? runIntegrationAsRoot() : runElevated("integration");
 }
 
 function finish(results: SuiteTotals[]): never {
@@ -214,14 +314,17 @@ async function main(): Promise<void> {
       finish([await runUnit()]);
     case "integration":
       finish([await runIntegration()]);
+    case "vm":
+      finish([await runVm()]);
     case "all": {
       const unit = await runUnit();
       const integration = await runIntegration();
-      log(`\nunit: ${formatTotals(unit)}\nintegration: ${formatTotals(integration)}`);
-      finish([unit, integration]);
+      const vm = await runVm();
+      log(`\nunit: ${formatTotals(unit)}\nintegration: ${formatTotals(integration)}\nvm: ${formatTotals(vm)}`);
+      finish([unit, integration, vm]);
     }
     default:
-      log("usage: bun test/run.ts <unit|integration|all>");
+      log("usage: bun test/run.ts <unit|integration|vm|all>");
       process.exit(2);
   }
 }

@@ -17,8 +17,10 @@ declare -A PROBE=(
   [procps]=/usr/bin/pgrep
   [containernetworking-plugins]=/usr/lib/cni/host-local
   [strace]=/usr/bin/strace
+  [iputils-ping]=/usr/bin/ping
+  [busybox-static]=/bin/busybox
 )
-ORDER=(iproute2 iptables nftables jq util-linux procps containernetworking-plugins strace)
+ORDER=(iproute2 iptables nftables jq util-linux procps containernetworking-plugins strace iputils-ping busybox-static)
 
 # nsenter ships in util-linux on Debian 12 but in util-linux-extra / separately elsewhere.
 missing=()
