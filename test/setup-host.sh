@@ -19,8 +19,9 @@ declare -A PROBE=(
   [strace]=/usr/bin/strace
   [iputils-ping]=/usr/bin/ping
   [busybox-static]=/bin/busybox
+  [dnsmasq-base]=/usr/sbin/dnsmasq
 )
-ORDER=(iproute2 iptables nftables jq util-linux procps containernetworking-plugins strace iputils-ping busybox-static)
+ORDER=(iproute2 iptables nftables jq util-linux procps containernetworking-plugins strace iputils-ping busybox-static dnsmasq-base)
 
 # nsenter ships in util-linux on Debian 12 but in util-linux-extra / separately elsewhere.
 missing=()
