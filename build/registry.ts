@@ -5,6 +5,7 @@
 import type { PluginSpec } from "../shared/cni/types.ts";
 
 export const PLUGINS: Readonly<Record<string, () => PluginSpec>> = {
+  bandwidth: () => require("../meta/bandwidth/bandwidth.ts").bandwidthPlugin as PluginSpec,
   bridge: () => require("../plugins/bridge/bridge.ts").bridgePlugin as PluginSpec,
   "host-local": () => require("../ipam/host-local/host-local.ts").hostLocalPlugin as PluginSpec,
   loopback: () => require("../plugins/loopback/loopback.ts").loopbackPlugin as PluginSpec,

@@ -1,0 +1,82 @@
+/**
+ * bandwidth configuration (upstream plugins/meta/bandwidth PluginConf, upstream-matrix §2.13): the
+ * four limits at the top level or, only when none of them is present, in
+ * `runtimeConfig.bandwidth`.
+ *
+ * Rates are bits per second and bursts are bits (the kernel gets bytes: value / 8).
+ */
+import { t } from "../../shared/cni/decode.ts";
+import { InvalidConfigError } from "../../shared/cni/errors.ts";
+import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
+import type { CmdArgs } from "../../shared/cni/types.ts";
+
+const bandwidthFields = {
+  ingressRate: t.uint64(),
+  ingressBurst: t.uint64(),
+  egressRate: t.uint64(),
+  egressBurst: t.uint64(),
+};
+
+const bandwidthEntry = t.object("BandwidthEntry", bandwidthFields);
+
+const bandwidthSchema = t.object("PluginConf", {
+  ...netConfFields,
+  ...bandwidthFields,
+  runtimeConfig: t.object("RuntimeConfig", { bandwidth: bandwidthEntry }),
+});
+
+/** One direction's limit, in the config's units. */
+export interface Limit {
+  /** bits per second */
+  rate: number;
+  /** bits */
+  burst: number;
+}
+
+/** The limits in force for this invocation. */
+export interface Bandwidth {
+  /** Towards the container (TBF on the host veth); undefined = not shaped. */
+  ingress: Limit | undefined;
+  /** From the container (IFB + TBF); undefined = not shaped. */
+  egress: Limit | undefined;
+}
+
+export interface BandwidthConfig {
+  name: string;
+  bandwidth: Bandwidth;
+}
+
+const MAX_UINT32 = 0xffffffff;
+
+/** Upstream validateRateAndBurst, same messages. */
+export function validateRateAndBurst(rate: number, burst: number): void {
+  if (burst === 0 && rate !== 0) throw new InvalidConfigError("if rate is set, burst must also be set");
+  if (rate === 0 && burst !== 0) throw new InvalidConfigError("if burst is set, rate must also be set");
+  if (Math.floor(burst / 8) >= MAX_UINT32) throw new InvalidConfigError("burst cannot be more than 4GB");
+}
+
+const KEYS = ["ingressRate", "ingressBurst", "egressRate", "egressBurst"] as const;
+
+/** Decodes and validates the config (validation also runs on DEL, as upstream). */
+export function loadBandwidthConfig(args: CmdArgs): BandwidthConfig {
+  const c = loadNetConf(bandwidthSchema, args);
+  // Go: the embedded *BandwidthEntry is allocated as soon as one of its keys is present; only
+  // otherwise is runtimeConfig.bandwidth used.
+  const topLevel = KEYS.some((k) => c[k] !== undefined);
+  const e = topLevel ? c : c.runtimeConfig?.bandwidth;
+  const v = {
+    ingressRate: e?.ingressRate ?? 0,
+    ingressBurst: e?.ingressBurst ?? 0,
+    egressRate: e?.egressRate ?? 0,
+    egressBurst: e?.egressBurst ?? 0,
+  };
+  validateRateAndBurst(v.ingressRate, v.ingressBurst);
+  validateRateAndBurst(v.egressRate, v.egressBurst);
+  return {
+    name: c.name ?? "",
+    bandwidth: {
+      ingress: v.ingressRate > 0 && v.ingressBurst > 0 ? { rate: v.ingressRate, burst: v.ingressBurst } : undefined,
+      egress: v.egressRate > 0 && v.egressBurst > 0 ? { rate: v.egressRate, burst: v.egressBurst } : undefined,
+    },
+  };
+}

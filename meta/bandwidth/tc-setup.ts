@@ -1,0 +1,138 @@
+/**
+ * The tc objects the plugin manages, all over netlink (shared/netlink/tc-*.ts):
+ * - ingress shaping: TBF `1:` at the root of the host veth;
+ * - egress shaping: an IFB (MTU and txqueuelen of the host veth, up), an ingress qdisc `ffff:` on
+ *   the host veth (or the existing clsact/ingress one), a u32 match-all filter there (protocol
+ *   all, classid 1:1) whose mirred action redirects to the IFB, and TBF `1:` at the IFB's root.
+ * Leftovers of an earlier attachment (a failed DEL) are replaced rather than failing with EEXIST.
+ */
+import { InternalError, messageOf } from "../../shared/cni/errors.ts";
+import { isExists, isNotFound, type Handle, type Link } from "../../shared/netlink/index.ts";
+import { ETH_P_ALL } from "../../shared/netlink/constants/pkt-cls.ts";
+import { TC_H_MIN_INGRESS, TC_H_ROOT } from "../../shared/netlink/constants/pkt-sched.ts";
+import { TCA_EGRESS_REDIR } from "../../shared/netlink/constants/tc-act.ts";
+import { filterAddU32, filterDel, filterList, type Filter } from "../../shared/netlink/tc-filter.ts";
+import { tcHandle } from "../../shared/netlink/tc-msg.ts";
+import { INGRESS_HANDLE, qdiscIngress, qdiscList, qdiscTbf, qdiscDel, type Qdisc } from "../../shared/netlink/tc-qdisc.ts";
+import type { TbfNumbers } from "./tbf-params.ts";
+
+/** The TBF handle upstream uses (`1:`). */
+export const TBF_HANDLE = tcHandle(1, 0);
+/** The classid the redirect filter carries (upstream: 1:1). */
+const FILTER_CLASSID = tcHandle(1, 1);
+
+/** The root qdisc of a device, if any (dump entries whose parent is TC_H_ROOT). */
+export function rootQdisc(nl: Handle, index: number): Qdisc | undefined {
+  return qdiscList(nl, index).find((q) => q.parent === TC_H_ROOT);
+}
+
+/**
+ * `tc qdisc add dev X root handle 1: tbf rate R burst B limit L` — or `replace` when our TBF is
+ * already there (a leftover).
+ */
+export function setupTbf(nl: Handle, index: number, n: TbfNumbers, errPrefix: string): void {
+  const current = rootQdisc(nl, index);
+  const op = current?.kind === "tbf" && current.handle === TBF_HANDLE ? "replace" : "add";
+  try {
+    qdiscTbf(nl, op, { index, handle: TBF_HANDLE, parent: TC_H_ROOT, rate: n.rate, limit: n.limit, buffer: n.buffer });
+  } catch (err) {
+    throw new InternalError(`${errPrefix}: ${messageOf(err)}`, { cause: err });
+  }
+}
+
+/** Where filters attach on the host veth's ingress hook: an ingress qdisc (`ffff:`) or clsact (`ffff:fff2`). */
+function ingressParent(nl: Handle, host: Link): number {
+  const hook = qdiscList(nl, host.index).find((q) => q.handle === INGRESS_HANDLE && (q.kind === "ingress" || q.kind === "clsact"));
+  if (hook?.kind === "clsact") return tcHandle(0xffff, TC_H_MIN_INGRESS);
+  if (hook?.kind === "ingress") return INGRESS_HANDLE;
+  try {
+    qdiscIngress(nl, "add", host.index);
+  } catch (err) {
+    if (!isExists(err)) throw new InternalError(`create ingress qdisc: ${messageOf(err)}`, { cause: err });
+  }
+  return INGRESS_HANDLE;
+}
+
+/** A filter this plugin made: u32, protocol all, classid 1:1, mirred egress redirect. */
+function isOurRedirect(f: Filter): boolean {
+  return f.kind === "u32" && f.protocol === ETH_P_ALL && f.classId === FILTER_CLASSID && f.actions.some((a) => a.mirred?.eaction === TCA_EGRESS_REDIR);
+}
+
+/** Priorities of our redirect filters on `parent`. */
+function ourFilterPrios(filters: readonly Filter[]): number[] {
+  return [...new Set(filters.filter(isOurRedirect).map((f) => f.priority))];
+}
+
+/** Host veth → IFB: ingress hook, then the match-all redirect filter (replacing a leftover one). */
+export function setupRedirect(nl: Handle, host: Link, ifbIndex: number): void {
+  const parent = ingressParent(nl, host);
+  let filters: Filter[];
+  try {
+    filters = filterList(nl, host.index, parent);
+  } catch (err) {
+    throw new InternalError(`add filter: ${messageOf(err)}`, { cause: err });
+  }
+  for (const prio of ourFilterPrios(filters)) filterDel(nl, host.index, parent, prio, ETH_P_ALL);
+  const taken = new Set(filters.filter((f) => !isOurRedirect(f)).map((f) => f.priority));
+  let priority = 1;
+  while (taken.has(priority)) priority++;
+  try {
+    filterAddU32(nl, {
+      index: host.index,
+      parent,
+      priority,
+      protocol: ETH_P_ALL,
+      classId: FILTER_CLASSID,
+      actions: [{ kind: "mirred", ifindex: ifbIndex, eaction: TCA_EGRESS_REDIR }],
+    });
+  } catch (err) {
+    throw new InternalError(`add filter: ${messageOf(err)}`, { cause: err });
+  }
+}
+
+/** Whether the host veth's ingress hook redirects to `ifbIndex` (CHECK). */
+export function redirectsTo(nl: Handle, host: Link, ifbIndex: number): boolean {
+  for (const parent of [INGRESS_HANDLE, tcHandle(0xffff, TC_H_MIN_INGRESS)]) {
+    let filters: Filter[];
+    try {
+      filters = filterList(nl, host.index, parent);
+    } catch {
+      continue;
+    }
+    if (filters.some((f) => isOurRedirect(f) && f.actions.some((a) => a.mirred?.ifindex === ifbIndex))) return true;
+  }
+  return false;
+}
+
+/**
+ * DEL: removes from the host veth our redirect filters (towards `ifbIndex` when known) and, when
+ * `tbf`, our root TBF, so a veth that outlives the attachment is not left redirecting into a deleted IFB.
+ */
+export function removeHostShaping(nl: Handle, host: Link, o: { ifbIndex: number | undefined; tbf: boolean }): void {
+  const ifbIndex = o.ifbIndex;
+  for (const parent of [INGRESS_HANDLE, tcHandle(0xffff, TC_H_MIN_INGRESS)]) {
+    let filters: Filter[];
+    try {
+      filters = filterList(nl, host.index, parent);
+    } catch {
+      continue;
+    }
+    const mine = filters.filter((f) => isOurRedirect(f) && (ifbIndex === undefined || f.actions.some((a) => a.mirred?.ifindex === ifbIndex)));
+    for (const prio of new Set(mine.map((f) => f.priority))) {
+      try {
+        filterDel(nl, host.index, parent, prio, ETH_P_ALL);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    }
+  }
+  if (!o.tbf) return;
+  const root = rootQdisc(nl, host.index);
+  if (root?.kind === "tbf" && root.handle === TBF_HANDLE) {
+    try {
+      qdiscDel(nl, host.index, "root");
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+}
