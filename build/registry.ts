@@ -5,6 +5,9 @@
 import type { PluginSpec } from "../shared/cni/types.ts";
 
 export const PLUGINS: Readonly<Record<string, () => PluginSpec>> = {
+  "host-device": () => require("../plugins/host-device/host-device.ts").hostDevicePlugin as PluginSpec,
+  firewall: () => require("../meta/firewall/firewall.ts").firewallPlugin as PluginSpec,
+  portmap: () => require("../meta/portmap/portmap.ts").portmapPlugin as PluginSpec,
   bandwidth: () => require("../meta/bandwidth/bandwidth.ts").bandwidthPlugin as PluginSpec,
   bridge: () => require("../plugins/bridge/bridge.ts").bridgePlugin as PluginSpec,
   "host-local": () => require("../ipam/host-local/host-local.ts").hostLocalPlugin as PluginSpec,

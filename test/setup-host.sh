@@ -20,8 +20,21 @@ declare -A PROBE=(
   [iputils-ping]=/usr/bin/ping
   [busybox-static]=/bin/busybox
   [dnsmasq-base]=/usr/sbin/dnsmasq
+  # firewall plugin: a private system bus + a real firewalld, both confined to the test netns
+  [dbus]=/usr/bin/dbus-daemon
+  [firewalld]=/usr/sbin/firewalld
+  # e2e lane (test/e2e): real runtimes, and Go + Debian sources to build cnitool / rc-crictl offline
+  [curl]=/usr/bin/curl
+  [podman]=/usr/bin/podman
+  [runc]=/usr/sbin/runc
+  [containerd]=/usr/bin/containerd
+  [golang-go]=/usr/bin/go
+  [golang-github-appc-cni-dev]=/usr/share/gocode/src/github.com/containernetworking/cni/libcni
+  [golang-google-grpc-dev]=/usr/share/gocode/src/google.golang.org/grpc
+  [golang-github-gogo-protobuf-dev]=/usr/share/gocode/src/github.com/gogo/protobuf
+  [dpkg-dev]=/usr/bin/dpkg-source
 )
-ORDER=(iproute2 iptables nftables jq util-linux procps containernetworking-plugins strace iputils-ping busybox-static dnsmasq-base)
+ORDER=(iproute2 iptables nftables jq util-linux procps containernetworking-plugins strace iputils-ping busybox-static dnsmasq-base dbus firewalld curl podman runc containerd golang-go golang-github-appc-cni-dev golang-google-grpc-dev golang-github-gogo-protobuf-dev dpkg-dev)
 
 # nsenter ships in util-linux on Debian 12 but in util-linux-extra / separately elsewhere.
 missing=()
@@ -52,7 +65,26 @@ export DEBIAN_FRONTEND=noninteractive
 if ! apt-get update -qq -o Acquire::Retries=3 >&2; then
   echo "setup-host: warning: apt-get update failed; trying the install with the current package lists" >&2
 fi
-if ! apt-get install -y -qq --no-install-recommends -o Acquire::Retries=3 -o Dpkg::Use-Pty=0 "${missing[@]}" >&2; then
+# Packages such as firewalld and containerd ship services that would take over the real host's
+# firewall or start daemons: forbid service starts during the install (policy-rc.d, honoured by
+# invoke-rc.d and deb-systemd-invoke) and undo the enablement afterwards. The tests start private
+# instances of what they need, confined to their throwaway namespaces.
+POLICY=/usr/sbin/policy-rc.d
+policy_added=0
+if [[ ! -e $POLICY ]]; then
+  printf '#!/bin/sh\n# temporary, from cni-plugins-ts test/setup-host.sh\nexit 101\n' > "$POLICY" && chmod 0755 "$POLICY" && policy_added=1
+fi
+install_ok=1
+apt-get install -y -qq --no-install-recommends -o Acquire::Retries=3 -o Dpkg::Use-Pty=0 "${missing[@]}" >&2 || install_ok=0
+(( policy_added )) && rm -f "$POLICY"
+if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null 2>&1; then
+  for pkg in "${missing[@]}"; do
+    case $pkg in
+      firewalld|containerd|podman) systemctl disable --quiet "$pkg.service" 2>/dev/null || true ;;
+    esac
+  done
+fi
+if (( ! install_ok )); then
   echo "setup-host: ERROR: apt-get install ${missing[*]} failed" >&2
   exit 1
 fi

@@ -1,0 +1,88 @@
+/**
+ * A minimal promise API over the D-Bus system bus for the firewalld backend, on the pure-JS
+ * `@homebridge/dbus-native` client. The library is loaded lazily (on the first call), so no other
+ * plugin's start-up pays for it. Every call has a timeout: a wedged bus must not hang a CNI call.
+ */
+import { InternalError } from "../../shared/cni/errors.ts";
+
+/** godbus's default when DBUS_SYSTEM_BUS_ADDRESS is unset. */
+export const DEFAULT_SYSTEM_BUS = "unix:path=/var/run/dbus/system_bus_socket";
+const CALL_TIMEOUT_MS = 10_000;
+
+export interface DBusCall {
+  destination: string;
+  path: string;
+  interface: string;
+  member: string;
+  /** D-Bus signature of `body` ("ss"); omitted for no arguments. */
+  signature?: string;
+  body?: unknown[];
+}
+
+/** A D-Bus error reply (`name` is the error name, e.g. org.fedoraproject.FirewallD1.Exception). */
+export class DBusError extends InternalError {
+  override name = "DBusError";
+  readonly errorName: string;
+  constructor(errorName: string, message: string) {
+    super(`${errorName}: ${message}`);
+    this.errorName = errorName;
+  }
+}
+
+export interface DBusConnection {
+  call(msg: DBusCall): Promise<unknown>;
+  close(): void;
+}
+
+interface NativeBus {
+  invoke(msg: Record<string, unknown>, cb: (err: unknown, ...res: unknown[]) => void): void;
+  connection: { on(ev: string, fn: (e: unknown) => void): void; end(): void };
+}
+
+function toError(err: unknown): Error {
+  if (err instanceof Error) return err;
+  if (typeof err === "object" && err !== null) {
+    const e = err as { name?: unknown; message?: unknown; body?: unknown };
+    const message = typeof e.message === "string" ? e.message : Array.isArray(e.body) ? String(e.body[0] ?? "") : "";
+    return new DBusError(typeof e.name === "string" ? e.name : "org.freedesktop.DBus.Error.Failed", message);
+  }
+  return new DBusError("org.freedesktop.DBus.Error.Failed", String(err));
+}
+
+/** Connects to the bus at `address` (a D-Bus address string such as `unix:path=/run/dbus/…`). */
+export function connectBus(address: string): DBusConnection {
+  const lib = require("@homebridge/dbus-native") as { createClient(opts: Record<string, unknown>): NativeBus };
+  const bus = lib.createClient({ busAddress: address });
+  let failure: Error | undefined;
+  const waiting = new Set<(e: Error) => void>();
+  bus.connection.on("error", (e) => {
+    failure = toError(e);
+    for (const reject of waiting) reject(failure);
+    waiting.clear();
+  });
+  return {
+    call(msg) {
+      if (failure !== undefined) return Promise.reject(failure);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          waiting.delete(reject);
+          reject(new DBusError("org.freedesktop.DBus.Error.Timeout", `no reply to ${msg.interface}.${msg.member} within ${CALL_TIMEOUT_MS} ms`));
+        }, CALL_TIMEOUT_MS);
+        const done = (fn: () => void): void => {
+          clearTimeout(timer);
+          waiting.delete(reject);
+          fn();
+        };
+        waiting.add((e) => done(() => reject(e)));
+        bus.invoke({ ...msg }, (err, res) => done(() => (err ? reject(toError(err)) : resolve(res))));
+      });
+    },
+    close() {
+      try {
+        bus.connection.end();
+      } catch {
+        // already closed
+      }
+    },
+  };
+}

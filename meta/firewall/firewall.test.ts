@@ -1,0 +1,202 @@
+import { describe, expect, test } from "bun:test";
+import type { CmdArgs, Command } from "../../shared/cni/types.ts";
+import { FakeIptables } from "../../shared/firewall/iptables/fake.ts";
+import { FakeNft } from "../../shared/firewall/nftables/fake.ts";
+import type { FirewallBackend, FirewallTarget } from "./backend.ts";
+import { makeFirewallPlugin, type FirewallDeps } from "./firewall.ts";
+import { instanceComment, NFT_PRIV, NFT_TABLE } from "./nftables-backend.ts";
+
+const PREV = {
+  cniVersion: "1.0.0",
+  interfaces: [{ name: "cni-br0" }, { name: "veth1234" }, { name: "eth0", sandbox: "/var/run/netns/x" }],
+  ips: [
+    { address: "10.88.0.5/16", gateway: "10.88.0.1", interface: 2 },
+    { address: "fd88::5/64", interface: 2 },
+  ],
+};
+
+function cmd(command: Command, conf: Record<string, unknown>, env: Record<string, string> = {}, containerID = "ctr1"): CmdArgs {
+  const config = { cniVersion: "1.0.0", name: "net1", type: "firewall", ...conf };
+  return {
+    command,
+    containerID,
+    netns: "/var/run/netns/x",
+    ifName: "eth0",
+    args: "",
+    path: "",
+    stdinData: new TextEncoder().encode(JSON.stringify(config)),
+    config,
+    cniVersion: config.cniVersion as string,
+    env,
+  };
+}
+
+interface FakeFirewalld {
+  calls: string[];
+  running: boolean;
+}
+
+function setup(opts: { iptables?: boolean; nft?: boolean; firewalld?: boolean } = {}) {
+  const ipt = new FakeIptables();
+  ipt.installed = opts.iptables ?? true;
+  const nft = new FakeNft();
+  (nft as { installed?: boolean }).installed = opts.nft ?? true;
+  const fwd: FakeFirewalld = { calls: [], running: opts.firewalld ?? false };
+  const fwdBackend = (address: string): FirewallBackend => ({
+    name: "firewalld",
+    add: (t: FirewallTarget) => void fwd.calls.push(...t.addrs.map((a) => `${address} add ${t.conf.zone} ${a.host}`)),
+    check: (t: FirewallTarget) => void fwd.calls.push(...t.addrs.map((a) => `check ${t.conf.zone} ${a.host}`)),
+    del: (t: FirewallTarget) => void fwd.calls.push(...t.addrs.map((a) => `del ${t.conf.zone} ${a.host}`)),
+    gc: () => {},
+  });
+  const deps: FirewallDeps = {
+    iptables: () => ipt,
+    nftables: () => nft,
+    firewalld: fwdBackend,
+    firewalldRunning: async () => fwd.running,
+  };
+  return { ipt, nft, fwd, plugin: makeFirewallPlugin(deps) };
+}
+
+/** Chain declarations (sorted, as iptables-save prints user chains) then rules, in order. */
+function filterLines(ipt: FakeIptables, family: 4 | 6): string[] {
+  const lines = ipt.dump(family).split("\n");
+  return [...lines.filter((l) => /^:(?!INPUT|FORWARD|OUTPUT)/.test(l)).sort(), ...lines.filter((l) => l.startsWith("-A"))];
+}
+
+describe("firewall plugin (fakes)", () => {
+  test("iptables: upstream rules for v4 and v6, result passed through, idempotent", async () => {
+    const { ipt, plugin } = setup();
+    const conf = { backend: "iptables", prevResult: PREV };
+    const res = await plugin.add(cmd("ADD", conf));
+    expect(res).toEqual(expect.objectContaining({ ips: expect.any(Array), interfaces: expect.any(Array) }));
+    expect(res.ips?.map((i) => i.address)).toEqual(["10.88.0.5/16", "fd88::5/64"]);
+    const want4 = [
+      ":CNI-ADMIN - [0:0]",
+      ":CNI-FORWARD - [0:0]",
+      '-A FORWARD -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD',
+      '-A CNI-FORWARD -m comment --comment "CNI firewall plugin admin overrides" -j CNI-ADMIN',
+      "-A CNI-FORWARD -d 10.88.0.5/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+      "-A CNI-FORWARD -s 10.88.0.5/32 -j ACCEPT",
+    ];
+    expect(filterLines(ipt, 4)).toEqual(want4);
+    expect(filterLines(ipt, 6)).toContain("-A CNI-FORWARD -s fd88::5/128 -j ACCEPT");
+    // one restore per family
+    expect(ipt.transactions.length).toBe(2);
+    await plugin.add(cmd("ADD", conf));
+    expect(filterLines(ipt, 4)).toEqual(want4);
+    expect(ipt.transactions.length).toBe(2);
+    await plugin.check!(cmd("CHECK", conf));
+  });
+
+  test("iptables: custom admin chain, CHECK finds a missing rule, DEL twice leaves the chains", async () => {
+    const { ipt, plugin } = setup();
+    const conf = { backend: "iptables", iptablesAdminChainName: "MY-ADMIN", prevResult: PREV };
+    await plugin.add(cmd("ADD", conf));
+    expect(filterLines(ipt, 4)).toContain('-A CNI-FORWARD -m comment --comment "CNI firewall plugin admin overrides" -j MY-ADMIN');
+    ipt.restore(4, "*filter\n-D CNI-FORWARD -s 10.88.0.5/32 -j ACCEPT\nCOMMIT\n");
+    await expect(plugin.check!(cmd("CHECK", conf))).rejects.toThrow("expected rule [-s 10.88.0.5/32 -j ACCEPT] not found");
+    await plugin.del(cmd("DEL", conf));
+    await plugin.del(cmd("DEL", conf));
+    expect(filterLines(ipt, 4)).toEqual([
+      ":CNI-FORWARD - [0:0]",
+      ":MY-ADMIN - [0:0]",
+      '-A FORWARD -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD',
+      '-A CNI-FORWARD -m comment --comment "CNI firewall plugin admin overrides" -j MY-ADMIN',
+    ]);
+    await expect(plugin.check!(cmd("CHECK", conf))).rejects.toThrow("not found");
+  });
+
+  test("iptables: ingressPolicy isolated builds both isolation stages ahead of CNI-FORWARD", async () => {
+    const { ipt, plugin } = setup();
+    await plugin.add(cmd("ADD", { backend: "iptables", ingressPolicy: "isolated", prevResult: PREV }));
+    const C = '"CNI firewall plugin rules (ingressPolicy: same-bridge|isolated)"';
+    expect(filterLines(ipt, 4)).toEqual([
+      ":CNI-ADMIN - [0:0]",
+      ":CNI-FORWARD - [0:0]",
+      ":CNI-ISOLATION-STAGE-1 - [0:0]",
+      ":CNI-ISOLATION-STAGE-2 - [0:0]",
+      `-A FORWARD -m comment --comment ${C} -j CNI-ISOLATION-STAGE-1`,
+      '-A FORWARD -m comment --comment "CNI firewall plugin rules" -j CNI-FORWARD',
+      '-A CNI-FORWARD -m comment --comment "CNI firewall plugin admin overrides" -j CNI-ADMIN',
+      "-A CNI-FORWARD -d 10.88.0.5/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+      "-A CNI-FORWARD -s 10.88.0.5/32 -j ACCEPT",
+      '-A CNI-ISOLATION-STAGE-1 -i cni-br0 -o cni-br0 -m comment --comment "CNI firewall plugin rules (ingressPolicy: isolated)" -j DROP',
+      '-A CNI-ISOLATION-STAGE-1 -i cni-br0 ! -o cni-br0 -m comment --comment "CNI firewall plugin rules (ingressPolicy: same-bridge)" -j CNI-ISOLATION-STAGE-2',
+      `-A CNI-ISOLATION-STAGE-1 -m comment --comment ${C} -j RETURN`,
+      `-A CNI-ISOLATION-STAGE-2 -o cni-br0 -m comment --comment ${C} -j DROP`,
+      `-A CNI-ISOLATION-STAGE-2 -m comment --comment ${C} -j RETURN`,
+    ]);
+  });
+
+  test("config errors: missing prevResult, unknown policy and backend; DEL stays lenient (P24)", async () => {
+    const { plugin } = setup();
+    await expect(plugin.add(cmd("ADD", { backend: "iptables" }))).rejects.toThrow("missing prevResult from earlier plugin");
+    await expect(plugin.check!(cmd("CHECK", { backend: "iptables" }))).rejects.toThrow("missing prevResult from earlier plugin");
+    await expect(plugin.add(cmd("ADD", { backend: "iptables", ingressPolicy: "bogus", prevResult: PREV }))).rejects.toThrow('unknown ingress policy: "bogus"');
+    await expect(plugin.add(cmd("ADD", { backend: "bogus", prevResult: PREV }))).rejects.toThrow("unknown firewall backend");
+    await plugin.del(cmd("DEL", { backend: "bogus", ingressPolicy: "bogus", prevResult: PREV }));
+    await plugin.del(cmd("DEL", { backend: "iptables" }));
+    await expect(plugin.add(cmd("ADD", { backend: "iptables", ingressPolicy: "same-bridge", prevResult: { cniVersion: "1.0.0", ips: PREV.ips.slice(0, 1).map((i) => ({ address: i.address })) } }))).rejects.toThrow(
+      'interface needs to be set for ingress policy "same-bridge"',
+    );
+  });
+
+  test("auto backend: firewalld when running (bus address from the invocation env), else iptables, else nftables", async () => {
+    const a = setup({ firewalld: true });
+    await a.plugin.add(cmd("ADD", { firewalldZone: "internal", prevResult: PREV }, { DBUS_SYSTEM_BUS_ADDRESS: "unix:path=/tmp/bus" }));
+    expect(a.fwd.calls).toEqual(["unix:path=/tmp/bus add internal 10.88.0.5/32", "unix:path=/tmp/bus add internal fd88::5/128"]);
+    expect(a.ipt.transactions.length).toBe(0);
+    await a.plugin.del(cmd("DEL", { prevResult: PREV }));
+    expect(a.fwd.calls.slice(2)).toEqual(["del trusted 10.88.0.5/32", "del trusted fd88::5/128"]);
+
+    const b = setup();
+    await b.plugin.add(cmd("ADD", { prevResult: PREV }));
+    expect(b.ipt.transactions.length).toBe(2);
+    expect(b.nft.listTable("inet", NFT_TABLE)).toBeUndefined();
+
+    const c = setup({ iptables: false });
+    await c.plugin.add(cmd("ADD", { prevResult: PREV }));
+    expect(c.nft.listTable("inet", NFT_TABLE)).toBeDefined();
+  });
+
+  test("firewalld + same-bridge: zone sources plus iptables isolation (as upstream)", async () => {
+    const { ipt, fwd, plugin } = setup({ firewalld: true });
+    await plugin.add(cmd("ADD", { backend: "firewalld", ingressPolicy: "same-bridge", prevResult: PREV }));
+    expect(fwd.calls.length).toBe(2);
+    expect(filterLines(ipt, 4)).toContain('-A CNI-ISOLATION-STAGE-2 -o cni-br0 -m comment --comment "CNI firewall plugin rules (ingressPolicy: same-bridge|isolated)" -j DROP');
+    expect(filterLines(ipt, 4).some((l) => l.includes("CNI-FORWARD -s"))).toBe(false);
+  });
+
+  test("nftables: rules tagged per attachment, CHECK, re-ADD replaces, DEL without prevResult, GC", async () => {
+    const { nft, plugin } = setup();
+    const conf = { backend: "nftables", ingressPolicy: "same-bridge", prevResult: PREV };
+    await plugin.add(cmd("ADD", conf));
+    await plugin.add(cmd("ADD", conf));
+    const mine = () => nft.listTable("inet", NFT_TABLE)!.rules.filter((r) => r.chain === NFT_PRIV && r.comment === instanceComment("net1", "ctr1", "eth0"));
+    expect(mine().map((r) => r.rule)).toEqual([
+      "ip daddr 10.88.0.5 ct state established,related accept",
+      "ip saddr 10.88.0.5 accept",
+      "ip6 daddr fd88::5 ct state established,related accept",
+      "ip6 saddr fd88::5 accept",
+    ]);
+    const dump = nft.dump();
+    expect(dump).toContain('iifname "cni-br0" oifname != "cni-br0" jump isolation-stage-2');
+    expect(dump).not.toContain('oifname "cni-br0" drop comment "isolated');
+    await plugin.check!(cmd("CHECK", conf));
+    await plugin.del(cmd("DEL", { backend: "nftables" }));
+    expect(mine()).toEqual([]);
+    await expect(plugin.check!(cmd("CHECK", conf))).rejects.toThrow("lacks the daddr rule for 10.88.0.5");
+    await plugin.del(cmd("DEL", { backend: "nftables" }));
+
+    await plugin.add(cmd("ADD", conf, {}, "keep"));
+    await plugin.add(cmd("ADD", conf, {}, "stale"));
+    await plugin.gc!(cmd("GC", { cniVersion: "1.1.0", backend: "nftables", "cni.dev/valid-attachments": [{ containerID: "keep", ifname: "eth0" }] }, {}, ""));
+    const left = nft.listTable("inet", NFT_TABLE)!.rules.filter((r) => r.chain === NFT_PRIV && r.comment !== undefined && !r.comment.startsWith("admin"));
+    expect(new Set(left.map((r) => r.comment))).toEqual(new Set([instanceComment("net1", "keep", "eth0")]));
+  });
+
+  test("versions: 0.4.0 and later only", () => {
+    expect(setup().plugin.versions).toEqual(["0.4.0", "1.0.0", "1.1.0"]);
+  });
+});

@@ -1,0 +1,109 @@
+/**
+ * The firewalld backend (upstream firewalld.go): each container address is bound to a firewalld
+ * zone (default `trusted`) over D-Bus — `org.fedoraproject.FirewallD1.zone.addSource(zone, "<ip>/32")`
+ * on `/org/fedoraproject/FirewallD1`; CHECK calls `querySource` and, unlike upstream, also requires
+ * its answer to be true; DEL calls `removeSource` and ignores errors (already removed, firewalld
+ * reloaded…). `ZONE_ALREADY_SET` on ADD is success, as upstream.
+ *
+ * The bus is the D-Bus system bus: `DBUS_SYSTEM_BUS_ADDRESS` from the invocation's environment,
+ * else `/var/run/dbus/system_bus_socket` (godbus's rule).
+ */
+import { InternalError, messageOf } from "../../shared/cni/errors.ts";
+import type { FirewallBackend, FirewallTarget } from "./backend.ts";
+import { connectBus, DEFAULT_SYSTEM_BUS, type DBusConnection } from "./dbus-client.ts";
+
+export const FIREWALLD_NAME = "org.fedoraproject.FirewallD1";
+export const FIREWALLD_PATH = "/org/fedoraproject/FirewallD1";
+export const FIREWALLD_ZONE_INTERFACE = "org.fedoraproject.FirewallD1.zone";
+const ZONE_ALREADY_SET = "ZONE_ALREADY_SET";
+
+/** The system bus address for an invocation's environment. */
+export function systemBusAddress(env: Readonly<Record<string, string | undefined>>): string {
+  return env.DBUS_SYSTEM_BUS_ADDRESS || DEFAULT_SYSTEM_BUS;
+}
+
+/** Upstream isFirewalldRunning: the bus answers GetNameOwner for firewalld's well-known name. */
+export async function isFirewalldRunning(address: string): Promise<boolean> {
+  let conn: DBusConnection | undefined;
+  try {
+    conn = connectBus(address);
+    await conn.call({
+      destination: "org.freedesktop.DBus",
+      path: "/org/freedesktop/DBus",
+      interface: "org.freedesktop.DBus",
+      member: "GetNameOwner",
+      signature: "s",
+      body: [FIREWALLD_NAME],
+    });
+    return true;
+  } catch {
+    return false;
+  } finally {
+    conn?.close();
+  }
+}
+
+function zoneCall(conn: DBusConnection, member: string, zone: string, source: string): Promise<unknown> {
+  return conn.call({ destination: FIREWALLD_NAME, path: FIREWALLD_PATH, interface: FIREWALLD_ZONE_INTERFACE, member, signature: "ss", body: [zone, source] });
+}
+
+export function firewalldBackend(address: string): FirewallBackend {
+  const withBus = async <T>(fn: (conn: DBusConnection) => Promise<T>): Promise<T> => {
+    const conn = connectBus(address);
+    try {
+      return await fn(conn);
+    } finally {
+      conn.close();
+    }
+  };
+  return {
+    name: "firewalld",
+    async add(t: FirewallTarget) {
+      if (t.addrs.length === 0) return;
+      await withBus(async (conn) => {
+        for (const a of t.addrs) {
+          try {
+            await zoneCall(conn, "addSource", t.conf.zone, a.host);
+          } catch (err) {
+            if (!messageOf(err).includes(ZONE_ALREADY_SET)) {
+              throw new InternalError(`failed to add the address ${a.host} to ${t.conf.zone} zone: ${messageOf(err)}`, { cause: err });
+            }
+          }
+        }
+      });
+    },
+    async check(t: FirewallTarget) {
+      if (t.addrs.length === 0) return;
+      await withBus(async (conn) => {
+        for (const a of t.addrs) {
+          let bound: unknown;
+          try {
+            bound = await zoneCall(conn, "querySource", t.conf.zone, a.host);
+          } catch (err) {
+            throw new InternalError(`failed to find the address ${a.host} in ${t.conf.zone} zone: ${messageOf(err)}`, { cause: err });
+          }
+          if (bound !== true) throw new InternalError(`failed to find the address ${a.host} in ${t.conf.zone} zone`);
+        }
+      });
+    },
+    async del(t: FirewallTarget) {
+      if (t.addrs.length === 0) return;
+      try {
+        await withBus(async (conn) => {
+          for (const a of t.addrs) {
+            try {
+              await zoneCall(conn, "removeSource", t.conf.zone, a.host);
+            } catch {
+              // upstream ignores removal errors (not bound any more, zone gone, …)
+            }
+          }
+        });
+      } catch {
+        // bus unreachable: nothing we can remove; DEL must not fail (upstream ignores these too)
+      }
+    },
+    gc() {
+      // zone sources carry no owner: nothing can be attributed (as upstream)
+    },
+  };
+}

@@ -1,0 +1,222 @@
+/**
+ * portmap with nftables (upstream `portmap_nftables.go` at HEAD), one `nft -f -` transaction per
+ * IP family, in table `ip|ip6 cni_hostport` (comment "CNI portmap plugin"):
+ *   chain hostports_all:   jump hostip_hostports ; jump hostports
+ *   chain prerouting (nat, prerouting, -100):  [conditions] fib daddr type local jump hostports_all
+ *   chain output     (nat, output, -100):      [conditions] fib daddr type local jump hostports_all
+ *   chain hostports:       [ip daddr <hostIP>] <proto> dport <hp> dnat to <ip>:<cp>   comment "<cid>"
+ *   chain masquerading (nat, postrouting, 100), with snat:
+ *                          ip saddr <ip> ip daddr <ip> masquerade                   comment "<cid>"
+ *                          ip saddr 127.0.0.1 ip daddr <ip> masquerade              comment "<cid>" (IPv4)
+ *   chain localnet_guard (filter, input, 0), IPv4 with snat (ours; upstream #729):
+ *                          ip saddr != 127.0.0.0/8 ip daddr 127.0.0.0/8 ct state new,invalid drop
+ * `fib daddr type local` on every entry is the CVE-2025-67499 fix: only traffic addressed to this
+ * host is captured, never traffic routed through it. Rules are found again by their comment
+ * (the container ID), as upstream, so Go and TypeScript delete each other's rules.
+ */
+import type { NftDriver } from "../../shared/firewall/nftables/driver.ts";
+import type { NftRuleState, NftTableState } from "../../shared/firewall/nftables/state.ts";
+import { NftTransaction, type NftFamily } from "../../shared/firewall/nftables/transaction.ts";
+import { formatIP, parseIP, type CIDR, type IPFamily } from "../../shared/ip/ip.ts";
+import { hasHostDst, hostText, mappingsForFamily, type PortmapConfig } from "./config.ts";
+import type { ForwardedPort } from "./iptables-rules.ts";
+import { ipPort } from "./iptables-rules.ts";
+import type { ForeignPort } from "./iptables-backend.ts";
+
+export const NFT_TABLE = "cni_hostport";
+export const NFT_TABLE_COMMENT = "CNI portmap plugin";
+const HOSTPORTS = "hostports";
+const HOSTIP_HOSTPORTS = "hostip_hostports";
+const HOSTPORTS_ALL = "hostports_all";
+const MASQUERADING = "masquerading";
+const GUARD = "localnet_guard";
+const MAPPING_CHAINS = [HOSTPORTS, HOSTIP_HOSTPORTS, MASQUERADING] as const;
+
+export const GUARD_RULE_NFT = "ip saddr != 127.0.0.0/8 ip daddr 127.0.0.0/8 ct state new,invalid drop";
+
+function nftFamily(family: IPFamily): NftFamily {
+  return family === 6 ? "ip6" : "ip";
+}
+
+/** What one rule of hostports/hostip_hostports forwards, decoded from `nft -j` expressions. */
+export interface NftForward extends ForwardedPort {
+  toAddr: string;
+  toPort: number;
+}
+
+type J = Record<string, any>;
+
+/** Decodes `[ip daddr X] [ip protocol P th|P] dport N dnat [ip] [addr . port] to A:B` from a rule's JSON. */
+export function parseNftForward(rule: NftRuleState): NftForward | undefined {
+  let protocol = "";
+  let hostPort = 0;
+  let hostIP = "";
+  let toAddr = "";
+  let toPort = 0;
+  for (const s of (rule.expr ?? []) as J[]) {
+    if (s.match) {
+      const left = s.match.left as J;
+      const right = s.match.right;
+      if (s.match.op !== "==" && s.match.op !== undefined) return undefined;
+      if (left?.payload?.field === "dport") {
+        hostPort = Number(right);
+        if (left.payload.protocol !== "th") protocol = left.payload.protocol;
+      } else if (left?.payload?.field === "daddr" && typeof right === "string") hostIP = right;
+      else if (left?.payload?.field === "protocol" || left?.meta?.key === "l4proto") protocol = String(right);
+    } else if (s.dnat) {
+      const addr = s.dnat.addr;
+      if (typeof addr === "string") {
+        toAddr = addr;
+        toPort = Number(s.dnat.port ?? 0);
+      } else if (addr?.concat) {
+        toAddr = String(addr.concat[0]);
+        toPort = Number(addr.concat[1]);
+      }
+    }
+  }
+  if (protocol === "" || hostPort === 0 || toAddr === "") return undefined;
+  return { protocol, hostPort, hostIP, toAddr, toPort };
+}
+
+/** Rules of the mapping chains carrying `comment`. */
+function rulesWithComment(state: NftTableState | undefined, comment: string): NftRuleState[] {
+  if (state === undefined) return [];
+  return state.rules.filter((r) => (MAPPING_CHAINS as readonly string[]).includes(r.chain) && r.comment === comment);
+}
+
+/** Ports forwarded by other containers' rules in one family's table. */
+export function foreignPortsNftables(state: NftTableState | undefined, containerID: string): ForeignPort[] {
+  if (state === undefined) return [];
+  const out: ForeignPort[] = [];
+  for (const r of state.rules) {
+    if ((r.chain !== HOSTPORTS && r.chain !== HOSTIP_HOSTPORTS) || r.comment === containerID) continue;
+    const f = parseNftForward(r);
+    if (f) out.push({ protocol: f.protocol, hostPort: f.hostPort, hostIP: f.hostIP, owner: r.comment ? `container ${JSON.stringify(r.comment)}` : `nftables rule handle ${r.handle}` });
+  }
+  return out;
+}
+
+/** The hostports rule bodies for `container`. */
+export function nftForwardRules(conf: PortmapConfig, container: CIDR): string[] {
+  const fam = nftFamily(container.ip.family);
+  return mappingsForFamily(conf.mappings, container.ip.family).map((m) => {
+    const dst = hasHostDst(m) ? `${fam} daddr ${hostText(m)} ` : "";
+    return `${dst}${m.protocol} dport ${m.hostPort} dnat to ${ipPort(container, m.containerPort)}`;
+  });
+}
+
+/** The masquerading rule bodies for `container` (empty without snat). */
+export function nftMasqRules(conf: PortmapConfig, container: CIDR): string[] {
+  if (!conf.snat) return [];
+  const fam = nftFamily(container.ip.family);
+  const ip = formatIP(container.ip);
+  const any = container.ip.family === 6 ? "::/0" : "0.0.0.0/0";
+  const out = [`${fam} saddr ${conf.masqAll ? any : ip} ${fam} daddr ${ip} masquerade`];
+  if (container.ip.family === 4 && !conf.masqAll) out.push(`ip saddr 127.0.0.1 ip daddr ${ip} masquerade`);
+  return out;
+}
+
+/** Builds the ADD transaction (exported for golden tests). `stale` = this container's current rules. */
+export function buildForwardTx(conf: PortmapConfig, containerID: string, container: CIDR, stale: readonly NftRuleState[], guard: boolean): NftTransaction {
+  const family = container.ip.family;
+  const conditions = ((family === 6 ? conf.conditionsV6 : conf.conditionsV4) ?? []).join(" ");
+  const entry = `${conditions ? `${conditions} ` : ""}fib daddr type local jump ${HOSTPORTS_ALL}`;
+  const tx = new NftTransaction(nftFamily(family), NFT_TABLE)
+    .addTable({ comment: NFT_TABLE_COMMENT })
+    .addChain({ name: HOSTPORTS })
+    .addChain({ name: HOSTIP_HOSTPORTS })
+    .addChain({ name: HOSTPORTS_ALL })
+    .flushChain(HOSTPORTS_ALL)
+    .addRule({ chain: HOSTPORTS_ALL, rule: `jump ${HOSTIP_HOSTPORTS}` })
+    .addRule({ chain: HOSTPORTS_ALL, rule: `jump ${HOSTPORTS}` })
+    .addChain({ name: "prerouting", type: "nat", hook: "prerouting", priority: -100 })
+    .flushChain("prerouting")
+    .addRule({ chain: "prerouting", rule: entry })
+    .addChain({ name: "output", type: "nat", hook: "output", priority: -100 })
+    .flushChain("output")
+    .addRule({ chain: "output", rule: entry });
+  if (conf.snat) tx.addChain({ name: MASQUERADING, type: "nat", hook: "postrouting", priority: 100 });
+  if (guard && family === 4) {
+    tx.addChain({ name: GUARD, type: "filter", hook: "input", priority: 0 })
+      .flushChain(GUARD)
+      .addRule({ chain: GUARD, rule: GUARD_RULE_NFT });
+  }
+  for (const r of stale) tx.deleteRule(r.chain, r.handle);
+  for (const rule of nftForwardRules(conf, container)) tx.addRule({ chain: HOSTPORTS, rule, comment: containerID });
+  for (const rule of nftMasqRules(conf, container)) tx.addRule({ chain: MASQUERADING, rule, comment: containerID });
+  return tx;
+}
+
+export function forwardPortsNftables(
+  nft: NftDriver,
+  conf: PortmapConfig,
+  containerID: string,
+  container: CIDR,
+  opts: { guard: boolean; checkConflicts: (foreign: ForeignPort[], family: IPFamily) => void },
+): void {
+  const state = nft.listTable(nftFamily(container.ip.family), NFT_TABLE);
+  opts.checkConflicts(foreignPortsNftables(state, containerID), container.ip.family);
+  nft.run(buildForwardTx(conf, containerID, container, rulesWithComment(state, containerID), opts.guard));
+}
+
+/** Deletes the container's rules (by comment) in both families; returns the ports they forwarded. */
+export function unforwardPortsNftables(nft: NftDriver, containerID: string): ForwardedPort[] {
+  const removed: ForwardedPort[] = [];
+  for (const family of [4, 6] as const) {
+    const state = nft.listTable(nftFamily(family), NFT_TABLE);
+    const mine = rulesWithComment(state, containerID);
+    if (mine.length === 0) continue;
+    const tx = new NftTransaction(nftFamily(family), NFT_TABLE);
+    for (const r of mine) {
+      const f = parseNftForward(r);
+      if (f) removed.push({ protocol: f.protocol, hostPort: f.hostPort, hostIP: f.hostIP });
+      tx.deleteRule(r.chain, r.handle);
+    }
+    nft.run(tx);
+  }
+  return removed;
+}
+
+function sameAddr(a: string, b: string): boolean {
+  const x = parseIP(a);
+  const y = parseIP(b);
+  return x !== null && y !== null && x.family === y.family && x.value === y.value;
+}
+
+/** True for `… fib daddr type local jump hostports_all` (the CVE-2025-67499 gate), read from the JSON. */
+function isLocalGatedJump(r: NftRuleState): boolean {
+  const expr = (r.expr ?? []) as J[];
+  const fib = expr.some((s) => {
+    const f = s.match?.left?.fib;
+    return f !== undefined && f.result === "type" && JSON.stringify(f.flags ?? []).includes("daddr") && s.match.right === "local";
+  });
+  return fib && expr.some((s) => s.jump?.target === HOSTPORTS_ALL);
+}
+
+/** CHECK: problems with the rules for `container` (empty: all present). Reads only. */
+export function checkPortsNftables(nft: NftDriver, conf: PortmapConfig, containerID: string, container: CIDR): string[] {
+  const family = container.ip.family;
+  const state = nft.listTable(nftFamily(family), NFT_TABLE);
+  if (state === undefined) return [`nftables table ${nftFamily(family)} ${NFT_TABLE} not found`];
+  const problems: string[] = [];
+  for (const base of ["prerouting", "output"]) {
+    const ok = state.rules.some((r) => r.chain === base && isLocalGatedJump(r));
+    if (!ok) problems.push(`nftables chain ${base} does not jump to ${HOSTPORTS_ALL}`);
+  }
+  const mine = rulesWithComment(state, containerID);
+  const forwards = mine.filter((r) => r.chain !== MASQUERADING).flatMap((r) => parseNftForward(r) ?? []);
+  for (const m of mappingsForFamily(conf.mappings, family)) {
+    const hit = forwards.some(
+      (f) =>
+        f.protocol === m.protocol &&
+        f.hostPort === m.hostPort &&
+        (hasHostDst(m) ? f.hostIP !== "" && sameAddr(f.hostIP, hostText(m)) : f.hostIP === "") &&
+        sameAddr(f.toAddr, formatIP(container.ip)) &&
+        f.toPort === m.containerPort,
+    );
+    if (!hit) problems.push(`missing hostport rule for ${m.protocol} port ${m.hostPort} in "${HOSTPORTS}" chain`);
+  }
+  const masq = mine.filter((r) => r.chain === MASQUERADING).length;
+  if (masq < nftMasqRules(conf, container).length) problems.push(`missing hostport rules in "${MASQUERADING}" chain`);
+  return problems;
+}

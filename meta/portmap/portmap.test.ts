@@ -1,0 +1,127 @@
+import { describe, expect, test } from "bun:test";
+import { FakeIptables } from "../../shared/firewall/iptables/fake.ts";
+import { FakeNft } from "../../shared/firewall/nftables/fake.ts";
+import { parseCIDR } from "../../shared/ip/ip.ts";
+import { containerIPs, validateMapping, type PortmapConfig } from "./config.ts";
+import { findConflicts } from "./conflicts.ts";
+import { checkPortsIptables, forwardPortsIptables, gcPortsIptables, unforwardPortsIptables } from "./iptables-backend.ts";
+import { dnatChainName, dnatEntryRules, parseDnatRule, trimComment } from "./iptables-rules.ts";
+import { buildForwardTx } from "./nftables-backend.ts";
+
+function conf(over: Partial<PortmapConfig> = {}): PortmapConfig {
+  return {
+    name: "ptpnet", cniVersion: "1.0.0", backend: undefined, snat: true, masqAll: false, markMasqBit: 13,
+    externalSetMarkChain: undefined, conditionsV4: undefined, conditionsV6: undefined,
+    mappings: [
+      validateMapping({ hostPort: 8080, containerPort: 80, protocol: "tcp" }),
+      validateMapping({ hostPort: 9090, containerPort: 90, protocol: "tcp", hostIP: "2001:db8::1" }),
+    ],
+    ...over,
+  };
+}
+const v4 = parseCIDR("10.77.0.2/24")!;
+const none = { guard: true, checkConflicts: () => {} };
+
+describe("portmap iptables rules", () => {
+  test("matches the upstream 1.1.1 listing (chain name, entry rule incl. other-family ports, DN rules)", () => {
+    const ipt = new FakeIptables();
+    forwardPortsIptables(ipt, conf(), "ctr1", v4, none);
+    const dump = ipt.dump(4);
+    expect(dnatChainName("ptpnet", "ctr1")).toBe("CNI-DN-341c64caf8d4656260708");
+    expect(dump).toContain('-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \\"ptpnet\\" id: \\"ctr1\\"" -m multiport --dports 8080,9090 -j CNI-DN-341c64caf8d4656260708');
+    expect(dump).toContain("-A CNI-DN-341c64caf8d4656260708 -s 10.77.0.0/24 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK\n-A CNI-DN-341c64caf8d4656260708 -s 127.0.0.1/32 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK\n-A CNI-DN-341c64caf8d4656260708 -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.77.0.2:80\n");
+    expect(dump).not.toContain("--dport 9090");
+    expect(dump).toContain("-A POSTROUTING -m comment --comment \"CNI portfwd requiring masquerade\" -j CNI-HOSTPORT-MASQ");
+    expect(dump).toContain("-A CNI-HOSTPORT-LOCALNET ! -s 127.0.0.0/8 -d 127.0.0.0/8");
+    expect(checkPortsIptables(ipt, conf(), "ctr1", v4)).toEqual([]);
+    // Re-ADD is a no-op (one restore in all).
+    const n = ipt.transactions.length;
+    forwardPortsIptables(ipt, conf(), "ctr1", v4, none);
+    expect(ipt.transactions.length).toBe(n);
+    // A changed mapping list rewrites the chain; CHECK with the old list then fails.
+    forwardPortsIptables(ipt, conf({ mappings: [validateMapping({ hostPort: 8081, containerPort: 80, protocol: "udp" })] }), "ctr1", v4, none);
+    expect(checkPortsIptables(ipt, conf(), "ctr1", v4).length).toBeGreaterThan(0);
+    expect(unforwardPortsIptables(ipt, "ptpnet", "ctr1")).toEqual([{ protocol: "udp", hostPort: 8081, hostIP: "" }]);
+    expect(ipt.dump(4)).not.toContain("CNI-DN-");
+  });
+
+  test("mark bit, external mark chain, masqAll, conditions, IPv6", () => {
+    const ipt = new FakeIptables();
+    forwardPortsIptables(ipt, conf({ markMasqBit: 5, conditionsV6: ["!", "-d", "2001:db8::9"], masqAll: true }), "c6", parseCIDR("2001:db8::2/64")!, none);
+    const d6 = ipt.dump(6);
+    expect(d6).toContain("-j MARK --set-xmark 0x20/0x20");
+    expect(d6).toContain(`! -d 2001:db8::9/128 -p tcp -m comment`);
+    expect(d6).toContain("-d 2001:db8::1/128 -p tcp -m tcp --dport 9090 -j DNAT --to-destination [2001:db8::2]:90");
+    expect(d6).not.toContain("-s 127.0.0.1");
+    expect(d6).toContain("-A CNI-DN-");
+    const ext = new FakeIptables();
+    ext.load(4, "*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n:KUBE-MARK-MASQ - [0:0]\nCOMMIT\n");
+    forwardPortsIptables(ext, conf({ externalSetMarkChain: "KUBE-MARK-MASQ" }), "c", v4, none);
+    expect(ext.dump(4)).toContain("-j KUBE-MARK-MASQ");
+    expect(ext.dump(4)).not.toContain("CNI-HOSTPORT-SETMARK");
+  });
+
+  test("GC removes only this network's chains of containers not kept", () => {
+    const ipt = new FakeIptables();
+    for (const id of ["a", "b"]) forwardPortsIptables(ipt, conf(), id, v4, none);
+    forwardPortsIptables(ipt, conf({ name: "other" }), "z", v4, none);
+    gcPortsIptables(ipt, "ptpnet", new Set(["a"]));
+    const d = ipt.dump(4);
+    expect(d).toContain(dnatChainName("ptpnet", "a"));
+    expect(d).not.toContain(dnatChainName("ptpnet", "b"));
+    expect(d).toContain(dnatChainName("other", "z"));
+  });
+
+  test("comment trimming, DNAT rule parsing, long port lists split by 15", () => {
+    expect(trimComment("x".repeat(300))).toBe(`${"x".repeat(253)}...`);
+    expect(parseDnatRule(["-d", "1.2.3.4/32", "-p", "udp", "-m", "udp", "--dport", "53", "-j", "DNAT", "--to-destination", "10.0.0.2:53"])).toEqual({ protocol: "udp", hostPort: 53, hostIP: "1.2.3.4" });
+    const many = conf({ mappings: Array.from({ length: 20 }, (_, i) => validateMapping({ hostPort: 1000 + i, containerPort: 80, protocol: "tcp" })) });
+    expect(dnatEntryRules(many, "c", 4).length).toBe(2);
+  });
+});
+
+describe("portmap nftables transaction", () => {
+  test("table, fib-gated entries, mappings and masquerade with the container ID as comment", () => {
+    const tx = buildForwardTx(conf(), "ctr1", v4, [], true);
+    const text = tx.render();
+    expect(text).toContain('add table ip cni_hostport { comment "CNI portmap plugin" ; }');
+    expect(text).toContain("add chain ip cni_hostport prerouting { type nat hook prerouting priority -100 ; }");
+    expect(text).toContain("add rule ip cni_hostport prerouting fib daddr type local jump hostports_all");
+    expect(text).toContain("add rule ip cni_hostport output fib daddr type local jump hostports_all");
+    expect(text).toContain('add rule ip cni_hostport hostports tcp dport 8080 dnat to 10.77.0.2:80 comment "ctr1"');
+    expect(text).toContain('add rule ip cni_hostport masquerading ip saddr 127.0.0.1 ip daddr 10.77.0.2 masquerade comment "ctr1"');
+    expect(text).not.toContain("9090");
+    const fake = new FakeNft();
+    fake.run(tx);
+    expect(fake.dump()).toContain("hostports_all");
+  });
+});
+
+describe("portmap config", () => {
+  test("validation", () => {
+    expect(() => validateMapping({ hostPort: 0, containerPort: 1, protocol: "tcp" })).toThrow("Invalid host port number: 0");
+    expect(() => validateMapping({ hostPort: 65536, containerPort: 1, protocol: "tcp" })).toThrow("Invalid host port number: 65536");
+    expect(() => validateMapping({ hostPort: 1, containerPort: 1, protocol: "icmp" })).toThrow('Invalid protocol "icmp"');
+    expect(() => validateMapping({ hostPort: 1, containerPort: 1, protocol: "tcp", hostIP: "1.2.3" })).toThrow('Invalid host IP "1.2.3"');
+    expect(validateMapping({ hostPort: 1, containerPort: 1, protocol: "UDP" }).protocol).toBe("udp");
+  });
+
+  test("container IP selection skips host-side interfaces", () => {
+    const ips = containerIPs(
+      {
+        interfaces: [{ name: "br0" }, { name: "eth0", sandbox: "/ns" }],
+        ips: [{ address: "10.0.0.1/24", interface: 0 }, { address: "10.0.0.2/24", interface: 1 }, { address: "fd00::2/64" }],
+      },
+      "eth0",
+    );
+    expect(ips.v4?.ip.value).toBe(parseCIDR("10.0.0.2/24")!.ip.value);
+    expect(ips.v6).toBeDefined();
+  });
+
+  test("conflicts: same port/proto on overlapping host IPs", () => {
+    const mine = [validateMapping({ hostPort: 80, containerPort: 80, protocol: "tcp", hostIP: "10.1.1.1" })];
+    expect(findConflicts(mine, [{ protocol: "tcp", hostPort: 80, hostIP: "", owner: "x" }], 4).length).toBe(1);
+    expect(findConflicts(mine, [{ protocol: "tcp", hostPort: 80, hostIP: "10.1.1.2", owner: "x" }], 4)).toEqual([]);
+    expect(findConflicts(mine, [{ protocol: "udp", hostPort: 80, hostIP: "", owner: "x" }], 4)).toEqual([]);
+  });
+});

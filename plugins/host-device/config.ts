@@ -1,0 +1,107 @@
+/**
+ * host-device configuration (upstream plugins/main/host-device NetConf + `loadConf`,
+ * upstream-matrix §2.7): the selectors `device` > `hwaddr` > `kernelpath` > `pciBusID` > auxiliary
+ * device (from `runtimeConfig.deviceID`), the DPDK mode recomputed from the PCI function's driver,
+ * and this implementation's `allowUnsafeDevice` (see safety.ts).
+ *
+ * For DEL the loader is lenient (beyond upstream): a deviceID or PCI function that has disappeared,
+ * or a config without any selector, must not make DEL fail forever — DEL then works from the
+ * container interface alone.
+ */
+import { t } from "../../shared/cni/decode.ts";
+import { CniError, InvalidConfigError, wrapError } from "../../shared/cni/errors.ts";
+import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
+import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
+import { hasDpdkDriver, resolveDeviceID, type Sysfs } from "./sysfs.ts";
+
+const hostDeviceSchema = t.object("NetConf", {
+  ...netConfFields,
+  device: t.string(),
+  hwaddr: t.string(),
+  /** Untagged Go field: matched as `DPDKMode` case-insensitively. */
+  DPDKMode: t.bool(),
+  kernelpath: t.string(),
+  pciBusID: t.string(),
+  runtimeConfig: t.object("NetConf", { deviceID: t.string() }),
+  allowUnsafeDevice: t.bool(),
+});
+
+/** The validated configuration. Exactly the selector fields upstream has, plus the safety switch. */
+export interface HostDeviceConfig {
+  cniVersion: string;
+  ipamType: string;
+  /** The config's `dns` when any field is set (upstream copies it into the result). */
+  dns: DNS | undefined;
+  device: string;
+  hwaddr: string;
+  kernelpath: string;
+  /** `pciBusID`, or the runtime deviceID when it names a PCI function. */
+  pciAddr: string;
+  /** The runtime deviceID when it names an auxiliary-bus device. */
+  auxDevice: string;
+  /** True when the PCI function is bound to a userspace driver: nothing is moved, only IPAM runs. */
+  dpdkMode: boolean;
+  /** Allow moving the default-route interface or a master of other links (never `lo`). */
+  allowUnsafeDevice: boolean;
+}
+
+export const NO_SELECTOR_MESSAGE = `specify either "device", "hwaddr", "kernelpath" or "pciBusID"`;
+
+function dnsIfSet(d: DNS | undefined): DNS | undefined {
+  if (d === undefined) return undefined;
+  const set = d.nameservers !== undefined || d.search !== undefined || d.options !== undefined || (d.domain ?? "") !== "";
+  return set ? d : undefined;
+}
+
+export interface LoadOptions {
+  /** DEL: sysfs lookups and the selector check may fail without failing the call. */
+  lenient?: boolean;
+}
+
+/** Decodes and validates the config against `sysfs` (upstream `loadConf`). */
+export function loadHostDeviceConfig(args: CmdArgs, sysfs: Sysfs, opts: LoadOptions = {}): HostDeviceConfig {
+  const c = loadNetConf(hostDeviceSchema, args);
+  const conf: HostDeviceConfig = {
+    cniVersion: c.cniVersion ?? args.cniVersion,
+    ipamType: c.ipam?.type ?? "",
+    dns: dnsIfSet(c.dns as DNS | undefined),
+    device: c.device ?? "",
+    hwaddr: c.hwaddr ?? "",
+    kernelpath: c.kernelpath ?? "",
+    pciAddr: c.pciBusID ?? "",
+    auxDevice: "",
+    dpdkMode: c.DPDKMode ?? false,
+    allowUnsafeDevice: c.allowUnsafeDevice ?? false,
+  };
+
+  const deviceID = c.runtimeConfig?.deviceID ?? "";
+  if (deviceID !== "") {
+    try {
+      const target = resolveDeviceID(sysfs, deviceID);
+      if (target.bus === "pci") {
+        conf.pciAddr = target.id;
+      } else {
+        conf.pciAddr = "";
+        conf.auxDevice = target.id;
+      }
+    } catch (err) {
+      if (!opts.lenient) throw err;
+    }
+  }
+
+  if (conf.device === "" && conf.hwaddr === "" && conf.kernelpath === "" && conf.pciAddr === "" && conf.auxDevice === "") {
+    if (!opts.lenient) throw new InvalidConfigError(NO_SELECTOR_MESSAGE);
+  }
+
+  if (conf.pciAddr !== "") {
+    try {
+      conf.dpdkMode = hasDpdkDriver(sysfs, conf.pciAddr);
+    } catch (err) {
+      if (!opts.lenient) {
+        if (err instanceof CniError) throw wrapError("error with host device", err);
+        throw err;
+      }
+    }
+  }
+  return conf;
+}

@@ -1,0 +1,151 @@
+/**
+ * The sysfs lookups host-device needs (upstream `handleDeviceID`, `hasDpdkDriver`, `getLink`'s
+ * directory reads): which bus a runtime `deviceID` lives on, whether a PCI function is bound to a
+ * userspace (DPDK) driver, and the netdev names listed under a device's `net/` directory.
+ *
+ * The sysfs root is a parameter (`/sys` in production) so tests run against a fake tree.
+ *
+ * Limitation: sysfs does not follow network namespaces. `/sys` shows the network devices of the
+ * namespace that mounted it (normally the host's), so these names are only trusted to name a device;
+ * the link itself is always looked up, moved and checked over netlink in the plugin's namespace.
+ */
+import { lstatSync, readdirSync, realpathSync, statSync } from "node:fs";
+import { basename, join, posix } from "node:path";
+import { InternalError, messageOf } from "../../shared/cni/errors.ts";
+
+/** Linux drivers that hand a PCI network function to userspace (DPDK); such a device has no netdev. */
+export const USERSPACE_DRIVERS: readonly string[] = ["vfio-pci", "uio_pci_generic", "igb_uio"];
+
+/** The sysfs mount host-device reads (`/sys` unless a test says otherwise). */
+export interface Sysfs {
+  root: string;
+}
+
+export const HOST_SYSFS: Sysfs = { root: "/sys" };
+
+/** What a runtime `deviceID` names. */
+export type DeviceIdTarget = { bus: "pci"; id: string } | { bus: "auxiliary"; id: string };
+
+/** The kernelpath prefix upstream requires. */
+const KERNELPATH_PREFIX = "/sys/devices/";
+
+export function pciDevicesDir(sysfs: Sysfs): string {
+  return join(sysfs.root, "bus", "pci", "devices");
+}
+
+export function auxiliaryDevicesDir(sysfs: Sysfs): string {
+  return join(sysfs.root, "bus", "auxiliary", "devices");
+}
+
+/**
+ * Rejects bus IDs that could leave the bus directory (beyond upstream, which joins them as given):
+ * a PCI or auxiliary device name never contains `/` and is never `.` or `..`.
+ */
+export function checkBusId(what: string, id: string): void {
+  if (id === "." || id === ".." || id.includes("/") || id.includes("\0")) {
+    throw new InternalError(`invalid ${what} ${JSON.stringify(id)}: not a device name`);
+  }
+}
+
+function exists(path: string): boolean {
+  try {
+    statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Upstream `handleDeviceID`: a deviceID is a PCI address when `<sysfs>/bus/pci/devices/<id>`
+ * exists, else an auxiliary device when `<sysfs>/bus/auxiliary/devices/<id>` exists.
+ */
+export function resolveDeviceID(sysfs: Sysfs, deviceID: string): DeviceIdTarget {
+  checkBusId("runtime config DeviceID", deviceID);
+  if (exists(join(pciDevicesDir(sysfs), deviceID))) return { bus: "pci", id: deviceID };
+  if (exists(join(auxiliaryDevicesDir(sysfs), deviceID))) return { bus: "auxiliary", id: deviceID };
+  throw new InternalError(`runtime config DeviceID ${deviceID} not found or unsupported`);
+}
+
+/** Go's `*PathError` text for a failed file operation: `<op> <path>: <reason>`. */
+function pathError(op: string, path: string, err: unknown): string {
+  const code = (err as { code?: unknown }).code;
+  const reasons: Record<string, string> = {
+    ENOENT: "no such file or directory",
+    ENOTDIR: "not a directory",
+    EACCES: "permission denied",
+    ELOOP: "too many levels of symbolic links",
+  };
+  const reason = typeof code === "string" && reasons[code] !== undefined ? reasons[code] : messageOf(err);
+  return `${op} ${path}: ${reason}`;
+}
+
+/** True when the PCI function's `driver` link points at a userspace driver (upstream `hasDpdkDriver`). */
+export function hasDpdkDriver(sysfs: Sysfs, pciAddr: string): boolean {
+  checkBusId("PCI address", pciAddr);
+  const driverLink = join(pciDevicesDir(sysfs), pciAddr, "driver");
+  let target: string;
+  try {
+    target = realpathSync(driverLink);
+  } catch (err) {
+    throw new InternalError(pathError("lstat", driverLink, err), { cause: err });
+  }
+  return USERSPACE_DRIVERS.includes(basename(target));
+}
+
+/** Entry names of a `net/` directory, sorted as Go's os.ReadDir returns them. */
+export function netdevNamesIn(netDir: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(netDir);
+  } catch (err) {
+    throw new InternalError(`failed to read directory ${netDir}: ${JSON.stringify(pathError("open", netDir, err))}`, { cause: err });
+  }
+  if (names.length === 0) throw new InternalError(`failed to find network device in path ${netDir}`);
+  return names.sort();
+}
+
+/**
+ * The `net/` directory of a PCI function: `<pci>/net`, or for virtio devices the first
+ * `<pci>/virtio*\/net` (upstream's glob).
+ */
+export function pciNetDir(sysfs: Sysfs, pciAddr: string): string {
+  checkBusId("PCI address", pciAddr);
+  const dev = join(pciDevicesDir(sysfs), pciAddr);
+  const direct = join(dev, "net");
+  try {
+    lstatSync(direct);
+    return direct;
+  } catch {
+    // not a plain netdev parent; try virtio children
+  }
+  let children: string[] = [];
+  try {
+    children = readdirSync(dev).filter((n) => n.startsWith("virtio")).sort();
+  } catch {
+    children = [];
+  }
+  for (const child of children) {
+    const candidate = join(dev, child, "net");
+    if (exists(candidate)) return candidate;
+  }
+  throw new InternalError(`no net directory under pci device ${pciAddr}`);
+}
+
+/** The `net/` directory of an auxiliary device. */
+export function auxiliaryNetDir(sysfs: Sysfs, auxDevice: string): string {
+  checkBusId("auxiliary device", auxDevice);
+  return join(auxiliaryDevicesDir(sysfs), auxDevice, "net");
+}
+
+/**
+ * The `net/` directory of a `kernelpath` (must be absolute and under /sys/devices/, as upstream).
+ * Beyond upstream: a path that `..` would take out of /sys/devices/ is refused.
+ */
+export function kernelPathNetDir(sysfs: Sysfs, kernelpath: string): string {
+  const normalized = posix.normalize(kernelpath);
+  if (!kernelpath.startsWith("/") || !kernelpath.startsWith(KERNELPATH_PREFIX) || !normalized.startsWith(KERNELPATH_PREFIX)) {
+    throw new InternalError(`kernel device path ${JSON.stringify(kernelpath)} must be absolute and begin with /sys/devices/`);
+  }
+  return join(sysfs.root, normalized.slice("/sys".length), "net");
+}

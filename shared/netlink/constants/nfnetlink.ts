@@ -1,0 +1,17 @@
+/**
+ * nfnetlink (NETLINK_NETFILTER) constants. Provenance: include/uapi/linux/netlink.h and
+ * include/uapi/linux/netfilter/nfnetlink.h (Linux 6.18), names verbatim.
+ */
+
+/** Netlink protocol number of the netfilter family (include/uapi/linux/netlink.h). */
+export const NETLINK_NETFILTER = 12;
+
+/** struct nfgenmsg version field. */
+export const NFNETLINK_V0 = 0;
+/** sizeof(struct nfgenmsg): u8 nfgen_family, u8 version, __be16 res_id. */
+export const NFGENMSG_SIZE = 4;
+
+// Subsystem ids (the high byte of nlmsg_type).
+export const NFNL_SUBSYS_NONE = 0;
+export const NFNL_SUBSYS_CTNETLINK = 1;
+export const NFNL_SUBSYS_CTNETLINK_EXP = 2;
