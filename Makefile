@@ -13,7 +13,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 PLUGINS = $(shell $(BUN) build/list-plugins.ts 2>/dev/null)
 SOURCES := $(shell find build shared plugins ipam meta -name '*.ts' ! -name '*.test.ts' 2>/dev/null)
 
-.PHONY: all deps build install lint test test-unit test-integration test-vm demo bench clean
+.PHONY: all deps build install lint test test-unit test-integration test-vm test-e2e test-diff demo bench clean
 
 all: build
 
@@ -53,6 +53,16 @@ test-integration: build
 # The *.vm.test.ts files in a QEMU VM with Debian's stock kernel (test/vm/README.md); root.
 test-vm: build
 	$(BUN) test/run.ts vm
+
+# Real runtimes (cnitool, podman, containerd) and mixed Go/ours interop (test/e2e); root.
+test-e2e: build
+	@bash test/setup-host.sh
+	$(BUN) test/run.ts e2e
+
+# Differential suite against the Go 1.1.1 binaries (test/e2e/diff.test.ts, DIFFERENCES.md); root.
+test-diff: build
+	@bash test/setup-host.sh
+	$(BUN) test/run.ts diff
 
 # Everything: system packages, build, unit + integration + VM lane; last line is the summary.
 test:

@@ -1,5 +1,5 @@
 /**
- * Test driver: `bun test/run.ts <unit|integration|vm|all>`.
+ * Test driver: `bun test/run.ts <unit|integration|vm|e2e|diff|all>`.
  *
  * - unit: `bun test` over the co-located `*.test.ts` files (shared/ plugins/ ipam/ meta/ build/
  *   test/harness/), junit to .test-out/unit.xml.
@@ -11,7 +11,11 @@
  *   QEMU VM with Debian's stock kernel (test/vm/vm-run.sh; the repo is shared read-write), again in
  *   a fresh netns, junit to .test-out/vm.xml. No such files: no boot. A VM that cannot boot is a
  *   failure, never a pass. Root as for integration. See test/vm/README.md.
- * - all: the three, then the totals.
+ * - e2e: as root, test/e2e (cnitool, podman, containerd, mixed Go/ours interop) after
+ *   test/e2e/setup/prepare.sh (cached builds of cnitool and rc-crictl), inside a throwaway netns AND
+ *   a private mount namespace with a tmpfs on /var/lib/cni, junit to .test-out/e2e.xml.
+ * - diff: the differential suite against the Go 1.1.1 binaries, same sandbox, .test-out/diff.xml.
+ * - all: unit, integration, vm, e2e, diff, then the totals.
  *
  * bun's own output goes to stderr. The last line on stdout is `N passed, N failed, N skipped`; the
  * exit status is non-zero when anything failed, a suite crashed, or a suite wrote no junit report.
@@ -47,7 +51,13 @@ const VM_WALL_LIMIT_S = 600;
 const VM_INFRA_FAILURE = 125;
 const VM_TIMEOUT = 124;
 
-type Suite = "unit" | "integration" | "vm";
+type Suite = "unit" | "integration" | "vm" | "e2e" | "diff";
+
+/** test/e2e: real runtimes + interop (lane e2e) and the differential suite against Go 1.1.1 (lane diff). */
+const E2E_DIR = "test/e2e";
+const E2E_FILES = ["cnitool.test.ts", "podman.test.ts", "containerd.test.ts", "interop.test.ts"];
+const DIFF_FILES = ["diff.test.ts"];
+const E2E_TEST_TIMEOUT_MS = 300_000;
 
 function log(text: string): void {
   process.stderr.write(`${text}\n`);
@@ -150,6 +160,47 @@ async function runUnit(): Promise<SuiteTotals> {
   return saveTotals("unit", await runBunTest("unit", argv, { ...process.env }));
 }
 
+/**
+ * Root only: test/e2e files inside `unshare --net --mount` (private propagation) with a tmpfs on
+ * /var/lib/cni, so libcni caches and host-local stores of the runtimes never touch the host's.
+ */
+async function runE2eAsRoot(suite: "e2e" | "diff"): Promise<SuiteTotals> {
+  for (const tool of ["unshare", "nsenter", "ip", "mount"]) {
+    if (Bun.which(tool) === null) return saveTotals(suite, failedSuite(`${suite}: required tool \`${tool}\` is not installed (run test/setup-host.sh)`));
+  }
+  if (suite === "e2e") {
+    const prep = Bun.spawnSync(["bash", join(REPO_ROOT, E2E_DIR, "setup", "prepare.sh")], { stdout: "inherit", stderr: "inherit" });
+    if (prep.exitCode !== 0) log("e2e: setup/prepare.sh failed; rows needing cnitool / rc-crictl will skip with the reason");
+  }
+  const files = (suite === "e2e" ? E2E_FILES : DIFF_FILES)
+    .map((f) => `./${E2E_DIR}/${f}`)
+    .filter((f) => existsSync(join(REPO_ROOT, f)));
+  if (files.length === 0) return saveTotals(suite, failedSuite(`${suite}: no test files under ${E2E_DIR}`));
+  mkdirSync("/var/lib/cni", { recursive: true });
+  const argv = [
+    "unshare",
+    "--net",
+    "--mount",
+    "--propagation",
+    "private",
+    "--",
+    "/bin/sh",
+    "-c",
+    'mount -t tmpfs cni-e2e /var/lib/cni && ip link set lo up && exec "$@"',
+    "sh",
+    process.execPath,
+    "test",
+    ...files,
+    `--timeout=${E2E_TEST_TIMEOUT_MS}`,
+    "--reporter=junit",
+    `--reporter-outfile=${junitFile(suite)}`,
+  ];
+  const started = Date.now();
+  const totals = await runBunTest(suite, argv, { ...process.env, [SANDBOX_ENV]: netnsIdOf("self") });
+  log(`${suite}: lane took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return saveTotals(suite, totals);
+}
+
 function isRoot(): boolean {
   return process.getuid?.() === 0;
 }
@@ -242,7 +293,7 @@ async function runVm(): Promise<SuiteTotals> {
 }
 
 /** Non-root: run `bun test/run.ts <suite>` as root, then read the totals it saved. */
-async function runElevated(suite: "integration" | "vm"): Promise<SuiteTotals> {
+async function runElevated(suite: "integration" | "vm" | "e2e" | "diff"): Promise<SuiteTotals> {
   rmSync(summaryFile(suite), { force: true });
   const command = `${shellQuote(process.execPath)} ${shellQuote(join(REPO_ROOT, "test", "run.ts"))} ${suite}`;
   log(`${suite}: these tests need root (network namespaces${suite === "vm" ? ", apt, qemu" : ""}); asking for elevation`);
@@ -267,7 +318,7 @@ async function runElevated(suite: "integration" | "vm"): Promise<SuiteTotals> {
   );
 }
 
-async function elevateWithPrompt(suite: "integration" | "vm", command: string): Promise<boolean> {
+async function elevateWithPrompt(suite: "integration" | "vm" | "e2e" | "diff", command: string): Promise<boolean> {
   const { exec } = await import("@vscode/sudo-prompt");
   return new Promise((resolve) => {
     exec(
@@ -316,15 +367,23 @@ async function main(): Promise<void> {
       finish([await runIntegration()]);
     case "vm":
       finish([await runVm()]);
+    case "e2e":
+    case "diff":
+      finish([isRoot() ? await runE2eAsRoot(mode) : await runElevated(mode)]);
     case "all": {
       const unit = await runUnit();
       const integration = await runIntegration();
       const vm = await runVm();
-      log(`\nunit: ${formatTotals(unit)}\nintegration: ${formatTotals(integration)}\nvm: ${formatTotals(vm)}`);
-      finish([unit, integration, vm]);
+      const e2e = isRoot() ? await runE2eAsRoot("e2e") : await runElevated("e2e");
+      const diff = isRoot() ? await runE2eAsRoot("diff") : await runElevated("diff");
+      log(
+        `\nunit: ${formatTotals(unit)}\nintegration: ${formatTotals(integration)}\nvm: ${formatTotals(vm)}` +
+          `\ne2e: ${formatTotals(e2e)}\ndiff: ${formatTotals(diff)}`,
+      );
+      finish([unit, integration, vm, e2e, diff]);
     }
     default:
-      log("usage: bun test/run.ts <unit|integration|vm|all>");
+      log("usage: bun test/run.ts <unit|integration|vm|e2e|diff|all>");
       process.exit(2);
   }
 }
