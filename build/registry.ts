@@ -5,6 +5,9 @@
 import type { PluginSpec } from "../shared/cni/types.ts";
 
 export const PLUGINS: Readonly<Record<string, () => PluginSpec>> = {
+  vrf: () => require("../meta/vrf/vrf.ts").vrfPlugin as PluginSpec,
+  sbr: () => require("../meta/sbr/sbr.ts").sbrPlugin as PluginSpec,
+  tuning: () => require("../meta/tuning/tuning.ts").tuningPlugin as PluginSpec,
   "host-device": () => require("../plugins/host-device/host-device.ts").hostDevicePlugin as PluginSpec,
   firewall: () => require("../meta/firewall/firewall.ts").firewallPlugin as PluginSpec,
   portmap: () => require("../meta/portmap/portmap.ts").portmapPlugin as PluginSpec,

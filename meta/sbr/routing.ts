@@ -1,0 +1,181 @@
+/**
+ * What sbr does inside the container netns (upstream doRoutes / tidyRules), over one Handle:
+ * pick tables, add `from <ip>/32 lookup <table>` rules, the default route via the gateway in each
+ * table, move the interface's main-table routes there, and on DEL remove the rules again.
+ */
+import { InternalError, messageOf } from "../../shared/cni/errors.ts";
+import { containsIP, formatIP, networkAddress, parseIP, type IPAddr } from "../../shared/ip/ip.ts";
+import { isNotFound, type Handle, type RouteEntry, type RouteSpec } from "../../shared/netlink/index.ts";
+import { RT_SCOPE_LINK, RT_TABLE_MAIN, RT_TABLE_UNSPEC } from "../../shared/netlink/constants/rtnetlink.ts";
+import { ruleAdd, ruleDel, ruleList, ruleSpecOf, type RuleEntry } from "../../shared/netlink/rule.ts";
+import type { SbrAddress, SbrConfig } from "./config.ts";
+
+/** Upstream's first candidate table id. */
+export const FIRST_TABLE_ID = 100;
+
+/** The first id ≥ `candidate` that no rule points to and no route lives in. */
+export function nextFreeTable(rules: readonly { table: number }[], routes: readonly { table: number }[], candidate: number): number {
+  const used = new Set<number>([...rules.map((r) => r.table), ...routes.map((r) => r.table)]);
+  let table = candidate;
+  while (used.has(table)) table++;
+  return table;
+}
+
+/** `/32` or `/128` of an address. */
+function hostPrefix(ip: IPAddr): { address: string; prefixLen: number } {
+  return { address: formatIP(ip), prefixLen: ip.family === 4 ? 32 : 128 };
+}
+
+function inSubnet(a: SbrAddress, text: string | undefined): boolean {
+  if (text === undefined) return false;
+  const ip = parseIP(text);
+  return ip !== null && containsIP(a.cidr.ip, a.cidr.prefixLen, ip);
+}
+
+/** A listed route as a spec that re-creates it elsewhere (`table`) or deletes it (as listed). */
+function specOf(r: RouteEntry, table: number): RouteSpec {
+  return {
+    family: r.family,
+    ...(r.dst !== undefined ? { dst: r.dst } : {}),
+    ...(r.gw !== undefined ? { gw: r.gw } : {}),
+    ...(r.oif !== undefined ? { oif: r.oif } : {}),
+    ...(r.src !== undefined ? { src: r.src } : {}),
+    ...(r.priority !== undefined ? { priority: r.priority } : {}),
+    ...(r.mtu !== undefined ? { mtu: r.mtu } : {}),
+    ...(r.advmss !== undefined ? { advmss: r.advmss } : {}),
+    table,
+    scope: r.scope,
+    protocol: r.protocol,
+    type: r.type,
+  };
+}
+
+/** `table` configured: only `ip rule add from <ip>/32 lookup <table>` per address. */
+export function addRulesOnly(nl: Handle, addrs: readonly SbrAddress[], table: number): void {
+  for (const a of addrs) {
+    try {
+      ruleAdd(nl, { src: hostPrefix(a.cidr.ip), table });
+    } catch (err) {
+      throw new InternalError(`failed to add rule: ${messageOf(err)}`, { cause: err });
+    }
+  }
+}
+
+/**
+ * The full setup (upstream doRoutes): one table per address, each with its rule, a default route
+ * via the gateway (static one of the family first), and copies of the interface's main-table
+ * routes that belong to the address (or to no address); finally the interface's routes leave the
+ * main table (with addSourceHints, subnet routes stay there with a `src` hint instead).
+ */
+export function setupSourceRouting(nl: Handle, conf: SbrConfig, ifName: string, addrs: readonly SbrAddress[]): number[] {
+  const rules = ruleList(nl);
+  // Every table counts (upstream looks only at main-table routes, so a table used by another agent
+  // without a rule yet could be taken).
+  const allRoutes = nl.routeList({ table: RT_TABLE_UNSPEC });
+  let table = nextFreeTable(rules, allRoutes, FIRST_TABLE_ID);
+
+  let index: number;
+  try {
+    index = nl.linkByName(ifName).index;
+  } catch (err) {
+    throw new InternalError(`Cannot find network interface ${ifName}: ${messageOf(err)}`, { cause: err });
+  }
+  const ifRoutes = nl.routeList({ table: RT_TABLE_MAIN, oif: index }).filter((r) => r.multipath === undefined);
+  const tables: number[] = [];
+  const taken: { table: number }[] = [...allRoutes];
+
+  for (const a of addrs) {
+    try {
+      ruleAdd(nl, { src: hostPrefix(a.cidr.ip), table });
+    } catch (err) {
+      throw new InternalError(`Failed to add rule: ${messageOf(err)}`, { cause: err });
+    }
+    const gw = (a.cidr.ip.family === 4 ? conf.gateway4 : conf.gateway6) ?? a.gateway;
+    if (gw !== undefined) {
+      try {
+        nl.routeAdd({ family: a.cidr.ip.family, gw: formatIP(gw), oif: index, table });
+      } catch (err) {
+        throw new InternalError(`Failed to add default route to ${formatIP(gw)}: ${messageOf(err)}`, { cause: err });
+      }
+    }
+    const staticGw = (a.cidr.ip.family === 4 ? conf.gateway4 : conf.gateway6) !== undefined;
+    for (const r of ifRoutes) {
+      // A static gateway's default route must not be overwritten by the interface's own default.
+      if (staticGw && r.dst === undefined && r.family === a.cidr.ip.family) continue;
+      if (!(inSubnet(a, r.src) || inSubnet(a, r.gw) || (r.src === undefined && r.gw === undefined))) continue;
+      try {
+        nl.routeReplace(specOf(r, table));
+      } catch (err) {
+        throw new InternalError(`Failed to readd route: ${messageOf(err)}`, { cause: err });
+      }
+    }
+    tables.push(table);
+    taken.push({ table });
+    table = nextFreeTable(rules, taken, table + 1);
+  }
+
+  if (conf.addSourceHints) {
+    for (const a of addrs) {
+      const net = networkAddress(a.cidr.ip, a.cidr.prefixLen);
+      try {
+        nl.routeReplace({
+          family: a.cidr.ip.family,
+          dst: { address: formatIP(net), prefixLen: a.cidr.prefixLen },
+          oif: index,
+          src: formatIP(a.cidr.ip),
+          scope: RT_SCOPE_LINK,
+        });
+      } catch {
+        // upstream only logs this
+      }
+    }
+    for (const r of ifRoutes) {
+      if (r.scope === RT_SCOPE_LINK) continue;
+      try {
+        nl.routeDel(specOf(r, RT_TABLE_MAIN));
+      } catch {
+        // upstream only logs this
+      }
+    }
+    return tables;
+  }
+
+  for (const r of ifRoutes) {
+    try {
+      nl.routeDel(specOf(r, RT_TABLE_MAIN));
+    } catch (err) {
+      if (isNotFound(err)) continue;
+      throw new InternalError(`Failed to delete route: ${messageOf(err)}`, { cause: err });
+    }
+  }
+  return tables;
+}
+
+/**
+ * DEL (upstream tidyRules, made tolerant): removes every rule (of `table` when configured) whose
+ * source is one of `linkAddrs` (the interface's current addresses), or exactly the /32 (/128) of
+ * one of `resultAddrs` (the prevResult's addresses, used when the interface is already gone).
+ * Continues past failures and reports the last one, as upstream.
+ */
+export function removeRules(nl: Handle, table: number | undefined, linkAddrs: readonly string[], resultAddrs: readonly IPAddr[]): void {
+  let rules: RuleEntry[];
+  try {
+    rules = ruleList(nl);
+  } catch (err) {
+    throw new InternalError(`Failed to list all rules to tidy: ${messageOf(err)}`, { cause: err });
+  }
+  const exact = new Set(resultAddrs.map((ip) => `${formatIP(ip)}/${ip.family === 4 ? 32 : 128}`));
+  const any = new Set(linkAddrs);
+  let last: unknown;
+  for (const r of rules) {
+    if (r.src === undefined) continue;
+    if (table !== undefined && r.table !== table) continue;
+    if (!any.has(r.src.address) && !exact.has(`${r.src.address}/${r.src.prefixLen}`)) continue;
+    try {
+      ruleDel(nl, ruleSpecOf(r));
+    } catch (err) {
+      if (!isNotFound(err)) last = err;
+    }
+  }
+  if (last !== undefined) throw new InternalError(`Failed to delete rule ${messageOf(last)}`, { cause: last });
+}

@@ -1,0 +1,120 @@
+/**
+ * The backup file that lets DEL undo what ADD changed: `<dataDir>/<containerID>_<ifName>.json`,
+ * exactly upstream's path and JSON (`json.MarshalIndent(v, "", " ")`, keys mac, promisc, mtu,
+ * allmulti, txQLen, each only when that attribute was changed), so a Go tuning DEL restores what
+ * this plugin's ADD changed and the other way round.
+ *
+ * Beyond upstream, the old values of the sysctls ADD changed are kept under an extra key,
+ * `sysctlRestore` (absolute /proc/sys path → old value, in write order). Go's decoder ignores
+ * unknown keys, so a Go DEL still restores the link attributes and removes the file.
+ */
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { goJsonString } from "../../shared/cni/result/go-json.ts";
+
+/** What DEL restores. Absent fields were not changed by ADD. */
+export interface LinkBackup {
+  mac?: string;
+  promisc?: boolean;
+  mtu?: number;
+  allmulti?: boolean;
+  txQLen?: number;
+  /** Extension: /proc/sys path → value before ADD wrote it, in write order. */
+  sysctlRestore?: [string, string][];
+}
+
+/** `<dataDir>/<containerID>_<ifName>.json` */
+export function backupPath(dataDir: string, containerID: string, ifName: string): string {
+  return join(dataDir, `${containerID}_${ifName}.json`);
+}
+
+/** Go's MarshalIndent with a one-space indent, in upstream's field order (plus the extension last). */
+export function formatBackup(b: LinkBackup): string {
+  const members: string[] = [];
+  if (b.mac !== undefined && b.mac !== "") members.push(` "mac": ${goJsonString(b.mac)}`);
+  if (b.promisc !== undefined) members.push(` "promisc": ${b.promisc}`);
+  if (b.mtu !== undefined && b.mtu !== 0) members.push(` "mtu": ${b.mtu}`);
+  if (b.allmulti !== undefined) members.push(` "allmulti": ${b.allmulti}`);
+  if (b.txQLen !== undefined) members.push(` "txQLen": ${b.txQLen}`);
+  if (b.sysctlRestore !== undefined && b.sysctlRestore.length > 0) {
+    const inner = b.sysctlRestore.map(([k, v]) => `  ${goJsonString(k)}: ${goJsonString(v)}`);
+    members.push(` "sysctlRestore": {\n${inner.join(",\n")}\n }`);
+  }
+  if (members.length === 0) return "{}";
+  return `{\n${members.join(",\n")}\n}`;
+}
+
+/** Go's case-insensitive field lookup. */
+function field(obj: Record<string, unknown>, name: string): unknown {
+  if (Object.hasOwn(obj, name)) return obj[name];
+  for (const [k, v] of Object.entries(obj)) if (k.toLowerCase() === name.toLowerCase()) return v;
+  return undefined;
+}
+
+/** A restorable sysctl path: absolute, clean, under /proc/sys/net/. */
+function isNetSysctlPath(p: string): boolean {
+  return p.startsWith("/proc/sys/net/") && !p.split("/").slice(1).some((x) => x === "" || x === "." || x === "..");
+}
+
+/**
+ * Decodes a backup file's text; undefined when it is not a JSON object (upstream then restores
+ * nothing). Fields of the wrong type are ignored.
+ */
+export function parseBackup(text: string): LinkBackup | undefined {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return undefined;
+  const o = raw as Record<string, unknown>;
+  const b: LinkBackup = {};
+  const mac = field(o, "mac");
+  if (typeof mac === "string" && mac !== "") b.mac = mac;
+  const promisc = field(o, "promisc");
+  if (typeof promisc === "boolean") b.promisc = promisc;
+  const mtu = field(o, "mtu");
+  if (typeof mtu === "number" && Number.isInteger(mtu) && mtu !== 0) b.mtu = mtu;
+  const allmulti = field(o, "allmulti");
+  if (typeof allmulti === "boolean") b.allmulti = allmulti;
+  const txQLen = field(o, "txQLen");
+  if (typeof txQLen === "number" && Number.isInteger(txQLen)) b.txQLen = txQLen;
+  const sys = field(o, "sysctlRestore");
+  if (typeof sys === "object" && sys !== null && !Array.isArray(sys)) {
+    const entries = Object.entries(sys as Record<string, unknown>).filter(
+      (e): e is [string, string] => typeof e[1] === "string" && isNetSysctlPath(e[0]),
+    );
+    if (entries.length > 0) b.sysctlRestore = entries;
+  }
+  return b;
+}
+
+/** Writes the backup file (directory created with upstream's mode 0600 when missing; file 0600). */
+export function writeBackup(path: string, dataDir: string, b: LinkBackup): void {
+  let exists = true;
+  try {
+    statSync(dataDir);
+  } catch {
+    exists = false;
+  }
+  if (!exists) mkdirSync(dataDir, { recursive: true, mode: 0o600 });
+  writeFileSync(path, formatBackup(b), { mode: 0o600 });
+}
+
+/** Reads the backup file: undefined when absent; `null` when present but unreadable as JSON. */
+export function readBackup(path: string): LinkBackup | null | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    if ((err as { code?: unknown }).code === "ENOENT") return undefined;
+    throw err;
+  }
+  return parseBackup(text) ?? null;
+}
+
+/** Removes the backup file (absent is fine). */
+export function removeBackup(path: string): void {
+  rmSync(path, { force: true });
+}
