@@ -9,6 +9,7 @@ DIST := dist/bin
 BINARY := $(DIST)/cni-plugins
 DESTDIR ?=
 BINDIR ?= /opt/cni/bin
+SYSTEMDDIR ?= /etc/systemd/system
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 PLUGINS = $(shell $(BUN) build/list-plugins.ts 2>/dev/null)
 SOURCES := $(shell find build shared plugins ipam meta -name '*.ts' ! -name '*.test.ts' 2>/dev/null)
@@ -39,6 +40,10 @@ install: build
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 0755 $(BINARY) $(DESTDIR)$(BINDIR)/cni-plugins
 	@for p in $$($(BUN) build/list-plugins.ts); do ln -f $(DESTDIR)$(BINDIR)/cni-plugins $(DESTDIR)$(BINDIR)/$$p; done
+	install -d $(DESTDIR)$(SYSTEMDDIR)
+	install -m 0644 build/cni-dhcp.socket $(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.socket
+	sed 's#/opt/cni/bin/dhcp#$(BINDIR)/dhcp#' build/cni-dhcp.service > $(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.service
 
 lint: node_modules/.installed
 	$(TSC) --noEmit -p .

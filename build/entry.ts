@@ -34,6 +34,11 @@ function multiCallHelp(name: string): string {
 
 async function main(): Promise<number> {
   const name = invokedName();
+  if (name === "dhcp" && process.argv[2] === "daemon") {
+    // `dhcp daemon [flags]`: the long-running lease daemon (ipam/dhcp/daemon), as upstream.
+    const daemon = require("../ipam/dhcp/daemon/main.ts") as typeof import("../ipam/dhcp/daemon/main.ts");
+    return daemon.runDhcpDaemon(process.argv.slice(3), process.env);
+  }
   const spec = lookupPlugin(name);
   if (!spec) {
     writeAllSync(2, multiCallHelp(name));

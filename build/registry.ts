@@ -5,6 +5,7 @@
 import type { PluginSpec } from "../shared/cni/types.ts";
 
 export const PLUGINS: Readonly<Record<string, () => PluginSpec>> = {
+  dhcp: () => require("../ipam/dhcp/dhcp.ts").dhcpPlugin as PluginSpec,
   vrf: () => require("../meta/vrf/vrf.ts").vrfPlugin as PluginSpec,
   sbr: () => require("../meta/sbr/sbr.ts").sbrPlugin as PluginSpec,
   tuning: () => require("../meta/tuning/tuning.ts").tuningPlugin as PluginSpec,

@@ -233,20 +233,22 @@ async function del(args: CmdArgs): Promise<void> {
   const errors: unknown[] = [];
   let addrs: string[] | undefined;
 
+  // IPAM first, while the container link still exists: a dhcp lease can then be released (DHCPRELEASE
+  // leaves through that link); host-local and static do not care about the order.
+  if (conf.ipamType !== "") {
+    try {
+      await delegate(conf.ipamType, args, "DEL");
+    } catch (err) {
+      errors.push(err);
+    }
+  }
+
   const ns = openNetnsForDel(args.netns);
   if (ns !== undefined) {
     using owned = ns;
     try {
       using contNl = Handle.open(owned);
       addrs = delLinkByNameAddr(contNl, args.ifName);
-    } catch (err) {
-      errors.push(err);
-    }
-  }
-
-  if (conf.ipamType !== "") {
-    try {
-      await delegate(conf.ipamType, args, "DEL");
     } catch (err) {
       errors.push(err);
     }

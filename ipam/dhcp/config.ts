@@ -1,0 +1,121 @@
+/**
+ * The dhcp IPAM config (upstream plugins/ipam/dhcp/main.go + options.go, upstream-matrix §4.1, §4.5):
+ * `ipam.daemonSocketPath`, `ipam.provide`, `ipam.request`, `ipam.priority`. Parsed by the plugin
+ * (to fail early, without the daemon) and again by the daemon from the forwarded stdin bytes.
+ */
+import { parseCniArgsLenient } from "../../shared/cni/args.ts";
+import { decode, t } from "../../shared/cni/decode.ts";
+import { CniError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
+import { OPT_CLIENT_ID, OPT_HOST_NAME, OPT_ROUTER, OPT_SUBNET_MASK, OPT_USER_CLASS, OPT_VENDOR_CLASS_ID } from "./packet.ts";
+
+export const DEFAULT_SOCKET_PATH = "/run/cni/dhcp.sock";
+
+/** Longest value of one provided option (one DHCP option holds at most 255 bytes). */
+const MAX_OPTION_VALUE = 255;
+
+/** Upstream's fixed option-name table; anything else must be a decimal 0–255. */
+const OPTION_NAMES: Readonly<Record<string, number>> = {
+  "dhcp-client-identifier": OPT_CLIENT_ID,
+  "subnet-mask": OPT_SUBNET_MASK,
+  routers: OPT_ROUTER,
+  "host-name": OPT_HOST_NAME,
+  "user-class": OPT_USER_CLASS,
+  "vendor-class-identifier": OPT_VENDOR_CLASS_ID,
+};
+
+const ProvideWire = t.object("main.ProvideOption", { option: t.string(), value: t.string(), fromArg: t.string() });
+const RequestWire = t.object("main.RequestOption", { option: t.string(), skipDefault: t.bool() });
+const IPAMWire = t.object("main.IPAMConfig", {
+  type: t.string(),
+  daemonSocketPath: t.string(),
+  provide: t.array(ProvideWire),
+  request: t.array(RequestWire),
+  priority: t.int(),
+});
+const NetWire = t.object("main.NetConf", { name: t.string(), cniVersion: t.string(), ipam: IPAMWire });
+
+export interface DhcpConfig {
+  /** Network name (part of the client identifier). */
+  network: string;
+  socketPath: string;
+  /** Options to send, code → bytes, in order (later entries with the same code win). */
+  provide: Map<number, Uint8Array>;
+  /** Parameter request list (option 55), in order, deduplicated. */
+  request: number[];
+  /** Metric for every route (0 = unset). */
+  priority: number;
+}
+
+export class OptionParseError extends InvalidConfigError {
+  override name = "OptionParseError";
+}
+
+/** Option code of a name from upstream's table or a decimal 0–255 (upstream's error text). */
+export function parseOptionName(option: string): number {
+  const named = Object.hasOwn(OPTION_NAMES, option) ? OPTION_NAMES[option] : undefined;
+  if (named !== undefined) return named;
+  if (/^[0-9]+$/.test(option) && Number(option) <= 255) return Number(option);
+  const why = /^[0-9]+$/.test(option) ? "value out of range" : "invalid syntax";
+  throw new OptionParseError(
+    `Can not parse option ${JSON.stringify(option)}: Can not parse option: strconv.ParseUint: parsing ${JSON.stringify(option)}: ${why}`,
+  );
+}
+
+/** The socket path of a config (default {@link DEFAULT_SOCKET_PATH}); code 7 when `ipam` is malformed. */
+export function socketPathOf(config: Record<string, unknown>): string {
+  try {
+    const net = decode(NetWire, config);
+    return net.ipam?.daemonSocketPath || DEFAULT_SOCKET_PATH;
+  } catch (err) {
+    throw new InvalidConfigError(`error obtaining socketPath: error parsing socket path conf: ${messageOf(err)}`, { cause: err });
+  }
+}
+
+/** Parses the whole dhcp config; `cniArgs` is the raw CNI_ARGS (for `provide[].fromArg`). */
+export function loadDhcpConfig(config: Record<string, unknown>, cniArgs: string): DhcpConfig {
+  let net;
+  try {
+    net = decode(NetWire, config);
+  } catch (err) {
+    if (err instanceof CniError) throw new InvalidConfigError(`error parsing netconf: ${err.message}`, { cause: err });
+    throw err;
+  }
+  const ipam = net.ipam ?? {};
+  const args = parseCniArgsLenient(cniArgs);
+  const provide = new Map<number, Uint8Array>();
+  for (const p of ipam.provide ?? []) {
+    const name = p.option ?? "";
+    const code = parseOptionName(name);
+    const values: string[] = [];
+    if (p.value !== undefined && p.value !== "") values.push(p.value);
+    if (p.fromArg !== undefined && p.fromArg !== "") {
+      const v = Object.hasOwn(args, p.fromArg) ? args[p.fromArg] : undefined;
+      if (v !== undefined && v !== "") values.push(v);
+    }
+    for (const v of values) {
+      const bytes = new TextEncoder().encode(v);
+      if (bytes.byteLength > MAX_OPTION_VALUE) {
+        throw new InvalidConfigError(`value too long for option ${JSON.stringify(name)}: ${JSON.stringify(v)}`);
+      }
+      provide.set(code, bytes);
+    }
+  }
+  const request: number[] = [];
+  let skipDefault = false;
+  for (const r of ipam.request ?? []) {
+    if (r.skipDefault === true) skipDefault = true;
+    if (r.option === undefined || r.option === "") continue;
+    const code = parseOptionName(r.option);
+    if (!request.includes(code)) request.push(code);
+  }
+  if (!skipDefault) {
+    for (const code of [OPT_ROUTER, OPT_SUBNET_MASK]) if (!request.includes(code)) request.push(code);
+  }
+  return {
+    network: net.name ?? "",
+    socketPath: ipam.daemonSocketPath || DEFAULT_SOCKET_PATH,
+    provide,
+    request,
+    priority: ipam.priority ?? 0,
+  };
+}

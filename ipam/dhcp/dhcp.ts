@@ -1,0 +1,113 @@
+/**
+ * dhcp: an IPAM plugin that gets IPv4 leases from a DHCP server through a long-running daemon
+ * (upstream plugins/ipam/dhcp, upstream-matrix §2.10 and §4). The same executable runs the daemon
+ * as `dhcp daemon [flags]` (daemon/main.ts).
+ *
+ * Plugin side: ADD, CHECK and DEL are forwarded to the daemon over a unix socket
+ * (`ipam.daemonSocketPath`, default /run/cni/dhcp.sock) with our JSON protocol (rpc-protocol.ts).
+ * CNI_NETNS is made absolute first. STATUS and GC do nothing.
+ *
+ * Deliberate differences from the Go plugin (1.1.1 / HEAD):
+ * - Protocol: JSON lines over the unix socket instead of Go net/rpc + gob; a Go daemon and this
+ *   plugin (or the reverse) cannot talk to each other. Stop the Go daemon before upgrading.
+ * - Daemon down: ADD fails with code 11 ("try again later") instead of 999; DEL succeeds and prints
+ *   a note on stderr instead of failing (pod deletion is never blocked by a dead daemon, P23).
+ * - CHECK is read-only: it asks the daemon whether it holds a lease for the container; no DHCP
+ *   packet is sent (upstream re-runs DHCP.Allocate).
+ * - Config errors (unknown option names, values over 255 bytes) are reported by the plugin with
+ *   code 7 before contacting the daemon; the texts are upstream's. A config without `ipam` uses the
+ *   default socket (upstream panics).
+ * - The client uses a UDP socket bound to the container interface and sets the BOOTP broadcast
+ *   flag while it has no address (upstream HEAD uses a raw AF_PACKET socket and never sets it).
+ * - DHCPRELEASE is sent from the leased address with IP_TRANSPARENT (so it reaches the server even
+ *   when the main plugin has not configured, or already removed, the address).
+ * - Leases are persisted (daemon `-leasedir`, default /var/lib/cni/dhcp) and resumed after a daemon
+ *   restart; a stale socket file is replaced; SIGTERM persists and releases nothing.
+ * - Option 33 destinations of class D/E get /32 (Go yields a nil mask).
+ * - Rebinding (after T2) sends a broadcast REQUEST for the current address (RFC 2131 §4.4.5), then
+ *   falls back to DISCOVER; upstream always restarts with DISCOVER.
+ */
+import { isAbsolute, resolve } from "node:path";
+import { CniError, InternalError, TryAgainLaterError, messageOf } from "../../shared/cni/errors.ts";
+import { writeAllSync } from "../../shared/cni/stdio.ts";
+import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
+import { ALL_VERSIONS } from "../../shared/cni/version.ts";
+import { loadDhcpConfig, socketPathOf } from "./config.ts";
+import { DaemonUnreachableError, callDaemon } from "./rpc-client.ts";
+import type { RpcArgs, RpcMethod, RpcResponse } from "./rpc-protocol.ts";
+
+/** Upstream's method names, kept in error texts. */
+const METHOD_NAMES: Readonly<Record<RpcMethod, string>> = { add: "DHCP.Allocate", check: "DHCP.Check", del: "DHCP.Release" };
+
+function rpcArgs(args: CmdArgs): RpcArgs {
+  return {
+    containerID: args.containerID,
+    netns: args.netns === "" || isAbsolute(args.netns) ? args.netns : resolve(args.netns),
+    ifName: args.ifName,
+    args: args.args,
+    path: args.path,
+    stdinData: Buffer.from(args.stdinData).toString("utf8"),
+  };
+}
+
+async function call(args: CmdArgs, method: RpcMethod): Promise<RpcResponse> {
+  const socketPath = socketPathOf(args.config);
+  // Option errors surface here, before the daemon; DEL never fails on them.
+  if (method !== "del") loadDhcpConfig(args.config, args.args);
+  try {
+    return await callDaemon(socketPath, method, rpcArgs(args));
+  } catch (err) {
+    if (err instanceof DaemonUnreachableError) throw err;
+    throw new InternalError(`error calling ${METHOD_NAMES[method]}: ${messageOf(err)}`, { cause: err });
+  }
+}
+
+function unwrap(method: RpcMethod, res: RpcResponse): Result {
+  if (!res.ok) throw new CniError(res.error.code, `error calling ${METHOD_NAMES[method]}: ${res.error.msg}`);
+  return res.result ?? {};
+}
+
+async function add(args: CmdArgs): Promise<Result> {
+  try {
+    return unwrap("add", await call(args, "add"));
+  } catch (err) {
+    if (err instanceof DaemonUnreachableError) {
+      throw new TryAgainLaterError(`error dialing DHCP daemon: ${err.message}`, {
+        cause: err,
+        details: "is the dhcp daemon running? start it with `dhcp daemon` (or the cni-dhcp.socket unit)",
+      });
+    }
+    throw err;
+  }
+}
+
+async function check(args: CmdArgs): Promise<void> {
+  try {
+    unwrap("check", await call(args, "check"));
+  } catch (err) {
+    if (err instanceof DaemonUnreachableError) throw new TryAgainLaterError(`error dialing DHCP daemon: ${err.message}`, { cause: err });
+    throw err;
+  }
+}
+
+async function del(args: CmdArgs): Promise<void> {
+  try {
+    unwrap("del", await call(args, "del"));
+  } catch (err) {
+    if (err instanceof DaemonUnreachableError) {
+      writeAllSync(2, `dhcp: DEL: the DHCP daemon is not reachable (${err.message}); nothing released, the lease will expire at the server\n`);
+      return;
+    }
+    throw err;
+  }
+}
+
+export const dhcpPlugin: PluginSpec = {
+  name: "dhcp",
+  versions: ALL_VERSIONS,
+  add,
+  check,
+  del,
+  status: () => undefined,
+  gc: () => undefined,
+};

@@ -1,0 +1,98 @@
+/**
+ * The CNI result of a DHCP lease (upstream HEAD lease.go/options.go, upstream-matrix §4.4):
+ * one IPv4 address `yiaddr/<option 1>` with the first router as gateway, and routes from option
+ * 121 (classless, RFC 3442) when present, else option 33 (classful destinations) followed by a
+ * default route via the router. A 0.0.0.0 gateway in option 121 is a link-scope route without gw.
+ */
+import type { Result, Route } from "../../shared/cni/types.ts";
+import {
+  OPT_CLASSLESS_ROUTE,
+  OPT_ROUTER,
+  OPT_STATIC_ROUTE,
+  OPT_SUBNET_MASK,
+  ipv4At,
+  optionIPs,
+  type DhcpMessage,
+} from "./packet.ts";
+
+/** RT_SCOPE_LINK from <linux/rtnetlink.h>. */
+const RT_SCOPE_LINK = 253;
+
+export class LeaseResultError extends Error {
+  override name = "LeaseResultError";
+}
+
+/** Prefix length of a contiguous netmask, or undefined for a non-contiguous one. */
+export function maskToPrefix(mask: Uint8Array): number | undefined {
+  let bits = 0;
+  let seenZero = false;
+  for (const byte of mask) {
+    for (let i = 7; i >= 0; i--) {
+      if ((byte >> i) & 1) {
+        if (seenZero) return undefined;
+        bits++;
+      } else seenZero = true;
+    }
+  }
+  return bits;
+}
+
+/** The classful prefix of a destination (A /8, B /16, C /24; D/E: /32, see module doc of dhcp.ts). */
+export function classfulPrefix(firstOctet: number): number {
+  if (firstOctet < 128) return 8;
+  if (firstOctet < 192) return 16;
+  if (firstOctet < 224) return 24;
+  return 32;
+}
+
+/** Option 121 (RFC 3442): width, significant octets of the destination, router. */
+export function parseClasslessRoutes(v: Uint8Array): Route[] {
+  const routes: Route[] = [];
+  let p = 0;
+  while (p < v.byteLength) {
+    const width = v[p++] ?? 0;
+    if (width > 32) throw new LeaseResultError(`option 121: invalid prefix length ${width}`);
+    const octets = Math.ceil(width / 8);
+    if (p + octets + 4 > v.byteLength) throw new LeaseResultError("option 121: truncated route");
+    const dst = new Uint8Array(4);
+    dst.set(v.subarray(p, p + octets));
+    p += octets;
+    const gw = ipv4At(v, p);
+    p += 4;
+    const route: Route = { dst: `${ipv4At(dst, 0)}/${width}` };
+    if (gw === "0.0.0.0") route.scope = RT_SCOPE_LINK;
+    else route.gw = gw;
+    routes.push(route);
+  }
+  return routes;
+}
+
+/** Option 33: (destination, router) pairs; destinations get their classful mask. */
+export function parseStaticRoutes(v: Uint8Array): Route[] {
+  const routes: Route[] = [];
+  for (let p = 0; p + 8 <= v.byteLength; p += 8) {
+    routes.push({ dst: `${ipv4At(v, p)}/${classfulPrefix(v[p] ?? 0)}`, gw: ipv4At(v, p + 4) });
+  }
+  return routes;
+}
+
+/** Builds the CNI result of an ACK; `priority` ≠ 0 becomes every route's metric. */
+export function resultFromAck(ack: DhcpMessage, priority: number): Result {
+  const mask = ack.options.get(OPT_SUBNET_MASK);
+  if (mask === undefined || mask.byteLength !== 4) throw new LeaseResultError("DHCP option Subnet Mask not found in DHCPACK");
+  const prefix = maskToPrefix(mask);
+  if (prefix === undefined) throw new LeaseResultError(`DHCP option Subnet Mask ${ipv4At(mask, 0)} is not a contiguous mask`);
+  const router = optionIPs(ack, OPT_ROUTER)[0];
+  const result: Result = { ips: [{ address: `${ack.yiaddr}/${prefix}`, ...(router ? { gateway: router } : {}) }] };
+  let routes: Route[];
+  const classless = ack.options.get(OPT_CLASSLESS_ROUTE);
+  if (classless !== undefined && classless.byteLength > 0) routes = parseClasslessRoutes(classless);
+  else {
+    const staticRoutes = ack.options.get(OPT_STATIC_ROUTE);
+    routes = staticRoutes === undefined ? [] : parseStaticRoutes(staticRoutes);
+    if (router !== undefined) routes.push({ dst: "0.0.0.0/0", gw: router });
+  }
+  if (priority !== 0) for (const r of routes) r.priority = priority;
+  if (routes.length > 0) result.routes = routes;
+  return result;
+}
