@@ -5,8 +5,8 @@
  * Everything happens inside a throwaway "host" network namespace (this script re-executes itself
  * under `unshare -n`), so the machine's own links and firewall are never touched.
  */
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConflistRunner, type NetworkConfigList } from "../harness/conflist.ts";
@@ -55,6 +55,9 @@ const plugins: Record<string, unknown>[] = [
 if (existsSync(join(DIST_BIN, "portmap"))) {
   plugins.push({ type: "portmap", capabilities: { portMappings: true }, snat: true });
 }
+if (existsSync(join(DIST_BIN, "firewall"))) {
+  plugins.push({ type: "firewall" });
+}
 if (existsSync(join(DIST_BIN, "tuning"))) {
   plugins.push({ type: "tuning", sysctl: { "net.ipv4.conf.IFNAME.arp_notify": "1" } });
 }
@@ -93,7 +96,7 @@ try {
   say(bold("Host side"));
   say(indent(sh(["ip", "-br", "addr", "show", "dev", "demo0"]).out));
   say(indent(sh(["ip", "-br", "link", "show", "master", "demo0"]).out));
-  const masq = sh(["iptables-save", "-t", "nat"]).out.split("\n").filter((l) => l.includes("demo-"));
+  const masq = sh(["iptables-save", "-t", "nat"]).out.split("\n").filter((l) => l.includes("demo-") && !l.includes("--dport"));
   if (masq.length) say(indent(masq.join("\n")));
 
   say();
@@ -112,6 +115,27 @@ try {
     say(`    ${r.ok ? "ok  " : "FAIL"} ${label.padEnd(30)} ${target} ${rtt}`);
     if (!r.ok) failed = true;
   }
+
+  if (plugins.some((p) => p.type === "portmap")) {
+    say();
+    say(bold("Published port") + " (web container serves HTTP on :80, mapped to host port 8080)");
+    const docroot = join(work, "www");
+    mkdirSync(docroot, { recursive: true });
+    writeFileSync(join(docroot, "index.html"), "hello from the web container\n");
+    const server = spawn("nsenter", [`--net=${web.ns.path}`, "busybox", "httpd", "-f", "-p", "80", "-h", docroot], {
+      stdio: "ignore",
+    });
+    try {
+      await Bun.sleep(300);
+      for (const url of ["http://10.88.0.1:8080/", "http://127.0.0.1:8080/"]) {
+        const r = sh(["curl", "-s", "-m", "3", url]);
+        say(`    ${r.ok && r.out.includes("hello") ? "ok  " : "FAIL"} curl ${url.padEnd(26)} → ${r.out || "(no answer)"}`);
+        if (!r.ok || !r.out.includes("hello")) failed = true;
+      }
+    } finally {
+      server.kill("SIGKILL");
+    }
+  }
 } catch (err) {
   failed = true;
   say(`demo failed: ${err instanceof Error ? err.message : String(err)}`);
@@ -129,13 +153,15 @@ try {
     await c.ns.destroy();
   }
   const veths = sh(["ip", "-br", "link", "show", "type", "veth"]).out;
-  const chains = sh(["iptables-save", "-t", "nat"]).out.split("\n").filter((l) => l.includes("demo-net") || /^:CNI-/.test(l));
+  // Per-container state only: the global CNI-HOSTPORT-* and CNI-FORWARD chains stay, as upstream's do.
+  const chains = [...sh(["iptables-save", "-t", "nat"]).out.split("\n"), ...sh(["iptables-save", "-t", "filter"]).out.split("\n")]
+    .filter((l) => l.includes("demo-") || l.includes("10.88.0.") || (/^:CNI-/.test(l) && !/^:CNI-(HOSTPORT-|FORWARD|ADMIN)/.test(l)));
   const ipamDir = join(work, "ipam", "demo-net");
   const reservations = existsSync(ipamDir) ? readdirSync(ipamDir).filter((f) => !f.startsWith(".") && f !== "lock" && !f.startsWith("last_reserved_ip")) : [];
   say();
   say(bold("Left behind"));
   say(`    veth links:        ${veths === "" ? "none" : veths}`);
-  say(`    masquerade rules:  ${chains.length === 0 ? "none" : chains.join(" | ")}`);
+  say(`    iptables rules:    ${chains.length === 0 ? "none" : chains.join(" | ")}`);
   say(`    IP reservations:   ${reservations.length === 0 ? "none" : reservations.join(", ")}`);
   say(`    (the bridge demo0 stays, as with the Go plugin; it vanishes with the throwaway namespace)`);
   if (veths !== "" || chains.length > 0 || reservations.length > 0) failed = true;
