@@ -5,6 +5,11 @@
 import type { PluginSpec } from "../shared/cni/types.ts";
 
 export const PLUGINS: Readonly<Record<string, () => PluginSpec>> = {
+  tap: () => require("../plugins/tap/tap.ts").tapPlugin as PluginSpec,
+  dummy: () => require("../plugins/dummy/dummy.ts").dummyPlugin as PluginSpec,
+  vlan: () => require("../plugins/vlan/vlan.ts").vlanPlugin as PluginSpec,
+  ipvlan: () => require("../plugins/ipvlan/ipvlan.ts").ipvlanPlugin as PluginSpec,
+  macvlan: () => require("../plugins/macvlan/macvlan.ts").macvlanPlugin as PluginSpec,
   dhcp: () => require("../ipam/dhcp/dhcp.ts").dhcpPlugin as PluginSpec,
   vrf: () => require("../meta/vrf/vrf.ts").vrfPlugin as PluginSpec,
   sbr: () => require("../meta/sbr/sbr.ts").sbrPlugin as PluginSpec,

@@ -1,0 +1,105 @@
+/**
+ * ipvlan configuration (upstream plugins/main/ipvlan NetConf, upstream-matrix §2.4): the base
+ * NetConf plus `master`, `mode` (l2, l3, l3s), `mtu`, `linkInContainer`. When chained (a prevResult
+ * and no IPAM type), the prevResult's IPs are configured and its single interface is the default
+ * master.
+ */
+import { t } from "../../shared/cni/decode.ts";
+import { InternalError, InvalidConfigError, messageOf, wrapError } from "../../shared/cni/errors.ts";
+import { loadNetConf, netConfFields, prevResultFrom } from "../../shared/cni/netconf.ts";
+import { dnsFromWire } from "../../shared/cni/result/index.ts";
+import type { CmdArgs, DNS, Result } from "../../shared/cni/types.ts";
+import { defaultRouteInterface } from "../../shared/ip/default-route.ts";
+import type { Handle, IpvlanMode, Link } from "../../shared/netlink/index.ts";
+
+const ipvlanSchema = t.object("NetConf", {
+  ...netConfFields,
+  master: t.string(),
+  mode: t.string(),
+  mtu: t.int(),
+  linkInContainer: t.bool(),
+});
+
+export interface IpvlanConf {
+  /** Configured master ("" = chained master or default-route interface). */
+  master: string;
+  mode: IpvlanMode;
+  mtu: number;
+  linkInContainer: boolean;
+  ipamType: string;
+  dns: DNS | undefined;
+  /** The parsed prevResult, when present. */
+  prevResult: Result | undefined;
+}
+
+/** `unknown ipvlan mode: "x"` for anything but l2 (also ""), l3, l3s. */
+export function parseIpvlanMode(mode: string | undefined): IpvlanMode {
+  switch (mode ?? "") {
+    case "":
+    case "l2":
+      return "l2";
+    case "l3":
+      return "l3";
+    case "l3s":
+      return "l3s";
+    default:
+      throw new InvalidConfigError(`unknown ipvlan mode: ${JSON.stringify(mode)}`);
+  }
+}
+
+/** Decodes the config without validating values (DEL, STATUS). */
+export function parseIpvlanConf(args: CmdArgs): { ipamType: string } {
+  const c = loadNetConf(ipvlanSchema, args);
+  return { ipamType: c.ipam?.type ?? "" };
+}
+
+/** Decodes and validates the config (ADD, CHECK), including the prevResult. */
+export function loadIpvlanConf(args: CmdArgs): IpvlanConf {
+  const c = loadNetConf(ipvlanSchema, args);
+  const mode = parseIpvlanMode(c.mode);
+  const mtu = c.mtu ?? 0;
+  if (mtu < 0) throw new InvalidConfigError(`invalid MTU ${mtu}, must be [0, master MTU]`);
+  let prevResult: Result | undefined;
+  try {
+    prevResult = prevResultFrom(args);
+  } catch (err) {
+    throw wrapError("could not parse prevResult", err);
+  }
+  return {
+    master: c.master ?? "",
+    mode,
+    mtu,
+    linkInContainer: c.linkInContainer ?? false,
+    ipamType: c.ipam?.type ?? "",
+    dns: dnsFromWire(c.dns),
+    prevResult,
+  };
+}
+
+/**
+ * The master's name: configured; else, when chained, the prevResult's single named interface
+ * (`chained master failure. PrevResult lacks a single named interface`); else the default-route
+ * interface seen through `nl`.
+ */
+export function ipvlanMasterName(conf: IpvlanConf, nl: Handle): string {
+  if (conf.master !== "") return conf.master;
+  if (conf.prevResult !== undefined) {
+    const ifaces = conf.prevResult.interfaces ?? [];
+    const only = ifaces[0];
+    if (ifaces.length === 1 && only !== undefined && only.name !== "") return only.name;
+    throw new InternalError("chained master failure. PrevResult lacks a single named interface");
+  }
+  return defaultRouteInterface(nl);
+}
+
+/** Looks the master up through `nl` and checks the MTU against it. */
+export function lookupIpvlanMaster(name: string, mtu: number, nl: Handle): Link {
+  let master: Link;
+  try {
+    master = nl.linkByName(name);
+  } catch (err) {
+    throw new InternalError(`failed to lookup master ${JSON.stringify(name)}: ${messageOf(err)}`, { cause: err });
+  }
+  if (mtu > master.mtu) throw new InvalidConfigError(`invalid MTU ${mtu}, must be [0, master MTU(${master.mtu})]`);
+  return master;
+}

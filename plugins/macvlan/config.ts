@@ -1,0 +1,118 @@
+/**
+ * macvlan configuration (upstream plugins/main/macvlan NetConf, upstream-matrix §2.3): the base
+ * NetConf plus `master`, `mode`, `mtu`, `mac`, `linkInContainer`, `bcqueuelen`; the MAC comes from
+ * config `mac` < CNI_ARGS `MAC` < `runtimeConfig.mac` (later wins).
+ *
+ * Value errors (mode, MAC, negative MTU) are code 7 here (upstream: 999) with upstream's text.
+ * The master and its MTU are resolved separately ({@link resolveMaster}), because DEL and STATUS
+ * must work without them.
+ */
+import { parseCniArgs } from "../../shared/cni/args.ts";
+import { t } from "../../shared/cni/decode.ts";
+import { InternalError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
+import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
+import { dnsFromWire } from "../../shared/cni/result/index.ts";
+import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
+import { defaultRouteInterface } from "../../shared/ip/default-route.ts";
+import { invalidMacMessage, parseMacAddress } from "../../shared/ip/mac-address.ts";
+import type { Handle, Link, MacvlanMode } from "../../shared/netlink/index.ts";
+
+const macvlanSchema = t.object("NetConf", {
+  ...netConfFields,
+  master: t.string(),
+  mode: t.string(),
+  mtu: t.int(),
+  mac: t.string(),
+  linkInContainer: t.bool(),
+  bcqueuelen: t.uint32(),
+  runtimeConfig: t.object("RuntimeConfig", { mac: t.string() }),
+});
+
+/** The modes the plugin accepts (upstream modeFromString; "" means bridge). */
+export const MACVLAN_PLUGIN_MODES = ["bridge", "private", "vepa", "passthru"] as const;
+export type MacvlanPluginMode = (typeof MACVLAN_PLUGIN_MODES)[number];
+
+export interface MacvlanConf {
+  /** Configured master; "" = the interface of the default route. */
+  master: string;
+  mode: MacvlanPluginMode;
+  /** 0 = inherit the master's MTU. */
+  mtu: number;
+  /** MAC for the macvlan (normalised), if any source set one. */
+  mac: string | undefined;
+  /** The master lives in the container's netns (create the macvlan there). */
+  linkInContainer: boolean;
+  /** IFLA_MACVLAN_BC_QUEUE_LEN; 0 = kernel default. */
+  bcQueueLen: number;
+  /** `ipam.type`; "" = L2 only. */
+  ipamType: string;
+  /** The config's `dns`, copied into the result. */
+  dns: DNS | undefined;
+}
+
+/** `unknown macvlan mode: "x"` for anything but the four modes. */
+export function parseMacvlanMode(mode: string | undefined): MacvlanPluginMode {
+  if (mode === undefined || mode === "") return "bridge";
+  const found = MACVLAN_PLUGIN_MODES.find((m) => m === mode);
+  if (found === undefined) throw new InvalidConfigError(`unknown macvlan mode: ${JSON.stringify(mode)}`);
+  return found;
+}
+
+/** Decodes the config only (no validation of values, no kernel lookups): enough for DEL and STATUS. */
+export function parseMacvlanConf(args: CmdArgs): { ipamType: string } {
+  const c = loadNetConf(macvlanSchema, args);
+  return { ipamType: c.ipam?.type ?? "" };
+}
+
+/** Decodes and validates the config for ADD and CHECK. */
+export function loadMacvlanConf(args: CmdArgs): MacvlanConf {
+  const c = loadNetConf(macvlanSchema, args);
+  const mode = parseMacvlanMode(c.mode);
+  let mac = c.mac !== undefined && c.mac !== "" ? c.mac : undefined;
+  const env = parseCniArgs(args.args, ["MAC"]);
+  if (env.MAC !== undefined && env.MAC !== "") mac = env.MAC;
+  const fromRuntime = c.runtimeConfig?.mac;
+  if (fromRuntime !== undefined && fromRuntime !== "") mac = fromRuntime;
+  let parsedMac: string | undefined;
+  if (mac !== undefined) {
+    parsedMac = parseMacAddress(mac);
+    if (parsedMac === undefined) throw new InvalidConfigError(`invalid args ${mac} for MAC addr: ${invalidMacMessage(mac)}`);
+  }
+  const mtu = c.mtu ?? 0;
+  if (mtu < 0) throw new InvalidConfigError(`invalid MTU ${mtu}, must be [0, master MTU]`);
+  return {
+    master: c.master ?? "",
+    mode,
+    mtu,
+    mac: parsedMac,
+    linkInContainer: c.linkInContainer ?? false,
+    bcQueueLen: c.bcqueuelen ?? 0,
+    ipamType: c.ipam?.type ?? "",
+    dns: dnsFromWire(c.dns),
+  };
+}
+
+/**
+ * The master link, looked up through `nl` (the host's handle, or the container's with
+ * linkInContainer): the configured name, else the default-route interface. The MTU must be within
+ * [0, master MTU]: `invalid MTU %d, must be [0, master MTU(%d)]`.
+ */
+export function resolveMaster(conf: { master: string; mtu: number }, nl: Handle): Link {
+  const name = conf.master !== "" ? conf.master : defaultRouteInterface(nl);
+  let master: Link;
+  try {
+    master = nl.linkByName(name);
+  } catch (err) {
+    throw new InternalError(`failed to lookup master ${JSON.stringify(name)}: ${messageOf(err)}`, { cause: err });
+  }
+  if (conf.mtu < 0 || conf.mtu > master.mtu) {
+    throw new InvalidConfigError(`invalid MTU ${conf.mtu}, must be [0, master MTU(${master.mtu})]`);
+  }
+  return master;
+}
+
+/** Name of a kernel MACVLAN_MODE_* value, for messages. */
+export function macvlanModeName(value: number | undefined, byName: Readonly<Record<MacvlanMode, number>>): string {
+  for (const [name, v] of Object.entries(byName)) if (v === value) return name;
+  return `unknown(${value ?? "none"})`;
+}

@@ -1,0 +1,66 @@
+/**
+ * tap configuration (upstream plugins/main/tap NetConf at HEAD, upstream-matrix §2.16): the base
+ * NetConf plus `multiQueue`, `mtu`, `mac`, `owner`, `group`, `selinuxContext`, `bridge`, and the MAC
+ * from config `mac` < CNI_ARGS `MAC` < `runtimeConfig.mac`. `args` is accepted and ignored.
+ */
+import { parseCniArgs } from "../../shared/cni/args.ts";
+import { t } from "../../shared/cni/decode.ts";
+import { InvalidConfigError } from "../../shared/cni/errors.ts";
+import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
+import { dnsFromWire } from "../../shared/cni/result/index.ts";
+import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
+import { invalidMacMessage, parseMacAddress } from "../../shared/ip/mac-address.ts";
+
+const tapSchema = t.object("NetConf", {
+  ...netConfFields,
+  multiQueue: t.bool(),
+  mtu: t.int(),
+  mac: t.string(),
+  owner: t.uint32(),
+  group: t.uint32(),
+  selinuxContext: t.string(),
+  bridge: t.string(),
+  runtimeConfig: t.object("RuntimeConfig", { mac: t.string() }),
+});
+
+export interface TapConf {
+  multiQueue: boolean;
+  /** 0 = kernel default. */
+  mtu: number;
+  mac: string | undefined;
+  owner: number | undefined;
+  group: number | undefined;
+  selinuxContext: string;
+  /** Bridge inside the container netns to enslave the tap to ("" = none). */
+  bridge: string;
+  ipamType: string;
+  dns: DNS | undefined;
+}
+
+/** Decodes and validates the config (CNI_ARGS included, as upstream does on every verb). */
+export function loadTapConf(args: CmdArgs): TapConf {
+  const c = loadNetConf(tapSchema, args);
+  let mac = c.mac !== undefined && c.mac !== "" ? c.mac : undefined;
+  const env = parseCniArgs(args.args, ["MAC"]);
+  if (env.MAC !== undefined && env.MAC !== "") mac = env.MAC;
+  const fromRuntime = c.runtimeConfig?.mac;
+  if (fromRuntime !== undefined && fromRuntime !== "") mac = fromRuntime;
+  let parsedMac: string | undefined;
+  if (mac !== undefined) {
+    parsedMac = parseMacAddress(mac);
+    if (parsedMac === undefined) throw new InvalidConfigError(`invalid args ${mac} for MAC addr: ${invalidMacMessage(mac)}`);
+  }
+  const mtu = c.mtu ?? 0;
+  if (mtu < 0) throw new InvalidConfigError(`invalid MTU ${mtu}`);
+  return {
+    multiQueue: c.multiQueue ?? false,
+    mtu,
+    mac: parsedMac,
+    owner: c.owner,
+    group: c.group,
+    selinuxContext: c.selinuxContext ?? "",
+    bridge: c.bridge ?? "",
+    ipamType: c.ipam?.type ?? "",
+    dns: dnsFromWire(c.dns),
+  };
+}

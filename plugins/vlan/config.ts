@@ -1,0 +1,67 @@
+/**
+ * vlan configuration (upstream plugins/main/vlan NetConf, upstream-matrix §2.5): the base NetConf
+ * plus `master` (required), `vlanId` (0–4094), `mtu` (0..master MTU), `linkInContainer`.
+ */
+import { t } from "../../shared/cni/decode.ts";
+import { InternalError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
+import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
+import { dnsFromWire } from "../../shared/cni/result/index.ts";
+import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
+import type { Handle, Link } from "../../shared/netlink/index.ts";
+
+const vlanSchema = t.object("NetConf", {
+  ...netConfFields,
+  master: t.string(),
+  vlanId: t.int(),
+  mtu: t.int(),
+  linkInContainer: t.bool(),
+});
+
+export interface VlanConf {
+  master: string;
+  vlanId: number;
+  /** 0 = the master's MTU. */
+  mtu: number;
+  linkInContainer: boolean;
+  ipamType: string;
+  dns: DNS | undefined;
+}
+
+/** Decodes the config without validating values (DEL, STATUS). */
+export function parseVlanConf(args: CmdArgs): { ipamType: string } {
+  const c = loadNetConf(vlanSchema, args);
+  return { ipamType: c.ipam?.type ?? "" };
+}
+
+/** Decodes and validates the config (ADD, CHECK); no kernel lookups. */
+export function loadVlanConf(args: CmdArgs): VlanConf {
+  const c = loadNetConf(vlanSchema, args);
+  const master = c.master ?? "";
+  if (master === "") {
+    throw new InvalidConfigError('"master" field is required. It specifies the host interface name to create the VLAN for');
+  }
+  const vlanId = c.vlanId ?? 0;
+  if (vlanId < 0 || vlanId > 4094) throw new InvalidConfigError(`invalid VLAN ID ${vlanId} (must be between 0 and 4094 inclusive)`);
+  const mtu = c.mtu ?? 0;
+  if (mtu < 0) throw new InvalidConfigError(`invalid MTU ${mtu}, must be [0, master MTU]`);
+  return {
+    master,
+    vlanId,
+    mtu,
+    linkInContainer: c.linkInContainer ?? false,
+    ipamType: c.ipam?.type ?? "",
+    dns: dnsFromWire(c.dns),
+  };
+}
+
+/** The master through `nl` (host, or container with linkInContainer), with the MTU bound checked. */
+export function lookupVlanMaster(conf: VlanConf, nl: Handle): Link {
+  let master: Link;
+  try {
+    master = nl.linkByName(conf.master);
+  } catch (err) {
+    throw new InternalError(`failed to lookup master ${JSON.stringify(conf.master)}: ${messageOf(err)}`, { cause: err });
+  }
+  if (conf.mtu > master.mtu) throw new InvalidConfigError(`invalid MTU ${conf.mtu}, must be [0, master MTU(${master.mtu})]`);
+  return master;
+}
