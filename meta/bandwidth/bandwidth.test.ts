@@ -8,6 +8,7 @@ import type { CmdArgs } from "../../shared/cni/types.ts";
 import { loadBandwidthConfig, validateRateAndBurst } from "./config.ts";
 import { derivedIfbName, ifbAlias, ifbBelongsTo, upstreamIfbName } from "./ifb-name.ts";
 import { bufferTicks, limitBytes, tbfNumbers } from "./tbf-params.ts";
+import { quantumFor } from "./htb-setup.ts";
 
 function args(config: Record<string, unknown>): CmdArgs {
   return {
@@ -51,6 +52,41 @@ describe("config", () => {
     expect(() => validateRateAndBurst(1, 8 * 0xffffffff - 1)).not.toThrow();
     expect(errorOf(() => loadBandwidthConfig(args({ egressRate: 5 }))).code).toBe(7);
     expect(errorOf(() => loadBandwidthConfig(args({ egressRate: -5, egressBurst: 1 }))).message).toContain("egressRate");
+  });
+});
+
+describe("subnet lists (extension; upstream v1.5 keys and messages)", () => {
+  test("unshapedSubnets / shapedSubnets select the mode; empty lists mean no selection", () => {
+    const u = loadBandwidthConfig(args({ egressRate: 8000, egressBurst: 80, unshapedSubnets: ["10.1.2.3/16", "2001:db8::/64"] })).subnets!;
+    expect(u.mode).toBe("unshaped");
+    expect(u.prefixes.map((p) => [p.text, p.prefixLen, p.bytes.byteLength])).toEqual([["10.1.2.3/16", 16, 4], ["2001:db8::/64", 64, 16]]);
+    expect(loadBandwidthConfig(args({ shapedSubnets: ["10.0.0.0/8"] })).subnets?.mode).toBe("shaped");
+    expect(loadBandwidthConfig(args({ shapedSubnets: [], unshapedSubnets: null })).subnets).toBeUndefined();
+  });
+  test("lists come from the top level, else from runtimeConfig.bandwidth, independently of the limits", () => {
+    const rc = { runtimeConfig: { bandwidth: { egressRate: 8000, egressBurst: 80, shapedSubnets: ["10.9.0.0/16"] } } };
+    const fromRuntime = loadBandwidthConfig(args(rc));
+    expect(fromRuntime.subnets?.prefixes[0]?.text).toBe("10.9.0.0/16");
+    expect(fromRuntime.bandwidth.egress).toEqual({ rate: 8000, burst: 80 });
+    const mixed = loadBandwidthConfig(args({ ...rc, unshapedSubnets: ["10.8.0.0/16"] }));
+    expect(mixed.subnets).toMatchObject({ mode: "unshaped", prefixes: [{ text: "10.8.0.0/16" }] });
+    expect(mixed.bandwidth.egress).toEqual({ rate: 8000, burst: 80 });
+  });
+  test("validation: both lists, bad prefixes (code 7); DEL does not validate the lists", () => {
+    const both = errorOf(() => loadBandwidthConfig(args({ shapedSubnets: ["10.0.0.0/8"], unshapedSubnets: ["10.1.0.0/16"] })));
+    expect(both.code).toBe(7);
+    expect(both.message).toBe("unshapedSubnets and shapedSubnets cannot be both specified, one of them should be discarded");
+    const bad = errorOf(() => loadBandwidthConfig(args({ unshapedSubnets: ["10.0.0.0/33"] })));
+    expect(bad.code).toBe(7);
+    expect(bad.message).toBe('bad subnet "10.0.0.0/33" provided, details invalid CIDR address: 10.0.0.0/33');
+    expect(errorOf(() => loadBandwidthConfig(args({ shapedSubnets: ["10.0.0.1"] }))).message).toContain("bad subnet");
+    expect(errorOf(() => loadBandwidthConfig(args({ shapedSubnets: "10.0.0.0/8" }))).code).toBe(7);
+    expect(loadBandwidthConfig(args({ shapedSubnets: ["x"], unshapedSubnets: ["y"] }), false).subnets).toBeUndefined();
+  });
+  test("HTB quantum: rate / 10 within the kernel's bounds", () => {
+    expect(quantumFor(1000)).toBe(1000);
+    expect(quantumFor(100000)).toBe(10000);
+    expect(quantumFor(12_500_000_000)).toBe(200000);
   });
 });
 

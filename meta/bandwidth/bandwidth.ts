@@ -26,8 +26,15 @@
  *   still exists (upstream leaves them, so a surviving veth redirected into a deleted IFB);
  * - CHECK also verifies that the host veth redirects to the IFB;
  * - validation failures are code 7 (InvalidNetworkConfig) with upstream's messages (Go: 999);
- * - no limits and no prevResult: prints an empty result instead of Go's panic.
- * Not implemented: shapedSubnets / unshapedSubnets (reverted upstream; not supported here).
+ * - no limits and no prevResult: prints an empty result instead of Go's panic;
+ * - extension: `unshapedSubnets` / `shapedSubnets` (in upstream v1.5.0–v1.5.1 only, reverted at
+ *   HEAD): an HTB root with a limited and an uncapped class and u32 prefix filters instead of the
+ *   TBF (subnets.ts, htb-setup.ts). Without the keys the layout is exactly the TBF one above, so Go
+ *   1.1.1 and HEAD can CHECK/DEL it; with them only this plugin can CHECK it (Go's DEL still works:
+ *   it only deletes the IFB). Differences from the reverted v1.5 code: ingress matches the peer
+ *   as source (v1.5: destination, i.e. the container itself); ceil = rate (v1.5: 2 × rate);
+ *   explicit quantum; subnet lists are read independently of where the limits come from; CHECK
+ *   also compares the filters; DEL does not validate the lists.
  */
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
 import { InternalError, messageOf } from "../../shared/cni/errors.ts";
@@ -37,7 +44,9 @@ import { versionsFrom } from "../../shared/cni/version.ts";
 import { Handle, isNotFound, type Link } from "../../shared/netlink/index.ts";
 import { loadBandwidthConfig, type BandwidthConfig, type Limit } from "./config.ts";
 import { findHostVeth } from "./host-veth.ts";
+import { checkHtb, setupHtb, type PeerField } from "./htb-setup.ts";
 import { derivedIfbName, ifbAlias, ifbBelongsTo, upstreamIfbName } from "./ifb-name.ts";
+import type { SubnetSelection } from "./subnets.ts";
 import { tbfNumbers } from "./tbf-params.ts";
 import { redirectsTo, removeHostShaping, rootQdisc, setupRedirect, setupTbf, TBF_HANDLE } from "./tc-setup.ts";
 
@@ -99,6 +108,12 @@ function attach(args: CmdArgs, conf: BandwidthConfig, prev: Result, hostNl: Hand
   return { conf, result: prev, host };
 }
 
+/** Shapes one device's root: the upstream TBF, or the HTB of htb-setup.ts when subnets are listed. */
+function shape(nl: Handle, index: number, limit: Limit, subnets: SubnetSelection | undefined, field: PeerField, errPrefix: string): void {
+  if (subnets === undefined) setupTbf(nl, index, tbfNumbers(limit), errPrefix);
+  else setupHtb(nl, index, rootQdisc(nl, index), tbfNumbers(limit), subnets, field, errPrefix);
+}
+
 function add(args: CmdArgs): Result {
   const conf = loadBandwidthConfig(args);
   const prev = prevResultFrom(args);
@@ -108,15 +123,15 @@ function add(args: CmdArgs): Result {
 
   using hostNl = Handle.open();
   const { result, host } = attach(args, conf, prev, hostNl);
-  if (ingress !== undefined) setupTbf(hostNl, host.index, tbfNumbers(ingress), "create qdisc");
+  if (ingress !== undefined) shape(hostNl, host.index, ingress, conf.subnets, "src", "create qdisc");
   if (egress !== undefined) {
     const ifb = createIfb(hostNl, ifbNameForAdd(hostNl, conf.name, args), host, args);
     try {
       setupRedirect(hostNl, host, ifb.index);
-      setupTbf(hostNl, ifb.index, tbfNumbers(egress), "create ifb qdisc");
+      shape(hostNl, ifb.index, egress, conf.subnets, "dst", "create ifb qdisc");
     } catch (err) {
       try {
-        removeHostShaping(hostNl, host, { ifbIndex: ifb.index, tbf: false });
+        removeHostShaping(hostNl, host, { ifbIndex: ifb.index, root: false });
         hostNl.linkDel(ifb.index);
       } catch {
         // rollback is best effort; DEL retries
@@ -128,10 +143,14 @@ function add(args: CmdArgs): Result {
   return result;
 }
 
-/** Upstream checkTBF: the device's TBF must carry exactly the configured numbers. */
-function checkTbf(nl: Handle, dev: Link, limit: Limit): void {
+/** Upstream checkTBF: the device's TBF must carry exactly the configured numbers (or our HTB, with subnets). */
+function checkTbf(nl: Handle, dev: Link, limit: Limit, subnets: SubnetSelection | undefined, field: PeerField): void {
   const want = tbfNumbers(limit);
   const root = rootQdisc(nl, dev.index);
+  if (subnets !== undefined) {
+    checkHtb(nl, dev, root, want, subnets, field);
+    return;
+  }
   if (root === undefined || root.kind === "noqueue") throw new InternalError("Failed to find qdisc");
   if (root.kind !== "tbf" || root.tbf === undefined) throw new InternalError(`Failed to find tbf qdisc on ${dev.name} (found ${root.kind})`);
   if (root.handle !== TBF_HANDLE) throw new InternalError(`tbf qdisc on ${dev.name} is not 1:`);
@@ -147,11 +166,11 @@ function check(args: CmdArgs): void {
   using hostNl = Handle.open();
   const { host } = attach(args, conf, prev, hostNl);
   const { ingress, egress } = conf.bandwidth;
-  if (ingress !== undefined) checkTbf(hostNl, host, ingress);
+  if (ingress !== undefined) checkTbf(hostNl, host, ingress, conf.subnets, "src");
   if (egress !== undefined) {
     const ifb = findIfb(hostNl, conf.name, args);
     if (ifb === undefined) throw new InternalError("get ifb device: Link not found");
-    checkTbf(hostNl, ifb, egress);
+    checkTbf(hostNl, ifb, egress, conf.subnets, "dst");
     if (!redirectsTo(hostNl, host, ifb.index)) throw new InternalError(`no filter on ${host.name} redirects to ${ifb.name}`);
   }
 }
@@ -173,12 +192,12 @@ function hostVethForDel(args: CmdArgs, hostNl: Handle): Link | undefined {
 }
 
 function del(args: CmdArgs): void {
-  const conf = loadBandwidthConfig(args);
+  const conf = loadBandwidthConfig(args, false);
   using hostNl = Handle.open();
   const ifb = findIfb(hostNl, conf.name, args);
   const host = hostVethForDel(args, hostNl);
   if (host !== undefined) {
-    removeHostShaping(hostNl, host, { ifbIndex: ifb?.index, tbf: conf.bandwidth.ingress !== undefined });
+    removeHostShaping(hostNl, host, { ifbIndex: ifb?.index, root: conf.bandwidth.ingress !== undefined });
   }
   if (ifb !== undefined) {
     try {

@@ -4,11 +4,17 @@
  * `runtimeConfig.bandwidth`.
  *
  * Rates are bits per second and bursts are bits (the kernel gets bytes: value / 8).
+ *
+ * Extension (not in upstream HEAD; see subnets.ts): `unshapedSubnets` / `shapedSubnets`, taken
+ * from the top level when either key is there, else from `runtimeConfig.bandwidth` —
+ * independently of where the limits come from, so a static subnet list combines with the limits a
+ * runtime passes.
  */
 import { t } from "../../shared/cni/decode.ts";
 import { InvalidConfigError } from "../../shared/cni/errors.ts";
 import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
 import type { CmdArgs } from "../../shared/cni/types.ts";
+import { parseSubnetLists, type SubnetSelection } from "./subnets.ts";
 
 const bandwidthFields = {
   ingressRate: t.uint64(),
@@ -17,11 +23,17 @@ const bandwidthFields = {
   egressBurst: t.uint64(),
 };
 
-const bandwidthEntry = t.object("BandwidthEntry", bandwidthFields);
+const subnetFields = {
+  unshapedSubnets: t.array(t.string()),
+  shapedSubnets: t.array(t.string()),
+};
+
+const bandwidthEntry = t.object("BandwidthEntry", { ...bandwidthFields, ...subnetFields });
 
 const bandwidthSchema = t.object("PluginConf", {
   ...netConfFields,
   ...bandwidthFields,
+  ...subnetFields,
   runtimeConfig: t.object("RuntimeConfig", { bandwidth: bandwidthEntry }),
 });
 
@@ -44,6 +56,8 @@ export interface Bandwidth {
 export interface BandwidthConfig {
   name: string;
   bandwidth: Bandwidth;
+  /** Which destinations are shaped; `undefined` = all of them (the upstream TBF layout). */
+  subnets: SubnetSelection | undefined;
 }
 
 const MAX_UINT32 = 0xffffffff;
@@ -57,8 +71,11 @@ export function validateRateAndBurst(rate: number, burst: number): void {
 
 const KEYS = ["ingressRate", "ingressBurst", "egressRate", "egressBurst"] as const;
 
-/** Decodes and validates the config (validation also runs on DEL, as upstream). */
-export function loadBandwidthConfig(args: CmdArgs): BandwidthConfig {
+/**
+ * Decodes and validates the config. The limits are validated on every command (as upstream); the
+ * subnet lists only when `validateSubnets` (ADD, CHECK), so a DEL always cleans up.
+ */
+export function loadBandwidthConfig(args: CmdArgs, validateSubnets = true): BandwidthConfig {
   const c = loadNetConf(bandwidthSchema, args);
   // Go: the embedded *BandwidthEntry is allocated as soon as one of its keys is present; only
   // otherwise is runtimeConfig.bandwidth used.
@@ -72,11 +89,20 @@ export function loadBandwidthConfig(args: CmdArgs): BandwidthConfig {
   };
   validateRateAndBurst(v.ingressRate, v.ingressBurst);
   validateRateAndBurst(v.egressRate, v.egressBurst);
+  const lists = c.unshapedSubnets !== undefined || c.shapedSubnets !== undefined ? c : c.runtimeConfig?.bandwidth;
+  let subnets: SubnetSelection | undefined;
+  try {
+    subnets = parseSubnetLists(lists?.unshapedSubnets ?? [], lists?.shapedSubnets ?? []);
+  } catch (err) {
+    if (validateSubnets) throw err;
+    subnets = undefined;
+  }
   return {
     name: c.name ?? "",
     bandwidth: {
       ingress: v.ingressRate > 0 && v.ingressBurst > 0 ? { rate: v.ingressRate, burst: v.ingressBurst } : undefined,
       egress: v.egressRate > 0 && v.egressBurst > 0 ? { rate: v.egressRate, burst: v.egressBurst } : undefined,
     },
+    subnets,
   };
 }

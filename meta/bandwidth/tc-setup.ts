@@ -1,6 +1,7 @@
 /**
  * The tc objects the plugin manages, all over netlink (shared/netlink/tc-*.ts):
- * - ingress shaping: TBF `1:` at the root of the host veth;
+ * - ingress shaping: TBF `1:` at the root of the host veth (with subnet lists: the HTB of
+ *   htb-setup.ts instead, on the host veth and on the IFB);
  * - egress shaping: an IFB (MTU and txqueuelen of the host veth, up), an ingress qdisc `ffff:` on
  *   the host veth (or the existing clsact/ingress one), a u32 match-all filter there (protocol
  *   all, classid 1:1) whose mirred action redirects to the IFB, and TBF `1:` at the IFB's root.
@@ -34,6 +35,8 @@ export function setupTbf(nl: Handle, index: number, n: TbfNumbers, errPrefix: st
   const current = rootQdisc(nl, index);
   const op = current?.kind === "tbf" && current.handle === TBF_HANDLE ? "replace" : "add";
   try {
+    // a leftover HTB of a subnet configuration (htb-setup.ts) cannot be replaced by a TBF in place
+    if (current?.kind === "htb" && current.handle === TBF_HANDLE) qdiscDel(nl, index, "root");
     qdiscTbf(nl, op, { index, handle: TBF_HANDLE, parent: TC_H_ROOT, rate: n.rate, limit: n.limit, buffer: n.buffer });
   } catch (err) {
     throw new InternalError(`${errPrefix}: ${messageOf(err)}`, { cause: err });
@@ -106,9 +109,10 @@ export function redirectsTo(nl: Handle, host: Link, ifbIndex: number): boolean {
 
 /**
  * DEL: removes from the host veth our redirect filters (towards `ifbIndex` when known) and, when
- * `tbf`, our root TBF, so a veth that outlives the attachment is not left redirecting into a deleted IFB.
+ * `root`, our root TBF or HTB (`1:`), so a veth that outlives the attachment is not left
+ * redirecting into a deleted IFB.
  */
-export function removeHostShaping(nl: Handle, host: Link, o: { ifbIndex: number | undefined; tbf: boolean }): void {
+export function removeHostShaping(nl: Handle, host: Link, o: { ifbIndex: number | undefined; root: boolean }): void {
   const ifbIndex = o.ifbIndex;
   for (const parent of [INGRESS_HANDLE, tcHandle(0xffff, TC_H_MIN_INGRESS)]) {
     let filters: Filter[];
@@ -126,9 +130,9 @@ export function removeHostShaping(nl: Handle, host: Link, o: { ifbIndex: number 
       }
     }
   }
-  if (!o.tbf) return;
+  if (!o.root) return;
   const root = rootQdisc(nl, host.index);
-  if (root?.kind === "tbf" && root.handle === TBF_HANDLE) {
+  if ((root?.kind === "tbf" || root?.kind === "htb") && root.handle === TBF_HANDLE) {
     try {
       qdiscDel(nl, host.index, "root");
     } catch (err) {

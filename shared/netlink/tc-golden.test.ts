@@ -4,7 +4,9 @@
  * (bytes 8..15) are ignored. The rate table is also checked on its own, for each captured TBF.
  *
  * Captured inside `unshare -n` with veth va/vb, ifb bwtest and veth vc/vd, running each command as
- * `strace -f -e trace=sendmsg,sendto -e write=3 -x tc ...` and keeping the last sendmsg buffer.
+ * `strace -f -e trace=sendmsg,sendto -e write=3 -x tc ...` and keeping the last sendmsg buffer
+ * (for the HTB, class and prefix-match cases: every iov buffer of the last sendmsg; see the
+ * fixture's `capture_htb`).
  */
 import { describe, expect, test } from "bun:test";
 import fixtures from "../../test/fixtures/netlink/tc-iproute2-requests.json";
@@ -25,6 +27,10 @@ import {
   INGRESS_HANDLE,
 } from "./tc-qdisc.ts";
 import { calcRateTable, parsePsched, xmitTime } from "./tc-rate-table.ts";
+import { buildClassDumpRequest, buildHtbClassRequest, buildHtbQdiscRequest, parseClass, parseHtbDefaultClass } from "./tc-htb.ts";
+import { u32PrefixKeys } from "./tc-u32-match.ts";
+import { ETH_P_IP, ETH_P_IPV6 } from "./constants/pkt-cls.ts";
+import { ipToBytes, parseIP } from "../ip/addr.ts";
 
 const cases = fixtures.cases as Record<string, { command: string; ok: boolean; hex: string }>;
 const idx = fixtures.context.ifindex;
@@ -40,6 +46,31 @@ function tcTbf(index: number, rateBits: number, burst: number, limit: number) {
 }
 
 const ingressClass = tcHandle(1, 1);
+
+/**
+ * tc's HTB class for `rate R bit ceil R bit burst B cburst B quantum Q`: buckets in ticks, which tc
+ * computes from the full 64-bit rate (unlike TBF's, from the rate clamped to 32 bits).
+ */
+function tcHtbClass(index: number, minor: number, rateBits: number, burst: number, quantum: number) {
+  const rate = rateBits / 8;
+  const buffer = xmitTime(rate, burst, TICK);
+  return { index, classId: tcHandle(1, minor), parent: tcHandle(1, 0), rate, ceil: rate, buffer, cbuffer: buffer, quantum };
+}
+
+/** `tc filter add dev va parent 1: protocol P prio N u32 match ip|ip6 src|dst PREFIX flowid 1:1`. */
+function tcPrefixFilter(prefix: string, field: "src" | "dst") {
+  const [addr, len] = prefix.split("/");
+  const bytes = ipToBytes(parseIP(addr!)!);
+  const v4 = bytes.byteLength === 4;
+  return buildU32FilterAddRequest({
+    index: idx.va,
+    parent: tcHandle(1, 0),
+    priority: v4 ? 16 : 15,
+    protocol: v4 ? ETH_P_IP : ETH_P_IPV6,
+    classId: tcHandle(1, 1),
+    keys: u32PrefixKeys(bytes, Number(len), field),
+  });
+}
 const ours: Record<string, () => Uint8Array> = {
   "tbf-800k": () => buildTbfRequest("add", tcTbf(idx.va, 800000, 10000, 12500)),
   "tbf-replace-1m": () => buildTbfRequest("replace", tcTbf(idx.va, 1000000, 3000, 6125)),
@@ -70,6 +101,17 @@ const ours: Record<string, () => Uint8Array> = {
       classId: ingressClass,
       actions: [{ kind: "mirred", ifindex: idx.bwtest, eaction: TCA_EGRESS_REDIR }],
     }),
+  "htb-root-default-30": () => buildHtbQdiscRequest("add", { index: idx.va, defaultClass: 0x30, r2q: 10 }),
+  "htb-root-default-1": () => buildHtbQdiscRequest("replace", { index: idx.vc, defaultClass: 1 }),
+  "htb-class-shaped": () => buildHtbClassRequest("add", tcHtbClass(idx.va, 0x30, 800000, 10000, 10000)),
+  "htb-class-uncapped": () => buildHtbClassRequest("add", tcHtbClass(idx.va, 1, 100000000000, 65536, 200000)),
+  "htb-class-8000": () => buildHtbClassRequest("add", tcHtbClass(idx.vc, 0x30, 8000, 10, 1000)),
+  "class-show": () => buildClassDumpRequest(idx.va),
+  "u32-ip-dst": () => tcPrefixFilter("10.1.0.0/16", "dst"),
+  "u32-ip-src": () => tcPrefixFilter("192.168.7.0/24", "src"),
+  "u32-ip-all": () => tcPrefixFilter("0.0.0.0/0", "dst"),
+  "u32-ip6-dst": () => tcPrefixFilter("2001:db8:1::/48", "dst"),
+  "u32-ip6-src": () => tcPrefixFilter("2001:db8:0:7:8000::/65", "src"),
 };
 
 function withoutSeqPid(b: Uint8Array): string {
@@ -116,6 +158,26 @@ describe("TBF rate table", () => {
 });
 
 describe("decoders", () => {
+  test("an HTB class request decodes back to its parameters (64-bit rates too)", () => {
+    const c = parseClass(buildHtbClassRequest("add", tcHtbClass(3, 1, 100000000000, 65536, 200000)).subarray(16));
+    expect(c.kind).toBe("htb");
+    expect(formatTcHandle(c.handle)).toBe("1:1");
+    expect(c.htb).toMatchObject({ rate: 12500000000, ceil: 12500000000, quantum: 200000, level: 0, prio: 0 });
+    const q = parseQdisc(buildHtbQdiscRequest("add", { index: 3, defaultClass: 0x30 }).subarray(16));
+    expect(parseHtbDefaultClass(q.options!)).toBe(0x30);
+  });
+  test("u32 prefix keys: whole words, a partial last word, host bits masked, /0", () => {
+    const v6 = ipToBytes(parseIP("2001:db8:0:7:ffff::1")!);
+    expect(u32PrefixKeys(v6, 65, "src")).toEqual([
+      { mask: 0xffffffff, value: 0x20010db8, off: 8 },
+      { mask: 0xffffffff, value: 0x00000007, off: 12 },
+      { mask: 0x80000000, value: 0x80000000, off: 16 },
+    ]);
+    expect(u32PrefixKeys(ipToBytes(parseIP("10.1.2.3")!), 16, "dst")).toEqual([{ mask: 0xffff0000, value: 0x0a010000, off: 16 }]);
+    expect(u32PrefixKeys(ipToBytes(parseIP("10.1.2.3")!), 32, "src")).toEqual([{ mask: 0xffffffff, value: 0x0a010203, off: 12 }]);
+    expect(u32PrefixKeys(ipToBytes(parseIP("::")!), 0, "dst")).toEqual([{ mask: 0, value: 0, off: 24 }]);
+    expect(() => u32PrefixKeys(new Uint8Array(4), 33, "dst")).toThrow();
+  });
   test("a TBF request decodes back to its parameters", () => {
     const req = buildTbfRequest("add", { index: 3, rate: 5000000000, limit: 9, buffer: 77 });
     const q = parseQdisc(req.subarray(16));

@@ -56,11 +56,13 @@ export interface TbfSpec {
   burst?: number;
 }
 
-function writeRateSpec(w: NlWriter, s: RateSpec): void {
+/** Writes a struct tc_ratespec (also used by tc-htb.ts). */
+export function writeRateSpec(w: NlWriter, s: RateSpec): void {
   w.u8(s.cellLog).u8(s.linklayer).u16(s.overhead).u16(s.cellAlign & 0xffff).u16(s.mpu).u32(s.rate);
 }
 
-function u64Bytes(v: number): Uint8Array {
+/** A u64 attribute payload in host order (the *_RATE64 attributes). */
+export function u64Bytes(v: number): Uint8Array {
   const b = new Uint8Array(8);
   new DataView(b.buffer).setBigUint64(0, BigInt(v), HOST_LITTLE_ENDIAN);
   return b;

@@ -40,6 +40,60 @@ export function ingressFiltersOf(dev: string): any[] {
   return tcJson(["filter", "show", "dev", dev, "ingress"]).filter((f) => f.options?.actions !== undefined);
 }
 
+/** An HTB class as `tc class show dev X` prints it (iproute2 6.1 has no JSON for htb classes). */
+export interface HtbClassLine {
+  classid: string;
+  rate: string;
+  ceil: string;
+  burst: string;
+  cburst: string;
+}
+
+function tcText(args: string[]): string {
+  const r = spawnSync("tc", args, { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`tc ${args.join(" ")}: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** `tc class show dev X`, the htb classes. */
+export function htbClassesOf(dev: string): HtbClassLine[] {
+  const out: HtbClassLine[] = [];
+  for (const line of tcText(["class", "show", "dev", dev]).split("\n")) {
+    const m = /^class htb (\S+) .*\brate (\S+) ceil (\S+) burst (\S+) cburst (\S+)/.exec(line);
+    if (m !== null) out.push({ classid: m[1]!, rate: m[2]!, ceil: m[3]!, burst: m[4]!, cburst: m[5]! });
+  }
+  return out.sort((a, b) => a.classid.localeCompare(b.classid));
+}
+
+/** A u32 key node as `tc filter show` prints it: protocol, pref, flowid and `match V/M at OFF` lines. */
+export interface U32Line {
+  protocol: string;
+  pref: number;
+  flowid: string;
+  matches: string[];
+}
+
+/** `tc filter show dev X parent P`, the u32 key nodes (those with a flowid). */
+export function u32FiltersOf(dev: string, parent: string): U32Line[] {
+  const out: U32Line[] = [];
+  for (const line of tcText(["filter", "show", "dev", dev, "parent", parent]).split("\n")) {
+    const head = /^filter .*protocol (\S+) pref (\d+) u32 .*\bflowid (\S+)/.exec(line);
+    if (head !== null) {
+      out.push({ protocol: head[1]!, pref: Number(head[2]), flowid: head[3]!, matches: [] });
+      continue;
+    }
+    const match = /^\s+match (\S+) at (\d+)/.exec(line);
+    if (match !== null && out.length > 0) out.at(-1)!.matches.push(`${match[1]} at ${match[2]}`);
+  }
+  return out;
+}
+
+/** Adds an address to the test netns's loopback (a second "remote" the container can reach via its gateway). */
+export function addLoopbackAddress(cidr: string): void {
+  const r = spawnSync("ip", ["addr", "add", cidr, "dev", "lo"], { encoding: "utf8" });
+  if (r.status !== 0 && !/File exists|already assigned/.test(r.stderr)) throw new Error(`ip addr add ${cidr}: ${r.stderr}`);
+}
+
 /** Runs `tc ...`, throwing on failure. */
 export function tc(...args: string[]): void {
   const r = spawnSync("tc", args, { encoding: "utf8" });
@@ -80,9 +134,9 @@ if (mode === "send") {
   s.on("error", (e) => { console.error(String(e)); process.exit(1); });
 } else {
   const srv = net.createServer((c) => {
-    let got = 0, first = 0;
-    c.on("data", (d) => { if (got === 0) first = performance.now(); got += d.length; });
-    c.on("end", () => { console.log(JSON.stringify({ bytes: got, ms: performance.now() - first })); process.exit(0); });
+    let got = 0, first = 0, firstLen = 0;
+    c.on("data", (d) => { if (got === 0) { first = performance.now(); firstLen = d.length; } got += d.length; });
+    c.on("end", () => { console.log(JSON.stringify({ bytes: got, firstLen, ms: performance.now() - first })); process.exit(0); });
   });
   srv.listen(Number(port), host, () => console.log("ready"));
 }
@@ -97,18 +151,25 @@ function peerScript(): string {
 
 export interface Transfer {
   bytes: number;
-  /** From the first to the last byte at the receiver. */
+  /** From the first read to the end at the receiver. */
   ms: number;
-  /** bits per second over that span. */
+  /**
+   * bits per second over that span, not counting the first read's bytes: they may have queued in
+   * the socket while the receiver was slow to start reading (a loaded machine), which would
+   * otherwise inflate the rate.
+   */
   bitsPerSecond: number;
 }
 
-function measured(bytes: number, ms: number): Transfer {
-  return { bytes, ms, bitsPerSecond: (bytes * 8 * 1000) / Math.max(ms, 1) };
+function measured(bytes: number, firstLen: number, ms: number): Transfer {
+  return { bytes, ms, bitsPerSecond: ((bytes - firstLen) * 8 * 1000) / Math.max(ms, 1) };
 }
 
-/** Host → container: a server in the container netns, the test process sends `size` bytes. */
-export async function transferToContainer(netnsPath: string, containerIp: string, size: number): Promise<Transfer> {
+/**
+ * Host → container: a server in the container netns, the test process sends `size` bytes (from
+ * `localAddress` when given, so the packets carry that source).
+ */
+export async function transferToContainer(netnsPath: string, containerIp: string, size: number, localAddress?: string): Promise<Transfer> {
   const script = peerScript();
   const port = 20000 + Math.floor(Math.random() * 20000);
   const proc = Bun.spawn(["nsenter", `--net=${netnsPath}`, process.execPath, script, "recv", containerIp, String(port), "0"], {
@@ -124,7 +185,7 @@ export async function transferToContainer(netnsPath: string, containerIp: string
   }
   await new Promise<void>((resolve, reject) => {
     const { connect } = require("node:net") as typeof import("node:net");
-    const s = connect(port, containerIp, () => {
+    const s = connect({ port, host: containerIp, ...(localAddress !== undefined ? { localAddress } : {}) }, () => {
       const chunk = Buffer.alloc(16384, 120);
       let left = size;
       const pump = (): void => {
@@ -151,24 +212,28 @@ export async function transferToContainer(netnsPath: string, containerIp: string
   await proc.exited;
   const line = text.split("\n").find((l) => l.startsWith("{"));
   if (line === undefined) throw new Error(`no measurement from peer: ${text} ${await new Response(proc.stderr).text()}`);
-  const r = JSON.parse(line) as { bytes: number; ms: number };
-  return measured(r.bytes, r.ms);
+  const r = JSON.parse(line) as { bytes: number; firstLen: number; ms: number };
+  return measured(r.bytes, r.firstLen, r.ms);
 }
 
 /** Container → host: a server in the test process, the container sends `size` bytes to `hostIp`. */
 export async function transferFromContainer(netnsPath: string, hostIp: string, size: number): Promise<Transfer> {
   const script = peerScript();
   let first = 0;
+  let firstLen = 0;
   let got = 0;
   const done = new Promise<Transfer>((resolve) => {
     const srv = createServer((c) => {
       c.on("data", (d: Buffer) => {
-        if (got === 0) first = performance.now();
+        if (got === 0) {
+          first = performance.now();
+          firstLen = d.length;
+        }
         got += d.length;
       });
       c.on("end", () => {
         srv.close();
-        resolve(measured(got, performance.now() - first));
+        resolve(measured(got, firstLen, performance.now() - first));
       });
     });
     srv.listen(0, hostIp, () => {
