@@ -28,7 +28,7 @@ build: $(BINARY)
 
 $(BINARY): node_modules/.installed $(SOURCES)
 	@mkdir -p $(DIST)
-	$(BUN) build --compile --bytecode --minify-syntax \
+	$(BUN) build --compile --bytecode --splitting --format=esm --minify-syntax \
 		--no-compile-autoload-dotenv --no-compile-autoload-bunfig \
 		--define 'CNI_BUILD_VERSION="$(VERSION)"' \
 		build/entry.ts --outfile $(BINARY)

@@ -39,7 +39,7 @@ async function main(): Promise<number> {
     const daemon = require("../ipam/dhcp/daemon/main.ts") as typeof import("../ipam/dhcp/daemon/main.ts");
     return daemon.runDhcpDaemon(process.argv.slice(3), process.env);
   }
-  const spec = lookupPlugin(name);
+  const spec = await lookupPlugin(name);
   if (!spec) {
     writeAllSync(2, multiCallHelp(name));
     return name === "cni-plugins" ? 0 : 1;

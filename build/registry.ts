@@ -1,28 +1,29 @@
 /**
- * The plugins this executable contains: CNI type name → lazy loader of its spec. Each plugin module
- * is imported only when that plugin runs (or is delegated to), keeping start-up small.
+ * The plugins this executable contains: CNI type name → lazy loader of its spec. Each plugin is a
+ * dynamic import, which `bun build --splitting` turns into its own chunk: a process deserialises
+ * only the code of the plugin it runs (and what that plugin imports), keeping start-up small.
  */
 import type { PluginSpec } from "../shared/cni/types.ts";
 
-export const PLUGINS: Readonly<Record<string, () => PluginSpec>> = {
-  bandwidth: () => require("../meta/bandwidth/bandwidth.ts").bandwidthPlugin as PluginSpec,
-  bridge: () => require("../plugins/bridge/bridge.ts").bridgePlugin as PluginSpec,
-  dhcp: () => require("../ipam/dhcp/dhcp.ts").dhcpPlugin as PluginSpec,
-  dummy: () => require("../plugins/dummy/dummy.ts").dummyPlugin as PluginSpec,
-  firewall: () => require("../meta/firewall/firewall.ts").firewallPlugin as PluginSpec,
-  "host-device": () => require("../plugins/host-device/host-device.ts").hostDevicePlugin as PluginSpec,
-  "host-local": () => require("../ipam/host-local/host-local.ts").hostLocalPlugin as PluginSpec,
-  ipvlan: () => require("../plugins/ipvlan/ipvlan.ts").ipvlanPlugin as PluginSpec,
-  loopback: () => require("../plugins/loopback/loopback.ts").loopbackPlugin as PluginSpec,
-  macvlan: () => require("../plugins/macvlan/macvlan.ts").macvlanPlugin as PluginSpec,
-  portmap: () => require("../meta/portmap/portmap.ts").portmapPlugin as PluginSpec,
-  ptp: () => require("../plugins/ptp/ptp.ts").ptpPlugin as PluginSpec,
-  sbr: () => require("../meta/sbr/sbr.ts").sbrPlugin as PluginSpec,
-  static: () => require("../ipam/static/static.ts").staticPlugin as PluginSpec,
-  tap: () => require("../plugins/tap/tap.ts").tapPlugin as PluginSpec,
-  tuning: () => require("../meta/tuning/tuning.ts").tuningPlugin as PluginSpec,
-  vlan: () => require("../plugins/vlan/vlan.ts").vlanPlugin as PluginSpec,
-  vrf: () => require("../meta/vrf/vrf.ts").vrfPlugin as PluginSpec,
+export const PLUGINS: Readonly<Record<string, () => Promise<PluginSpec>>> = {
+  bandwidth: async () => (await import("../meta/bandwidth/bandwidth.ts")).bandwidthPlugin,
+  bridge: async () => (await import("../plugins/bridge/bridge.ts")).bridgePlugin,
+  dhcp: async () => (await import("../ipam/dhcp/dhcp.ts")).dhcpPlugin,
+  dummy: async () => (await import("../plugins/dummy/dummy.ts")).dummyPlugin,
+  firewall: async () => (await import("../meta/firewall/firewall.ts")).firewallPlugin,
+  "host-device": async () => (await import("../plugins/host-device/host-device.ts")).hostDevicePlugin,
+  "host-local": async () => (await import("../ipam/host-local/host-local.ts")).hostLocalPlugin,
+  ipvlan: async () => (await import("../plugins/ipvlan/ipvlan.ts")).ipvlanPlugin,
+  loopback: async () => (await import("../plugins/loopback/loopback.ts")).loopbackPlugin,
+  macvlan: async () => (await import("../plugins/macvlan/macvlan.ts")).macvlanPlugin,
+  portmap: async () => (await import("../meta/portmap/portmap.ts")).portmapPlugin,
+  ptp: async () => (await import("../plugins/ptp/ptp.ts")).ptpPlugin,
+  sbr: async () => (await import("../meta/sbr/sbr.ts")).sbrPlugin,
+  static: async () => (await import("../ipam/static/static.ts")).staticPlugin,
+  tap: async () => (await import("../plugins/tap/tap.ts")).tapPlugin,
+  tuning: async () => (await import("../meta/tuning/tuning.ts")).tuningPlugin,
+  vlan: async () => (await import("../plugins/vlan/vlan.ts")).vlanPlugin,
+  vrf: async () => (await import("../meta/vrf/vrf.ts")).vrfPlugin,
 };
 
 /** Names of every plugin in this build, sorted. */
@@ -31,7 +32,7 @@ export function pluginNames(): string[] {
 }
 
 /** The spec for a CNI type, or undefined when this build does not contain it. */
-export function lookupPlugin(name: string): PluginSpec | undefined {
+export function lookupPlugin(name: string): Promise<PluginSpec> | undefined {
   const load = Object.hasOwn(PLUGINS, name) ? PLUGINS[name] : undefined;
   return load?.();
 }

@@ -4,7 +4,7 @@
  */
 import type { PluginSpec } from "./types.ts";
 
-export type SpecLookup = (name: string) => PluginSpec | undefined;
+export type SpecLookup = (name: string) => PluginSpec | Promise<PluginSpec> | undefined;
 
 let registered: { lookup: SpecLookup; buildVersion: string } | undefined;
 

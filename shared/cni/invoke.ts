@@ -137,7 +137,7 @@ function delegateFailure(out: DelegateOutput): DelegateError {
 export async function execDelegate(type: string, args: CmdArgs, command: Command): Promise<string> {
   const file = findInPath(type, args.path);
   const inProcess = inProcessPlugins();
-  const spec = inProcess && isThisExecutable(file) ? inProcess.lookup(type) : undefined;
+  const spec = inProcess && isThisExecutable(file) ? await inProcess.lookup(type) : undefined;
   const out = spec ? await runInProcess(spec, args, command) : runExternal(file, args, command);
   if (out.status !== 0) throw delegateFailure(out);
   return out.stdout;
