@@ -25,7 +25,7 @@ describe("key → /proc/sys path", () => {
     expect(sysctlFileName("net.IFNAME.IFNAME", "e0")).toBe("/proc/sys/net/e0/IFNAME");
   });
   test("keys outside /proc/sys/net are refused, traversal included", () => {
-    expect(() => sysctlFileName("kernel.hostname", "eth0")).toThrow('invalid net sysctl key: "kernel/hostname"');
+    expect(() => sysctlFileName("kernel.hostname", "eth0")).toThrow('invalid net sysctl key: "kernel.hostname"');
     // `..` is neutralised: its dots become separators.
     expect(sysctlFileName("net/../kernel/x", "eth0")).toBe("/proc/sys/net/kernel/x");
     expect(() => sysctlFileName("net", "eth0")).toThrow("invalid net sysctl key");

@@ -126,7 +126,7 @@ function cleanAbs(p: string): string {
 export function sysctlFileName(key: string, ifName: string): string {
   const rel = key.replaceAll(".", "/").replace("IFNAME", ifName);
   const file = cleanAbs(`${PROC_SYS}/${rel}`);
-  if (!file.startsWith(`${PROC_SYS}/net/`)) throw new InternalError(`invalid net sysctl key: ${JSON.stringify(rel)}`);
+  if (!file.startsWith(`${PROC_SYS}/net/`)) throw new InternalError(`invalid net sysctl key: ${JSON.stringify(key)}`);
   return file;
 }
 

@@ -46,9 +46,17 @@ export interface DNS {
  */
 export const PRINT_AS_IS: unique symbol = Symbol("cni.printAsIs");
 
+/**
+ * The spec version a result was parsed from when it came in as a prevResult. Printing a result in
+ * the family it came from skips the "no valid IP addresses" refusal, as upstream does when the
+ * versions already match (it does not convert at all then). Set (non-enumerable) by parsePrevResult.
+ */
+export const PARSED_FROM: unique symbol = Symbol("cni.parsedFrom");
+
 /** The current-version result (1.0.0 / 1.1.0 shape); `cniVersion` is set by whoever prints it. */
 export interface Result {
   [PRINT_AS_IS]?: true;
+  [PARSED_FROM]?: string;
   cniVersion?: string;
   interfaces?: Interface[];
   ips?: IPConfig[];

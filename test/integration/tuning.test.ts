@@ -171,7 +171,7 @@ describe.skipIf(!sandboxed())("tuning (chained after ptp)", () => {
     const conf = (extra: Record<string, unknown>) => ({ cniVersion: "1.0.0", name: "t", type: "tuning", prevResult: prev, ...extra });
     expectCniError(await execPlugin("tuning", { ...base, config: conf({ sysctl: { "kernel.hostname": "x" } }) }), {
       code: 999,
-      msg: 'invalid net sysctl key: "kernel/hostname"',
+      msg: 'invalid net sysctl key: "kernel.hostname"',
     });
     expectCniError(await execPlugin("tuning", { ...base, config: { cniVersion: "1.0.0", name: "t", type: "tuning" } }), {
       code: 999,

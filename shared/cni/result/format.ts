@@ -2,9 +2,10 @@
  * The exact text a plugin prints for its result (upstream `types.PrintResult`): converted to the
  * config's version, Go JSON, 4-space indentation, no trailing newline.
  */
-import type { Result } from "../types.ts";
+import { PARSED_FROM, type Result } from "../types.ts";
 import { resultFamily } from "../version.ts";
 import { convertResult, type VersionedResult } from "./convert.ts";
+import { copyDns } from "./common.ts";
 import { goJsonMarshalIndent } from "./go-json.ts";
 import { v020Json, type ResultV020 } from "./v020.ts";
 import { v040Json, type ResultV040 } from "./v040.ts";
@@ -24,7 +25,20 @@ export function versionedJson(r: VersionedResult): unknown {
 
 /** Converts the current-type `result` to `toVersion` ("" means 0.1.0) and returns the text to print. */
 export function formatResult(result: Result, toVersion: string): string {
+  const from = result[PARSED_FROM];
+  if (from !== undefined && resultFamily(from) === "020" && resultFamily(toVersion) === "020" && !hasIPs(result)) {
+    // A 0.1/0.2 prevResult without IPs printed at 0.1/0.2: upstream relabels it without converting,
+    // so it prints `{"cniVersion": …, "dns": {}}` instead of refusing "no valid IP addresses".
+    const empty: ResultV020 = { cniVersion: toVersion === "" ? "0.1.0" : toVersion };
+    const dns = copyDns(result.dns);
+    if (dns) empty.dns = dns;
+    return goJsonMarshalIndent(v020Json(empty));
+  }
   return goJsonMarshalIndent(versionedJson(convertResult(result, toVersion)));
+}
+
+function hasIPs(result: Result): boolean {
+  return (result.ips?.length ?? 0) > 0;
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import { decode, getField, isObject } from "../decode.ts";
 import { CniError, DecodingError, messageOf } from "../errors.ts";
-import type { Result } from "../types.ts";
+import { PARSED_FROM, type Result } from "../types.ts";
 import { resultFamily } from "../version.ts";
 import { FAMILY_VERSIONS } from "./common.ts";
 import { toCurrent, type VersionedResult } from "./convert.ts";
@@ -65,7 +65,11 @@ export function parsePrevResult(raw: unknown, configVersion: string): Result {
     }
     const injected: Record<string, unknown> = { ...raw };
     if (!Object.hasOwn(injected, "CNIVersion") || injected.CNIVersion === "") injected.CNIVersion = configVersion;
-    return toCurrent(createResult(configVersion, sortKeysDeep(injected)));
+    const versioned = createResult(configVersion, sortKeysDeep(injected));
+    const result = toCurrent(versioned);
+    // Not enumerable: it is bookkeeping for printing, not part of the result's value.
+    Object.defineProperty(result, PARSED_FROM, { value: versioned.cniVersion, enumerable: false });
+    return result;
   } catch (err) {
     throw new DecodingError(`could not parse prevResult: ${messageOf(err)}`, { cause: err });
   }
