@@ -20,6 +20,8 @@ declare -A PROBE=(
   [iputils-ping]=/usr/bin/ping
   [busybox-static]=/bin/busybox
   [dnsmasq-base]=/usr/sbin/dnsmasq
+  # portmap #729 probe: a raw-socket SYN sender run in the container netns
+  [python3]=/usr/bin/python3
   # firewall plugin: a private system bus + a real firewalld, both confined to the test netns
   [dbus]=/usr/bin/dbus-daemon
   [firewalld]=/usr/sbin/firewalld
@@ -34,7 +36,7 @@ declare -A PROBE=(
   [golang-github-gogo-protobuf-dev]=/usr/share/gocode/src/github.com/gogo/protobuf
   [dpkg-dev]=/usr/bin/dpkg-source
 )
-ORDER=(iproute2 iptables nftables jq util-linux procps containernetworking-plugins strace iputils-ping busybox-static dnsmasq-base dbus firewalld curl podman runc containerd golang-go golang-github-appc-cni-dev golang-google-grpc-dev golang-github-gogo-protobuf-dev dpkg-dev)
+ORDER=(iproute2 iptables nftables jq util-linux procps containernetworking-plugins strace iputils-ping busybox-static dnsmasq-base python3 dbus firewalld curl podman runc containerd golang-go golang-github-appc-cni-dev golang-google-grpc-dev golang-github-gogo-protobuf-dev dpkg-dev)
 
 # nsenter ships in util-linux on Debian 12 but in util-linux-extra / separately elsewhere.
 missing=()
