@@ -26,6 +26,17 @@
  * - Option 33 destinations of class D/E get /32 (Go yields a nil mask).
  * - Rebinding (after T2) sends a broadcast REQUEST for the current address (RFC 2131 §4.4.5), then
  *   falls back to DISCOVER; upstream always restarts with DISCOVER.
+ * - Every renew/rebind exchange is cut at the end of its phase, so the link goes down at expiry
+ *   (upstream can overrun it by a whole retry sequence).
+ * - A renewal or rebind answered with ANOTHER address is refused and that lease released; the held
+ *   address is kept until it expires (upstream silently switches the daemon's lease while the
+ *   container keeps the old address).
+ * - A persisted lease found expired at daemon start is re-acquired (INIT-REBOOT for the same
+ *   address, then DISCOVER with it as a hint, for one -resendtimeout) before the link is set down.
+ * - The daemon answers only callers with uid 0 or its own uid (SO_PEERCRED); upstream relies on the
+ *   socket's file mode alone.
+ * - A new lease waits (≤ 2 s) for a link it just set up to become operational before the first
+ *   DISCOVER, instead of losing it to a full -timeout.
  */
 import { isAbsolute, resolve } from "node:path";
 import { CniError, InternalError, TryAgainLaterError, messageOf } from "../../shared/cni/errors.ts";

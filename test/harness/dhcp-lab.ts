@@ -16,6 +16,7 @@ import { registerCleanup } from "./cleanup.ts";
 import { createContainerNetns, type ContainerNetns } from "./netns.ts";
 import { pluginPath } from "./paths.ts";
 import { makeTempDir } from "./tempdir.ts";
+import type { FakeServerEvent, FakeServerOptions } from "./dhcp-fake-server.ts";
 
 export const LAB_BRIDGE = "dhbr0";
 export const SERVER_IP = "10.77.0.1";
@@ -33,6 +34,8 @@ export interface DnsmasqOptions {
   leaseTime?: string;
   /** Extra --dhcp-option values (e.g. "option:T1,5", "option:classless-static-route,…"). */
   options?: string[];
+  /** false: build the bridge and server netns only (for {@link startFakeServer}); default true. */
+  dnsmasq?: boolean;
 }
 
 export interface Lab {
@@ -61,6 +64,14 @@ export async function startLab(o: DnsmasqOptions = {}): Promise<Lab> {
   inSrv("ip", "link", "set", "dhsrv0", "up");
   const leaseFile = join(dir, "dnsmasq.leases");
   const logFile = join(dir, "dnsmasq.log");
+  const teardown = async (): Promise<void> => {
+    Bun.spawnSync(["ip", "link", "del", "dhsrvh"]); // netns teardown is asynchronous: delete it now
+    Bun.spawnSync(["ip", "link", "del", LAB_BRIDGE]);
+    await server.destroy();
+  };
+  if (o.dnsmasq === false) {
+    return { dir, server, leaseFile, logFile, leases: () => [], dnsmasqLog: () => "", stop: teardown };
+  }
   const [lo, hi] = o.range ?? ["10.77.0.100", "10.77.0.199"];
   const args = [
     "nsenter", `--net=${server.path}`, "dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null", "--port=0",
@@ -87,9 +98,7 @@ export async function startLab(o: DnsmasqOptions = {}): Promise<Lab> {
       kill();
       await proc.exited;
       forget();
-      Bun.spawnSync(["ip", "link", "del", "dhsrvh"]); // netns teardown is asynchronous: delete it now
-      Bun.spawnSync(["ip", "link", "del", LAB_BRIDGE]);
-      await server.destroy();
+      await teardown();
     },
   };
 }
@@ -163,4 +172,54 @@ export async function startDaemon(dir: string, extra: string[] = [], env: Record
 /** A network config with `ipam.type` dhcp for a direct IPAM invocation. */
 export function dhcpConf(socketPath: string, ipam: Record<string, unknown> = {}, name = "dhcpnet", cniVersion = "1.0.0"): Record<string, unknown> {
   return { cniVersion, name, type: "bridge", ipam: { type: "dhcp", daemonSocketPath: socketPath, ...ipam } };
+}
+
+export interface FakeServer {
+  /** Every message the server received so far (see dhcp-fake-server.ts). */
+  events(): FakeServerEvent[];
+  stop(): Promise<void>;
+}
+
+/** Starts test/harness/dhcp-fake-server.ts inside the lab's server netns; waits until it listens. */
+export async function startFakeServer(lab: Lab, o: Omit<FakeServerOptions, "serverIp" | "netmask">): Promise<FakeServer> {
+  const opts: FakeServerOptions = { serverIp: SERVER_IP, netmask: "255.255.255.0", ...o };
+  const script = join(import.meta.dir, "dhcp-fake-server.ts");
+  const proc = Bun.spawn(["nsenter", `--net=${lab.server.path}`, process.execPath, script, JSON.stringify(opts)], {
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const forget = registerCleanup(`fake dhcp server pid ${proc.pid}`, () => proc.kill("SIGKILL"));
+  const events: FakeServerEvent[] = [];
+  let ready = false;
+  void (async () => {
+    const dec = new TextDecoder();
+    let pending = "";
+    for await (const chunk of proc.stdout) {
+      pending += dec.decode(chunk);
+      let nl;
+      while ((nl = pending.indexOf("\n")) >= 0) {
+        const line = pending.slice(0, nl);
+        pending = pending.slice(nl + 1);
+        const v = JSON.parse(line) as FakeServerEvent | { ready: true };
+        if ("ready" in v) ready = true;
+        else events.push(v);
+      }
+    }
+  })();
+  for (let i = 0; i < 250 && !ready && proc.exitCode === null; i++) await Bun.sleep(20);
+  if (!ready) {
+    proc.kill("SIGKILL");
+    await proc.exited;
+    forget();
+    throw new Error(`fake DHCP server did not start: ${await new Response(proc.stderr).text()}`);
+  }
+  return {
+    events: () => [...events],
+    stop: async () => {
+      proc.kill("SIGKILL");
+      await proc.exited;
+      forget();
+    },
+  };
 }

@@ -8,6 +8,7 @@
  * 0600. An existing socket file is probed: connection refused ⇒ stale (crashed daemon), unlinked
  * and replaced; a live daemon ⇒ refuse to start. SIGTERM/SIGINT: stop maintenance, release
  * nothing, keep the persisted leases, remove the socket (unless socket-activated) and pidfile.
+ * Only root and the daemon's own user are answered (SO_PEERCRED, peer-cred.ts).
  * Leases persisted under `-leasedir` are resumed at start.
  */
 import { mkdirSync, rmSync, lstatSync, chmodSync, writeFileSync } from "node:fs";
@@ -89,10 +90,14 @@ async function openListener(server: Server, flags: DaemonFlags, env: Readonly<Re
     log(`removing stale socket ${path} (connection refused: its daemon is gone)`);
     rmSync(path, { force: true });
   }
+  // The socket is born 0600 (umask), so no client can ever see it wider; chmod below is belt and braces.
+  const oldMask = process.umask(0o177);
   try {
     await listenOn(server, { path });
   } catch (err) {
     throw new DaemonStartError(`failed to listen on ${path}: ${(err as Error).message}`, { cause: err });
+  } finally {
+    process.umask(oldMask);
   }
   chmodSync(path, 0o600);
   log(`listening on ${path}`);
@@ -123,7 +128,7 @@ export async function runDhcpDaemon(argv: readonly string[], env: Readonly<Recor
   const store = new LeaseStore(flags.leaseDir);
   const manager = new LeaseManager({ flags, store, log });
   const server = createServer();
-  serveConnections(server, manager, log);
+  serveConnections(server, manager, log, process.getuid?.() ?? 0);
   let ownedPath: string | undefined;
   try {
     ownedPath = await openListener(server, flags, env);

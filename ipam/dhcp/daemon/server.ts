@@ -8,6 +8,7 @@ import { CNI_ERROR_CODES, CniError, messageOf } from "../../../shared/cni/errors
 import { loadDhcpConfig } from "../config.ts";
 import { MAX_REQUEST_BYTES, parseRequest, type RpcRequest, type RpcResponse } from "../rpc-protocol.ts";
 import { Lease, type LeaseDeps } from "./lease.ts";
+import { refusePeer } from "./peer-cred.ts";
 
 function failure(err: unknown): RpcResponse {
   const code = err instanceof CniError ? err.code : CNI_ERROR_CODES.Internal;
@@ -115,8 +116,11 @@ export class LeaseManager {
   }
 }
 
-/** Serves the protocol of rpc-protocol.ts on `server` (already created by the caller). */
-export function serveConnections(server: Server, manager: LeaseManager, log: (s: string) => void): void {
+/**
+ * Serves the protocol of rpc-protocol.ts on `server` (already created by the caller). Callers
+ * other than root and `ownUid` get a refusal (peer-cred.ts) and nothing else.
+ */
+export function serveConnections(server: Server, manager: LeaseManager, log: (s: string) => void, ownUid: number): void {
   server.on("connection", (conn: Socket) => {
     let buf = Buffer.alloc(0);
     let done = false;
@@ -125,6 +129,13 @@ export function serveConnections(server: Server, manager: LeaseManager, log: (s:
       conn.end(`${JSON.stringify(res)}\n`);
     };
     conn.on("error", () => undefined);
+    const refusal = refusePeer(conn, ownUid);
+    if (refusal !== undefined) {
+      done = true;
+      log(refusal);
+      answer({ ok: false, error: { code: CNI_ERROR_CODES.Internal, msg: refusal } });
+      return;
+    }
     conn.on("data", (chunk: Buffer) => {
       if (done) return;
       buf = Buffer.concat([buf, chunk]);
