@@ -111,3 +111,7 @@ try {
 // portmap: 1, 20 and 200 port mappings ADD/DEL, ours (iptables, nftables) next to Go (test/bench/portmap.ts).
 const portmapBench = spawnSync(process.execPath, [join(import.meta.dir, "portmap.ts")], { stdio: "inherit", env: { ...process.env, CNI_BENCH_OURS: OURS, CNI_BENCH_GO: GO } });
 if (portmapBench.status !== 0) process.exitCode = 1;
+
+// macvlan + host-local ADD/DEL medians next to Go (test/bench/macvlan.ts).
+const macvlanBench = spawnSync(process.execPath, [join(import.meta.dir, "macvlan.ts")], { stdio: "inherit", env: { ...process.env, CNI_BENCH_OURS: OURS, CNI_BENCH_GO: GO } });
+if (macvlanBench.status !== 0) process.exitCode = 1;
