@@ -16,7 +16,7 @@
  * - DEL with an empty IPAM type skips IPAM instead of failing with `no plugin name provided`.
  */
 import { delegate, delegateAdd } from "../../shared/cni/invoke.ts";
-import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
+import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { InternalError, InvalidConfigError, messageOf, wrapError } from "../../shared/cni/errors.ts";
 import { ipamTypeOf, loadNetConf, netConfFields, prevResultFrom } from "../../shared/cni/netconf.ts";
 import { t } from "../../shared/cni/decode.ts";
@@ -24,7 +24,7 @@ import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { findResultInterface, validateExpectedInterfaceIPs } from "../../shared/ip/check.ts";
 import { configureIface } from "../../shared/ip/configure.ts";
-import { containerInterface, deleteLinkByName, deleteLinkQuietly, renameContainerLink } from "../../shared/ip/container-link.ts";
+import { containerInterface, deleteLinkQuietly, delIpamThenContainerLink, renameContainerLink } from "../../shared/ip/container-link.ts";
 import { randomVethName } from "../../shared/ip/link-names.ts";
 import { IFF_UP } from "../../shared/netlink/constants/if-link.ts";
 import { Handle, type Link } from "../../shared/netlink/index.ts";
@@ -115,12 +115,7 @@ async function check(args: CmdArgs): Promise<void> {
 
 async function del(args: CmdArgs): Promise<void> {
   const { ipamType } = loadDummyConf(args);
-  if (ipamType !== "") await delegate(ipamType, args, "DEL");
-  const ns = openNetnsForDel(args.netns);
-  if (ns === undefined) return;
-  using owned = ns;
-  using nl = Handle.open(owned);
-  deleteLinkByName(nl, args.ifName);
+  await delIpamThenContainerLink(args, ipamType);
 }
 
 async function status(args: CmdArgs): Promise<void> {

@@ -22,13 +22,13 @@
  * - config value errors are code 7 (upstream 999).
  */
 import { delegate, delegateAdd } from "../../shared/cni/invoke.ts";
-import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
+import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { InternalError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { findResultInterface, validateExpectedInterfaceIPs, validateExpectedRoutes } from "../../shared/ip/check.ts";
 import { configureIface } from "../../shared/ip/configure.ts";
-import { containerInterface, deleteLinkByName, deleteLinkQuietly, enableNeighbourNotify, renameContainerLink } from "../../shared/ip/container-link.ts";
+import { containerInterface, deleteLinkQuietly, delIpamThenContainerLink, enableNeighbourNotify, renameContainerLink } from "../../shared/ip/container-link.ts";
 import { defaultRouteInterface } from "../../shared/ip/default-route.ts";
 import { randomVethName } from "../../shared/ip/link-names.ts";
 import { IPVLAN_MODE_L2, IPVLAN_MODE_L3, IPVLAN_MODE_L3S } from "../../shared/netlink/constants/if-link.ts";
@@ -140,12 +140,7 @@ async function check(args: CmdArgs): Promise<void> {
 
 async function del(args: CmdArgs): Promise<void> {
   const { ipamType } = parseIpvlanConf(args);
-  if (ipamType !== "") await delegate(ipamType, args, "DEL");
-  const ns = openNetnsForDel(args.netns);
-  if (ns === undefined) return;
-  using owned = ns;
-  using nl = Handle.open(owned);
-  deleteLinkByName(nl, args.ifName);
+  await delIpamThenContainerLink(args, ipamType);
 }
 
 async function status(args: CmdArgs): Promise<void> {

@@ -20,15 +20,15 @@
  *   this on some paths because of a shadowed error variable).
  */
 import { delegate, delegateAdd } from "../../shared/cni/invoke.ts";
-import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
+import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { InternalError, messageOf } from "../../shared/cni/errors.ts";
 import { prevResultFrom } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
-import { refuseL2ForOldVersions } from "../../shared/ip/container-link.ts";
+import { delIpamThenContainerLink, refuseL2ForOldVersions } from "../../shared/ip/container-link.ts";
 import { findResultInterface, validateExpectedInterfaceIPs, validateExpectedRoutes } from "../../shared/ip/check.ts";
 import { configureIface } from "../../shared/ip/configure.ts";
-import { containerInterface, deleteLinkByName, deleteLinkQuietly, enableNeighbourNotify, renameContainerLink } from "../../shared/ip/container-link.ts";
+import { containerInterface, deleteLinkQuietly, enableNeighbourNotify, renameContainerLink } from "../../shared/ip/container-link.ts";
 import { randomVethName } from "../../shared/ip/link-names.ts";
 import { Handle, type Link } from "../../shared/netlink/index.ts";
 import { MACVLAN_MODE_BY_NAME, macvlanCreate } from "../../shared/netlink/macvlan.ts";
@@ -138,12 +138,7 @@ async function check(args: CmdArgs): Promise<void> {
 
 async function del(args: CmdArgs): Promise<void> {
   const { ipamType } = parseMacvlanConf(args);
-  if (ipamType !== "") await delegate(ipamType, args, "DEL");
-  const ns = openNetnsForDel(args.netns);
-  if (ns === undefined) return;
-  using owned = ns;
-  using nl = Handle.open(owned);
-  deleteLinkByName(nl, args.ifName);
+  await delIpamThenContainerLink(args, ipamType);
 }
 
 async function status(args: CmdArgs): Promise<void> {

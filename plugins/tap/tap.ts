@@ -19,21 +19,14 @@
  *   the lease (upstream's rename-failure path deletes nothing: it only acts when the lookup fails).
  */
 import { delegate, delegateAdd } from "../../shared/cni/invoke.ts";
-import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
+import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { InternalError, messageOf, UnsupportedFieldError } from "../../shared/cni/errors.ts";
 import { prevResultFrom } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { findResultInterface, validateExpectedInterfaceIPs, validateExpectedRoutes } from "../../shared/ip/check.ts";
 import { configureIface } from "../../shared/ip/configure.ts";
-import {
-  containerInterface,
-  deleteLinkByName,
-  deleteLinkQuietly,
-  enableNeighbourNotify,
-  refuseL2ForOldVersions,
-  renameContainerLink,
-} from "../../shared/ip/container-link.ts";
+import { containerInterface, deleteLinkQuietly, delIpamThenContainerLink, enableNeighbourNotify, refuseL2ForOldVersions, renameContainerLink } from "../../shared/ip/container-link.ts";
 import { randomVethName } from "../../shared/ip/link-names.ts";
 import { Handle, type Link } from "../../shared/netlink/index.ts";
 import { tapAdd } from "../../shared/netlink/tuntap.ts";
@@ -147,13 +140,7 @@ async function check(args: CmdArgs): Promise<void> {
 }
 
 async function del(args: CmdArgs): Promise<void> {
-  const conf = loadTapConf(args);
-  if (conf.ipamType !== "") await delegate(conf.ipamType, args, "DEL");
-  const ns = openNetnsForDel(args.netns);
-  if (ns === undefined) return;
-  using owned = ns;
-  using nl = Handle.open(owned);
-  deleteLinkByName(nl, args.ifName);
+  await delIpamThenContainerLink(args, loadTapConf(args).ipamType);
 }
 
 async function status(args: CmdArgs): Promise<void> {

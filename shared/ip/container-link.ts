@@ -4,8 +4,10 @@
  * might collide with the name on the host" — and renames it inside the container).
  */
 import { InternalError, messageOf } from "../cni/errors.ts";
-import type { Interface } from "../cni/types.ts";
-import { isNotFound, type Handle, type Link } from "../netlink/index.ts";
+import { openNetnsForDel } from "../cni/container-netns.ts";
+import { delegate } from "../cni/invoke.ts";
+import type { CmdArgs, Interface } from "../cni/types.ts";
+import { Handle, isNotFound, type Link } from "../netlink/index.ts";
 import { withNetNS, type NetNS } from "../netns/index.ts";
 import { sysctlSet } from "../sysctl/index.ts";
 import { resultFamily } from "../cni/version.ts";
@@ -100,4 +102,18 @@ export function findLink(nl: Handle, name: string): Link | undefined {
     if (isNotFound(err)) return undefined;
     throw err;
   }
+}
+
+/**
+ * DEL for plugins that own exactly one container link (macvlan, ipvlan, vlan, dummy, tap): IPAM DEL
+ * first (when an IPAM type is configured), then delete CNI_IFNAME in the container. A netns that is
+ * gone or unset, or a link that is already gone, means there is nothing left to delete.
+ */
+export async function delIpamThenContainerLink(args: CmdArgs, ipamType: string): Promise<void> {
+  if (ipamType !== "") await delegate(ipamType, args, "DEL");
+  const ns = openNetnsForDel(args.netns);
+  if (ns === undefined) return;
+  using owned = ns;
+  using nl = Handle.open(owned);
+  deleteLinkByName(nl, args.ifName);
 }
