@@ -3,6 +3,7 @@
  * qdiscs/filters, IFB names computed independently of the plugin, and a timed TCP transfer between
  * the test's (throwaway) host netns and a container netns.
  */
+import { registerCleanup } from "./cleanup.ts";
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createServer, type AddressInfo } from "node:net";
@@ -92,6 +93,11 @@ export function u32FiltersOf(dev: string, parent: string): U32Line[] {
 export function addLoopbackAddress(cidr: string): void {
   const r = spawnSync("ip", ["addr", "add", cidr, "dev", "lo"], { encoding: "utf8" });
   if (r.status !== 0 && !/File exists|already assigned/.test(r.stderr)) throw new Error(`ip addr add ${cidr}: ${r.stderr}`);
+  // The test netns is shared by every integration file: a stray address on lo breaks loopback's
+  // own-netns probes later on, so it goes away with this test's fixtures.
+  registerCleanup(`lo address ${cidr}`, () => {
+    spawnSync("ip", ["addr", "del", cidr, "dev", "lo"]);
+  });
 }
 
 /** Runs `tc ...`, throwing on failure. */
