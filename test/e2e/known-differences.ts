@@ -33,7 +33,7 @@ export const KNOWN_DIFFERENCES: KnownDifference[] = [
     path: /^(afterAdd|afterDel)\.(container|host)\.txqlen$/,
     kind: "head",
     reason:
-      "container-side veth txqueuelen is the kernel default 1000 (HEAD creates the peer with default attributes); 1.1.1 leaves 0 on both ends",
+      "links the interface plugins create (both veth ends, macvlan, ipvlan, vlan) keep the kernel's default txqueuelen 1000 (HEAD: the container veth end); 1.1.1 creates them with 0",
   },
   {
     rows: /.*/,
@@ -85,7 +85,7 @@ export const KNOWN_DIFFERENCES: KnownDifference[] = [
     rows: /portmap/,
     path: /^check\.status\./,
     kind: "fix",
-    reason: "portmap CHECK of an IPv4-only container passes; Go 1.1.1 looks for an ip6tables DNAT chain and fails (upstream #819, fixed after 1.1.1)",
+    reason: "portmap CHECK passes; Go 1.1.1 looks for the IPv4 DNAT chain/rules in ip6tables and fails, for IPv4-only and dual-stack containers alike (upstream #819, fixed after 1.1.1)",
   },
   {
     rows: /firewall ingressPolicy/,
@@ -93,6 +93,20 @@ export const KNOWN_DIFFERENCES: KnownDifference[] = [
     when: (go, ours) => sameLines(go, ours, (l) => l.replaceAll("same-bridge|isolated", "same-bridge")),
     kind: "head",
     reason: "firewall isolation rules carry HEAD's comment '(ingressPolicy: same-bridge|isolated)'; 1.1.1 writes '(ingressPolicy: same-bridge)'",
+  },
+  {
+    rows: /^bridge vlan/,
+    path: /^(afterAdd|afterDel)\.host\.bridgeVlans$/,
+    when: (go, ours) => sameEntries(go, ours, withoutDefaultVlan),
+    kind: "head",
+    reason: "a bridge port with `vlan` loses the default VLAN 1 (HEAD ≥1.3.0, preserveDefaultVlan defaults to false); 1.1.1 keeps 1 as an untagged member",
+  },
+  {
+    rows: /vrf/,
+    path: /^afterAdd\.container\.routes[46]$/,
+    when: (go, ours) => entriesAll(go, (r) => r.protocol === "kernel") && entriesAll(ours, (r) => r.table !== "main"),
+    kind: "head",
+    reason: "vrf moves the interface's routes (ptp's gateway routes, the default route) into the VRF table (HEAD v1.7.0); 1.1.1 loses them and keeps only the kernel's connected route",
   },
   {
     rows: /sbr/,
@@ -127,6 +141,35 @@ function sameLines(go: unknown, ours: unknown, norm: (l: string) => string): boo
   const a = lines(go).sort();
   const b = lines(ours).map(norm).sort();
   return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+/** Both sides' one-sided entries (JSON texts of objects) are equal once `norm` is applied to Go's. */
+function sameEntries(go: unknown, ours: unknown, norm: (entry: string) => string): boolean {
+  if (!Array.isArray(go) || !Array.isArray(ours)) return false;
+  const a = go.map((x) => norm(String(x))).sort();
+  const b = ours.map(String).sort();
+  return a.length > 0 && a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+/** Every one-sided entry (JSON text of an object) satisfies `pred`. */
+function entriesAll(v: unknown, pred: (entry: Record<string, unknown>) => boolean): boolean {
+  if (!Array.isArray(v)) return false;
+  try {
+    return v.every((x) => pred(JSON.parse(String(x)) as Record<string, unknown>));
+  } catch {
+    return false;
+  }
+}
+
+/** A `bridge -j vlan show` entry (JSON text) without the untagged default VLAN 1. */
+function withoutDefaultVlan(entry: string): string {
+  try {
+    const e = JSON.parse(entry) as { vlans?: { vlan: number; flags?: string[] }[] };
+    const isDefault = (v: { vlan: number; flags?: string[] }) => v.vlan === 1 && JSON.stringify(v.flags) === JSON.stringify(["Egress Untagged"]);
+    return JSON.stringify({ ...e, vlans: (e.vlans ?? []).filter((v) => !isDefault(v)) });
+  } catch {
+    return entry;
+  }
 }
 
 /** The entry that excuses `path` in `row`, if any. */

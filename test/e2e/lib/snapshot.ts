@@ -14,15 +14,87 @@ export function normName(name: unknown): unknown {
   return typeof name === "string" && VETH_RANDOM.test(name) ? "veth*" : name;
 }
 
-function inNs(ns: string, argv: string[]): string {
-  const run = Bun.spawnSync(["nsenter", `--net=${ns}`, "--", ...argv], { stdout: "pipe", stderr: "pipe" });
-  if (run.exitCode !== 0) return `<${argv[0]} failed: ${run.stderr.toString().trim()}>`;
-  return run.stdout.toString();
+/** One section of a snapshot: a tool's stdout, or `<tool failed: …>` when it exited non-zero. */
+type Sections = Map<string, string>;
+
+/** `ip -batch` commands (one JSON line each) and the section each line becomes. */
+const IP4_BATCH = [
+  { section: "links", cmd: "link show" },
+  { section: "routes4", cmd: "route show table all" },
+  { section: "rules4", cmd: "rule show" },
+];
+const IP6_BATCH = [
+  { section: "routes6", cmd: "route show table all" },
+  { section: "rules6", cmd: "rule show" },
+];
+
+/**
+ * The commands of one snapshot, run by ONE `nsenter --net=<ns> sh` (a process per tool, none per
+ * sysctl file: in the VM lane every exec costs up to a second). Each section is framed by a RS
+ * (0x1e) line with its name and one with the tool's exit status; stdout only, as before.
+ */
+const SECTIONS: Record<string, string> = {
+  ip4: `printf '${IP4_BATCH.map((b) => b.cmd).join("\\n")}\\n' | ip -j -d -4 -batch -`,
+  addrs: "ip -j addr show",
+  ip6: `printf '${IP6_BATCH.map((b) => b.cmd).join("\\n")}\\n' | ip -j -d -6 -batch -`,
+  bridgeVlans: "bridge -j vlan show",
+  qdiscs: "tc -j qdisc show",
+  iptables: "iptables-save",
+  ip6tables: "ip6tables-save",
+  nft: "nft list ruleset",
+  sysctls: "read_sysctls",
+};
+
+const SYSCTL_GLOBAL = ["net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding", "net/ipv4/conf/all/route_localnet"];
+const SYSCTL_V4 = ["forwarding", "route_localnet", "arp_notify", "proxy_arp", "rp_filter"];
+const SYSCTL_V6 = ["forwarding", "accept_ra", "accept_dad", "disable_ipv6", "keep_addr_on_down"];
+
+/** Prints `<path>=<value>` for the global sysctls and those of every interface but lo (shell builtins only). */
+const READ_SYSCTLS = `read_sysctls() {
+  for p in ${SYSCTL_GLOBAL.join(" ")}; do show "$p"; done
+  for d in /proc/sys/net/ipv4/conf/*; do
+    i=\${d##*/}
+    case $i in all|default|lo) continue;; esac
+    for k in ${SYSCTL_V4.join(" ")}; do show "net/ipv4/conf/$i/$k"; done
+    for k in ${SYSCTL_V6.join(" ")}; do show "net/ipv6/conf/$i/$k"; done
+  done
+}
+show() { v=; if [ -e "/proc/sys/$1" ] && { read -r v < "/proc/sys/$1"; [ -n "$v" ]; } 2>/dev/null; then printf '%s=%s\\n' "$1" "$v"; else printf '%s=<absent>\\n' "$1"; fi; }`;
+
+function collect(ns: string): Sections {
+  const script = [
+    READ_SYSCTLS,
+    ...Object.entries(SECTIONS).map(([name, cmd]) => `printf '\\036%s\\n' ${name}; ${cmd}; printf '\\036rc %s\\n' $?`),
+  ].join("\n");
+  const run = Bun.spawnSync(["nsenter", `--net=${ns}`, "--", "/bin/sh", "-c", script], { stdout: "pipe", stderr: "pipe" });
+  const out: Sections = new Map();
+  if (run.exitCode !== 0 && run.stdout.length === 0) {
+    for (const name of Object.keys(SECTIONS)) out.set(name, `<nsenter failed: ${run.stderr.toString().trim()}>`);
+    return out;
+  }
+  // "\x1e<name>\n<output>\x1erc <status>\n" per section.
+  const parts = run.stdout.toString().split("\x1e");
+  for (let i = 1; i + 1 < parts.length; i += 2) {
+    const head = parts[i]!;
+    const name = head.slice(0, head.indexOf("\n"));
+    const body = head.slice(head.indexOf("\n") + 1);
+    const rc = parts[i + 1]!.replace(/^rc /, "").trim();
+    out.set(name, rc === "0" ? body : `<${name} failed (exit ${rc}): ${run.stderr.toString().trim()}>`);
+  }
+  // One line of JSON per `ip -batch` command, in order.
+  for (const [name, batch] of [["ip4", IP4_BATCH], ["ip6", IP6_BATCH]] as const) {
+    const text = out.get(name) ?? "";
+    const lines = text.split("\n").filter((l) => l !== "");
+    for (const [i, b] of batch.entries()) {
+      out.set(b.section, text.startsWith("<") || lines.length !== batch.length ? `<ip ${b.cmd}: ${text.trim()}>` : lines[i]!);
+    }
+  }
+  return out;
 }
 
-function json(ns: string, argv: string[]): any[] {
-  const text = inNs(ns, argv).trim();
-  if (text === "" ) return [];
+function json(sections: Sections, name: string): any[] {
+  const text = (sections.get(name) ?? "").trim();
+  if (text === "") return [];
   try {
     const v = JSON.parse(text);
     return Array.isArray(v) ? v : [v];
@@ -33,8 +105,8 @@ function json(ns: string, argv: string[]): any[] {
 
 const byJson = (a: unknown, b: unknown): number => JSON.stringify(a).localeCompare(JSON.stringify(b));
 
-function links(ns: string): any[] {
-  return json(ns, ["ip", "-j", "-d", "link", "show"])
+function links(sec: Sections): any[] {
+  return json(sec, "links")
     .map((l) => ({
       ifname: normName(l.ifname),
       kind: l.linkinfo?.info_kind ?? l.link_type,
@@ -54,8 +126,8 @@ function links(ns: string): any[] {
 }
 
 /** `name=txqlen` per link: kept apart so the 1.1.1-vs-HEAD veth txqueuelen difference has its own path. */
-function txqlens(ns: string): string[] {
-  return json(ns, ["ip", "-j", "link", "show"])
+function txqlens(sec: Sections): string[] {
+  return json(sec, "links")
     .map((l) => `${normName(l.ifname)}=${l.txqlen}`)
     .sort();
 }
@@ -67,9 +139,9 @@ function pick(obj: Record<string, unknown> | undefined, keys: string[]): Record<
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
-function addrs(ns: string): any[] {
+function addrs(sec: Sections): any[] {
   const out: any[] = [];
-  for (const l of json(ns, ["ip", "-j", "addr", "show"])) {
+  for (const l of json(sec, "addrs")) {
     for (const a of l.addr_info ?? []) {
       if (a.family === "inet6" && String(a.local).startsWith("fe80:")) continue;
       out.push({ dev: normName(l.ifname), addr: `${a.local}/${a.prefixlen}`, scope: a.scope, flags: flagsOf(a) });
@@ -82,8 +154,8 @@ function flagsOf(a: Record<string, unknown>): string[] {
   return ["noprefixroute", "nodad", "permanent", "dynamic", "tentative", "dadfailed"].filter((f) => a[f] === true);
 }
 
-function routes(ns: string, family: "-4" | "-6"): any[] {
-  return json(ns, ["ip", "-j", family, "route", "show", "table", "all"])
+function routes(sec: Sections, family: "-4" | "-6"): any[] {
+  return json(sec, family === "-4" ? "routes4" : "routes6")
     .filter((r) => {
       const dst = String(r.dst ?? "");
       return !(family === "-6" && (dst.startsWith("fe80:") || dst.startsWith("ff00:") || dst === "multicast"));
@@ -96,32 +168,20 @@ function routes(ns: string, family: "-4" | "-6"): any[] {
     .sort(byJson);
 }
 
-const SYSCTL_GLOBAL = ["net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding", "net/ipv4/conf/all/route_localnet"];
-const SYSCTL_V4 = ["forwarding", "route_localnet", "arp_notify", "proxy_arp", "rp_filter"];
-const SYSCTL_V6 = ["forwarding", "accept_ra", "accept_dad", "disable_ipv6", "keep_addr_on_down"];
-
-function sysctls(ns: string, ifnames: string[]): Record<string, string> {
-  const files = [...SYSCTL_GLOBAL.map((p) => `/proc/sys/${p}`)];
-  for (const ifn of ifnames) {
-    if (ifn === "lo") continue;
-    for (const k of SYSCTL_V4) files.push(`/proc/sys/net/ipv4/conf/${ifn}/${k}`);
-    for (const k of SYSCTL_V6) files.push(`/proc/sys/net/ipv6/conf/${ifn}/${k}`);
-  }
-  const script = 'for f in "$@"; do v=$(cat "$f" 2>/dev/null) || v="<absent>"; printf "%s=%s\\n" "$f" "$v"; done';
-  const text = inNs(ns, ["sh", "-c", script, "sh", ...files]);
+function sysctls(sec: Sections): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const line of text.split("\n")) {
+  for (const line of (sec.get("sysctls") ?? "").split("\n")) {
     const i = line.indexOf("=");
     if (i <= 0) continue;
-    const key = line.slice("/proc/sys/".length, i).replace(/\/(veth[0-9a-f]{8})\//, "/veth*/");
+    const key = line.slice(0, i).replace(/\/(veth[0-9a-f]{8})\//, "/veth*/");
     out[key] = line.slice(i + 1);
   }
   return out;
 }
 
 /** iptables-save / ip6tables-save without comments, counters and the generated-by header. */
-function iptables(ns: string, tool: "iptables-save" | "ip6tables-save"): string[] {
-  return inNs(ns, [tool])
+function iptables(sec: Sections, name: "iptables" | "ip6tables"): string[] {
+  return (sec.get(name) ?? "")
     .split("\n")
     .filter((l) => l !== "" && !l.startsWith("#"))
     .map((l) => l.replace(/ \[\d+:\d+\]$/, ""));
@@ -129,20 +189,34 @@ function iptables(ns: string, tool: "iptables-save" | "ip6tables-save"): string[
 
 const IPTABLES_NFT_TABLES = new Set(["filter", "nat", "mangle", "raw", "security"]);
 
-/** nft tables other than the ones iptables-nft owns (those are compared through iptables-save). */
-function nftTables(ns: string): string[] {
-  const listing = json(ns, ["nft", "-j", "list", "tables"]);
+/**
+ * The nft tables of `nft list ruleset` other than the ones iptables-nft owns (those are compared
+ * through iptables-save), one normalised text block per table, sorted.
+ */
+function nftTables(sec: Sections): string[] {
+  const text = sec.get("nft") ?? "";
+  if (text.startsWith("<")) return [text];
   const tables: string[] = [];
-  for (const item of (listing[0] as any)?.nftables ?? []) {
-    const t = item.table;
-    if (t === undefined) continue;
-    if ((t.family === "ip" || t.family === "ip6") && IPTABLES_NFT_TABLES.has(t.name)) continue;
-    tables.push(`${t.family} ${t.name}`);
+  let current: { head: string; lines: string[] } | undefined;
+  for (const line of text.split("\n")) {
+    const m = /^table (\S+) (\S+) \{$/.exec(line);
+    if (m !== null) {
+      current = { head: `${m[1]} ${m[2]}`, lines: [line] };
+      continue;
+    }
+    if (current === undefined) continue;
+    current.lines.push(line);
+    if (line === "}") {
+      const [family, name] = current.head.split(" ");
+      const ownedByIptables = (family === "ip" || family === "ip6") && IPTABLES_NFT_TABLES.has(name ?? "");
+      if (!ownedByIptables) tables.push(current.lines.join("\n"));
+      current = undefined;
+    }
   }
   return tables
     .sort()
     .map((t) =>
-      inNs(ns, ["nft", "list", "table", ...t.split(" ")])
+      t
         .replace(/ # handle \d+/g, "")
         .replace(/veth[0-9a-f]{8}/g, "veth*")
         .replace(/([0-9a-f]{2}:){5}[0-9a-f]{2}/gi, "<mac>")
@@ -150,37 +224,37 @@ function nftTables(ns: string): string[] {
     );
 }
 
-function bridgeVlans(ns: string): any[] {
-  return json(ns, ["bridge", "-j", "vlan", "show"]).map((e) => ({ ...e, ifname: normName(e.ifname) })).sort(byJson);
+function bridgeVlans(sec: Sections): any[] {
+  return json(sec, "bridgeVlans").map((e) => ({ ...e, ifname: normName(e.ifname) })).sort(byJson);
 }
 
-function qdiscs(ns: string): any[] {
-  return json(ns, ["tc", "-j", "qdisc", "show"])
+function qdiscs(sec: Sections): any[] {
+  return json(sec, "qdiscs")
     .filter((q) => q.kind !== "noqueue" && q.kind !== "noop")
     .map((q) => ({ kind: q.kind, dev: normName(q.dev), handle: q.handle, root: q.root, options: q.options }))
     .sort(byJson);
 }
 
-function rules(ns: string, family: "-4" | "-6"): any[] {
-  return json(ns, ["ip", "-j", family, "rule", "show"]);
+function rules(sec: Sections, family: "-4" | "-6"): any[] {
+  return json(sec, family === "-4" ? "rules4" : "rules6");
 }
 
 /** Everything the plugins can change in a namespace, normalised. */
 export function snapshot(ns: string): Snapshot {
-  const rawNames = json(ns, ["ip", "-j", "link", "show"]).map((l) => String(l.ifname));
+  const sec = collect(ns);
   return {
-    links: links(ns),
-    txqlen: txqlens(ns),
-    addrs: addrs(ns),
-    routes4: routes(ns, "-4"),
-    routes6: routes(ns, "-6"),
-    rules4: rules(ns, "-4"),
-    rules6: rules(ns, "-6"),
-    bridgeVlans: bridgeVlans(ns),
-    qdiscs: qdiscs(ns),
-    sysctls: sysctls(ns, rawNames),
-    iptables: iptables(ns, "iptables-save"),
-    ip6tables: iptables(ns, "ip6tables-save"),
-    nft: nftTables(ns),
+    links: links(sec),
+    txqlen: txqlens(sec),
+    addrs: addrs(sec),
+    routes4: routes(sec, "-4"),
+    routes6: routes(sec, "-6"),
+    rules4: rules(sec, "-4"),
+    rules6: rules(sec, "-6"),
+    bridgeVlans: bridgeVlans(sec),
+    qdiscs: qdiscs(sec),
+    sysctls: sysctls(sec),
+    iptables: iptables(sec, "iptables"),
+    ip6tables: iptables(sec, "ip6tables"),
+    nft: nftTables(sec),
   };
 }
