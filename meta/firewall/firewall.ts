@@ -28,7 +28,7 @@
  *   FORWARD holds two equivalent jumps to CNI-ISOLATION-STAGE-1 (harmless, as with HEAD).
  */
 import { InternalError } from "../../shared/cni/errors.ts";
-import { prevResultFrom } from "../../shared/cni/netconf.ts";
+import { prevResultFrom, validAttachmentsOf } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { versionsFrom } from "../../shared/cni/version.ts";
 import { systemIptables, type IptablesDriver } from "../../shared/firewall/iptables/driver.ts";
@@ -88,20 +88,6 @@ function target(conf: FirewallConf, args: CmdArgs, prev: Result | undefined, wit
   };
 }
 
-/** `cni.dev/valid-attachments` as {containerID, ifName} pairs; undefined when absent or malformed. */
-function validAttachments(config: Record<string, unknown>): { containerID: string; ifName: string }[] | undefined {
-  const raw = config["cni.dev/valid-attachments"];
-  if (!Array.isArray(raw)) return undefined;
-  const out: { containerID: string; ifName: string }[] = [];
-  for (const a of raw) {
-    if (typeof a !== "object" || a === null) return undefined;
-    const { containerID, ifname } = a as { containerID?: unknown; ifname?: unknown };
-    if (typeof containerID !== "string" || typeof ifname !== "string") return undefined;
-    out.push({ containerID, ifName: ifname });
-  }
-  return out;
-}
-
 export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
   async function add(args: CmdArgs): Promise<Result> {
     const conf = loadFirewallConf(args);
@@ -135,7 +121,7 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
 
   async function gc(args: CmdArgs): Promise<void> {
     const conf = loadFirewallConf(args);
-    const keep = validAttachments(args.config);
+    const keep = validAttachmentsOf(args.config);
     if (keep === undefined) return;
     // Only the nftables rules carry their owner; iptables rules and firewalld sources cannot be attributed.
     const nft = deps.nftables();

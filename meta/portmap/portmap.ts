@@ -24,6 +24,7 @@
  *   (iptables; nftables rules carry only the container ID, so GC leaves them, as upstream);
  * - nftables is chosen by default also when nft-style conditions are given without `backend`.
  */
+import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
 import { InternalError, messageOf } from "../../shared/cni/errors.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
@@ -156,14 +157,9 @@ export function makePortmapPlugin(getDrivers: () => PortmapDrivers = systemDrive
 
   function gc(args: CmdArgs): void {
     const conf = loadPortmapConfig(args);
-    const raw = args.config["cni.dev/valid-attachments"];
-    if (!Array.isArray(raw)) return;
-    const keep = new Set<string>();
-    for (const a of raw) {
-      const id = (a as { containerID?: unknown } | null)?.containerID;
-      if (typeof id !== "string") return; // malformed: collect nothing
-      keep.add(id);
-    }
+    const valid = validAttachmentsOf(args.config);
+    if (valid === undefined) return; // absent or malformed: collect nothing
+    const keep = new Set(valid.map((a) => a.containerID));
     const d = getDrivers();
     if (!d.iptables.available()) return;
     try {

@@ -23,7 +23,7 @@
 import { delegate, delegateAdd } from "../../shared/cni/invoke.ts";
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
 import { InternalError, messageOf } from "../../shared/cni/errors.ts";
-import { prevResultFrom } from "../../shared/cni/netconf.ts";
+import { prevResultFrom, validAttachmentsOf } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { NetNS } from "../../shared/netns/index.ts";
@@ -239,23 +239,9 @@ async function gc(args: CmdArgs): Promise<void> {
   const conf = loadPtpConfig(args);
   await delegate(conf.ipamType, args, "GC");
   if (conf.ipMasq) {
-    const keep = validAttachments(args.config);
+    const keep = validAttachmentsOf(args.config);
     if (keep !== undefined) gcMasq(conf, keep);
   }
-}
-
-/** `cni.dev/valid-attachments` as {containerID, ifName} pairs; undefined when absent or malformed. */
-function validAttachments(config: Record<string, unknown>): { containerID: string; ifName: string }[] | undefined {
-  const raw = config["cni.dev/valid-attachments"];
-  if (!Array.isArray(raw)) return undefined;
-  const out: { containerID: string; ifName: string }[] = [];
-  for (const a of raw) {
-    if (typeof a !== "object" || a === null) return undefined;
-    const { containerID, ifname } = a as { containerID?: unknown; ifname?: unknown };
-    if (typeof containerID !== "string" || typeof ifname !== "string") return undefined;
-    out.push({ containerID, ifName: ifname });
-  }
-  return out;
 }
 
 export const ptpPlugin: PluginSpec = {

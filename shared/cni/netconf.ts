@@ -55,3 +55,26 @@ export function ipamTypeOf(args: CmdArgs): string {
   const type = getField(ipam as Record<string, unknown>, "type");
   return typeof type === "string" ? type : "";
 }
+
+/** One live attachment as GC receives it in `cni.dev/valid-attachments`. */
+export interface ValidAttachment {
+  containerID: string;
+  ifName: string;
+}
+
+/**
+ * GC's `cni.dev/valid-attachments` (spec 1.1.0) as {containerID, ifName} pairs. Undefined when the
+ * key is absent or malformed: a GC must then collect nothing, never "everything".
+ */
+export function validAttachmentsOf(config: Record<string, unknown>): ValidAttachment[] | undefined {
+  const raw = config["cni.dev/valid-attachments"];
+  if (!Array.isArray(raw)) return undefined;
+  const out: ValidAttachment[] = [];
+  for (const a of raw) {
+    if (typeof a !== "object" || a === null) return undefined;
+    const { containerID, ifname } = a as { containerID?: unknown; ifname?: unknown };
+    if (typeof containerID !== "string" || typeof ifname !== "string") return undefined;
+    out.push({ containerID, ifName: ifname });
+  }
+  return out;
+}
