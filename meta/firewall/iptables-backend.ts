@@ -8,8 +8,8 @@
  * findProtos families). CHECK reads only: it never creates chains (upstream does). DEL removes the
  * per-address rules only; the shared chains, jumps and isolation rules stay, as upstream.
  */
+import { transactIptables } from "../../shared/firewall/iptables/transact.ts";
 import { InternalError, messageOf } from "../../shared/cni/errors.ts";
-import { CommandError } from "../../shared/firewall/exec.ts";
 import { IptablesPlan, type IptRule } from "../../shared/firewall/iptables/chain.ts";
 import type { IptablesDriver } from "../../shared/firewall/iptables/driver.ts";
 import { sameRule } from "../../shared/firewall/iptables/rule.ts";
@@ -18,7 +18,6 @@ import type { FirewallBackend, FirewallTarget } from "./backend.ts";
 import { addressRules, adminJump, FILTER, FORWARD, forwardJump, isolationRules, PRIV_CHAIN, STAGE1, STAGE2 } from "./iptables-rules.ts";
 
 /** How often a transaction is recomputed when the table changed under it (concurrent plugins). */
-const ATTEMPTS = 3;
 
 function has(p: IptablesPlan, chain: string, rule: IptRule): boolean {
   return p.rulesOf(chain).some((r) => sameRule(r, rule));
@@ -29,19 +28,8 @@ function insertFirstUnique(p: IptablesPlan, chain: string, rule: IptRule): void 
   if (!has(p, chain, rule)) p.insertAt(chain, 1, rule);
 }
 
-/** Reads the filter table, plans, applies; retries when the table changed meanwhile. */
 function transact(ipt: IptablesDriver, family: IPFamily, plan: (p: IptablesPlan) => void): void {
-  for (let attempt = 1; ; attempt++) {
-    const p = new IptablesPlan(FILTER, ipt.readTable(family, FILTER));
-    plan(p);
-    if (p.empty) return;
-    try {
-      ipt.restore(family, p.render());
-      return;
-    } catch (err) {
-      if (attempt >= ATTEMPTS || !(err instanceof CommandError)) throw err;
-    }
-  }
+  transactIptables(ipt, family, FILTER, plan);
 }
 
 /** Plans the shared chains and this target's address rules (upstream setupChains + addRules). */

@@ -14,7 +14,7 @@ import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
 import { dnsFromWire } from "../../shared/cni/result/index.ts";
 import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
 import { defaultRouteInterface } from "../../shared/ip/default-route.ts";
-import { invalidMacMessage, parseMacAddress } from "../../shared/ip/mac-address.ts";
+import { resolveContainerMac } from "../../shared/ip/mac-address.ts";
 import type { Handle, Link, MacvlanMode } from "../../shared/netlink/index.ts";
 
 const macvlanSchema = t.object("NetConf", {
@@ -68,16 +68,8 @@ export function parseMacvlanConf(args: CmdArgs): { ipamType: string } {
 export function loadMacvlanConf(args: CmdArgs): MacvlanConf {
   const c = loadNetConf(macvlanSchema, args);
   const mode = parseMacvlanMode(c.mode);
-  let mac = c.mac !== undefined && c.mac !== "" ? c.mac : undefined;
   const env = parseCniArgs(args.args, ["MAC"]);
-  if (env.MAC !== undefined && env.MAC !== "") mac = env.MAC;
-  const fromRuntime = c.runtimeConfig?.mac;
-  if (fromRuntime !== undefined && fromRuntime !== "") mac = fromRuntime;
-  let parsedMac: string | undefined;
-  if (mac !== undefined) {
-    parsedMac = parseMacAddress(mac);
-    if (parsedMac === undefined) throw new InvalidConfigError(`invalid args ${mac} for MAC addr: ${invalidMacMessage(mac)}`);
-  }
+  const parsedMac = resolveContainerMac({ config: c.mac, cniArgs: env.MAC, runtimeConfig: c.runtimeConfig?.mac });
   const mtu = c.mtu ?? 0;
   if (mtu < 0) throw new InvalidConfigError(`invalid MTU ${mtu}, must be [0, master MTU]`);
   return {

@@ -9,7 +9,7 @@ import { InvalidConfigError } from "../../shared/cni/errors.ts";
 import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
 import { dnsFromWire } from "../../shared/cni/result/index.ts";
 import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
-import { invalidMacMessage, parseMacAddress } from "../../shared/ip/mac-address.ts";
+import { resolveContainerMac } from "../../shared/ip/mac-address.ts";
 
 const tapSchema = t.object("NetConf", {
   ...netConfFields,
@@ -40,16 +40,8 @@ export interface TapConf {
 /** Decodes and validates the config (CNI_ARGS included, as upstream does on every verb). */
 export function loadTapConf(args: CmdArgs): TapConf {
   const c = loadNetConf(tapSchema, args);
-  let mac = c.mac !== undefined && c.mac !== "" ? c.mac : undefined;
   const env = parseCniArgs(args.args, ["MAC"]);
-  if (env.MAC !== undefined && env.MAC !== "") mac = env.MAC;
-  const fromRuntime = c.runtimeConfig?.mac;
-  if (fromRuntime !== undefined && fromRuntime !== "") mac = fromRuntime;
-  let parsedMac: string | undefined;
-  if (mac !== undefined) {
-    parsedMac = parseMacAddress(mac);
-    if (parsedMac === undefined) throw new InvalidConfigError(`invalid args ${mac} for MAC addr: ${invalidMacMessage(mac)}`);
-  }
+  const parsedMac = resolveContainerMac({ config: c.mac, cniArgs: env.MAC, runtimeConfig: c.runtimeConfig?.mac });
   const mtu = c.mtu ?? 0;
   if (mtu < 0) throw new InvalidConfigError(`invalid MTU ${mtu}`);
   return {

@@ -7,17 +7,16 @@
  * The ifname is ignored, as upstream does "for historical reasons". The ACCEPT rules always stay
  * ahead of the MASQUERADE rule, also when a second address is added later.
  */
+import { transactIptables } from "./iptables/transact.ts";
 import { bitLength, formatCIDR, formatIP, networkAddress, type CIDR, type IPFamily } from "../ip/ip.ts";
 import type { IptablesDriver } from "./iptables/driver.ts";
 import { IptablesPlan, type IptChain, type IptRule } from "./iptables/chain.ts";
 import { sameRule } from "./iptables/rule.ts";
-import { CommandError } from "./exec.ts";
 import { formatChainName, formatComment } from "./naming.ts";
 
 const TABLE = "nat";
 const MULTICAST: Record<IPFamily, string> = { 4: "224.0.0.0/4", 6: "ff00::/8" };
 /** How often a transaction is recomputed when the table changed under it (concurrent plugins). */
-const ATTEMPTS = 3;
 
 function comment(c: string): string[] {
   return ["-m", "comment", "--comment", c];
@@ -39,19 +38,8 @@ export function masqChain(network: string, containerID: string, family: IPFamily
   };
 }
 
-/** Reads the nat table, plans with `plan`, applies; retries when the table changed meanwhile. */
 function transact(ipt: IptablesDriver, family: IPFamily, plan: (p: IptablesPlan) => void): void {
-  for (let attempt = 1; ; attempt++) {
-    const p = new IptablesPlan(TABLE, ipt.readTable(family, TABLE));
-    plan(p);
-    if (p.empty) return;
-    try {
-      ipt.restore(family, p.render());
-      return;
-    } catch (err) {
-      if (attempt >= ATTEMPTS || !(err instanceof CommandError)) throw err;
-    }
-  }
+  transactIptables(ipt, family, TABLE, plan);
 }
 
 function byFamily(ips: readonly CIDR[]): Map<IPFamily, CIDR[]> {
