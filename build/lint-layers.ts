@@ -2,6 +2,8 @@
  * Layering rules (style.md §7.7), checked by `make lint` after `tsc --noEmit`:
  * - plugins/, ipam/, meta/ import only shared/ or their own folder;
  * - shared/ imports nothing from plugins/, ipam/, meta/ or build/;
+ * - inside shared/, a module imports only modules of a lower rank (SHARED_RANK below; tests exempt),
+ *   so the layers read bottom-up: error, ip → sys → netns → netlink, sysctl → cni → firewall → iface;
  * - only shared/sys imports bun:ffi;
  * - only shared/cni/invoke.ts and shared/firewall/exec.ts spawn processes (test/ and build/ exempt);
  * - no async/await in shared/netns, shared/netlink, shared/sysctl;
@@ -12,6 +14,24 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 
 const root = resolve(import.meta.dir, "..");
+
+/**
+ * The order of shared/'s modules: each may import only modules of a strictly lower rank.
+ * error: the annotate helper; ip: pure address math; sys: libc; netns; netlink and sysctl: the
+ * kernel; cni: the protocol (config, results, errors → codes, delegation, teardown); firewall:
+ * iptables/nftables; iface: configuring interfaces for plugins (kernel + CNI results).
+ */
+const SHARED_RANK: Readonly<Record<string, number>> = {
+  error: 0,
+  ip: 1,
+  sys: 1,
+  netns: 2,
+  netlink: 3,
+  sysctl: 3,
+  cni: 4,
+  firewall: 5,
+  iface: 6,
+};
 const problems: string[] = [];
 
 function walk(dir: string, out: string[] = []): string[] {
@@ -47,6 +67,16 @@ for (const top of ["plugins", "ipam", "meta", "shared"]) {
       const targetTop = target.split("/")[0]!;
       if (top === "shared" && ["plugins", "ipam", "meta", "build"].includes(targetTop)) {
         problems.push(`${rel}: shared/ must not import ${target}`);
+      }
+      if (top === "shared" && targetTop === "shared" && !isTest) {
+        const from = rel.split("/")[1]!;
+        const to = target.split("/")[1]!;
+        const fromRank = SHARED_RANK[from];
+        const toRank = SHARED_RANK[to];
+        if (fromRank === undefined) problems.push(`${rel}: shared/${from} has no rank in SHARED_RANK`);
+        else if (from !== to && (toRank === undefined || toRank >= fromRank)) {
+          problems.push(`${rel}: shared/${from} (rank ${fromRank}) must not import shared/${to} (rank ${toRank ?? "none"})`);
+        }
       }
       if (top !== "shared" && targetTop !== "shared") {
         const ownFolder = rel.split("/").slice(0, 2).join("/");

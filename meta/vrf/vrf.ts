@@ -21,7 +21,7 @@ import { InternalError, InvalidConfigError, messageOf } from "../../shared/cni/e
 import { loadNetConf, netConfFields, prevResultFrom } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { versionsFrom } from "../../shared/cni/version.ts";
-import { settleIPv6, sleepSync } from "../../shared/ip/settle.ts";
+import { settleIPv6, sleepSync } from "../../shared/iface/settle.ts";
 import { Handle, isExists, type Link, type RouteEntry } from "../../shared/netlink/index.ts";
 import { IFA_F_NODAD } from "../../shared/netlink/constants/if-addr.ts";
 import { RT_SCOPE_UNIVERSE, RT_TABLE_MAIN } from "../../shared/netlink/constants/rtnetlink.ts";

@@ -11,7 +11,7 @@ import type { CmdArgs, Interface } from "../../shared/cni/types.ts";
 import { Handle, type Link } from "../../shared/netlink/index.ts";
 import { IFF_PROMISC } from "../../shared/netlink/constants/if-link.ts";
 import type { NetNS } from "../../shared/netns/index.ts";
-import { validateExpectedInterfaceIPs, validateExpectedRoutes } from "../../shared/ip/check.ts";
+import { validateExpectedInterfaceIPs, validateExpectedRoutes } from "../../shared/iface/check.ts";
 import { checkIPMasq, parseMasqBackend } from "../../shared/firewall/ipmasq.ts";
 import type { BridgeConf } from "./config.ts";
 

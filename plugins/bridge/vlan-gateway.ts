@@ -7,7 +7,7 @@
 import { InternalError, messageOf } from "../../shared/cni/errors.ts";
 import { isNotFound, type Handle, type Link } from "../../shared/netlink/index.ts";
 import type { NetNS } from "../../shared/netns/index.ts";
-import { setupVeth } from "../../shared/ip/veth.ts";
+import { setupVeth } from "../../shared/iface/veth.ts";
 import type { BridgeConf } from "./config.ts";
 import { attachPort } from "./port.ts";
 

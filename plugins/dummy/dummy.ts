@@ -17,15 +17,16 @@
  */
 import { delegate, delegateAdd } from "../../shared/cni/invoke.ts";
 import { openContainerNetns } from "../../shared/cni/container-netns.ts";
-import { InternalError, InvalidConfigError, messageOf, wrapError } from "../../shared/cni/errors.ts";
+import { InternalError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
+import { annotateError } from "../../shared/error/annotate.ts";
 import { ipamTypeOf, loadNetConf, netConfFields, prevResultFrom } from "../../shared/cni/netconf.ts";
 import { t } from "../../shared/cni/decode.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
-import { findResultInterface, validateExpectedInterfaceIPs } from "../../shared/ip/check.ts";
-import { configureIface } from "../../shared/ip/configure.ts";
-import { containerInterface, deleteLinkQuietly, delIpamThenContainerLink, renameContainerLink } from "../../shared/ip/container-link.ts";
-import { randomVethName } from "../../shared/ip/link-names.ts";
+import { findResultInterface, validateExpectedInterfaceIPs } from "../../shared/iface/check.ts";
+import { configureIface } from "../../shared/iface/configure.ts";
+import { containerInterface, deleteLinkQuietly, delIpamThenContainerLink, renameContainerLink } from "../../shared/iface/container-link.ts";
+import { randomVethName } from "../../shared/iface/link-names.ts";
 import { IFF_UP } from "../../shared/netlink/constants/if-link.ts";
 import { Handle, type Link } from "../../shared/netlink/index.ts";
 
@@ -91,7 +92,7 @@ async function check(args: CmdArgs): Promise<void> {
   try {
     prev = prevResultFrom(args);
   } catch (err) {
-    throw wrapError("failed to parse prevResult", err);
+    throw annotateError("failed to parse prevResult", err);
   }
   if (prev === undefined) throw new InternalError("dummy: Required prevResult missing");
   const found = findResultInterface(prev, args.ifName, args.netns);

@@ -1,6 +1,6 @@
 /** Config loading against a fake sysfs (no root): selectors, deviceID, DPDK mode, lenient DEL. */
 import { afterEach, describe, expect, test } from "bun:test";
-import { CniError } from "../../shared/cni/errors.ts";
+import { CniError, deciding, toErrorJson } from "../../shared/cni/errors.ts";
 import type { CmdArgs } from "../../shared/cni/types.ts";
 import { createFakeSysfs, type FakeSysfs } from "../../test/harness/host-device-sysfs.ts";
 import { loadHostDeviceConfig, NO_SELECTOR_MESSAGE } from "./config.ts";
@@ -38,8 +38,10 @@ function failure(fn: () => unknown): { code: number; msg: string } {
   try {
     fn();
   } catch (err) {
-    expect(err).toBeInstanceOf(CniError);
-    return { code: (err as CniError).code, msg: (err as Error).message };
+    // What a runtime would see: the code comes from the CniError in the cause chain.
+    const json = toErrorJson(err);
+    expect(deciding(err)).toBeInstanceOf(CniError);
+    return { code: json.code, msg: json.msg };
   }
   throw new Error("expected an error");
 }

@@ -9,7 +9,8 @@
  * container interface alone.
  */
 import { t } from "../../shared/cni/decode.ts";
-import { CniError, InvalidConfigError, wrapError } from "../../shared/cni/errors.ts";
+import { CniError, InvalidConfigError } from "../../shared/cni/errors.ts";
+import { annotateError } from "../../shared/error/annotate.ts";
 import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
 import { hasDpdkDriver, resolveDeviceID, type Sysfs } from "./sysfs.ts";
@@ -98,7 +99,7 @@ export function loadHostDeviceConfig(args: CmdArgs, sysfs: Sysfs, opts: LoadOpti
       conf.dpdkMode = hasDpdkDriver(sysfs, conf.pciAddr);
     } catch (err) {
       if (!opts.lenient) {
-        if (err instanceof CniError) throw wrapError("error with host device", err);
+        if (err instanceof CniError) throw annotateError("error with host device", err);
         throw err;
       }
     }

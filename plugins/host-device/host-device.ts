@@ -35,14 +35,15 @@
  */
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
 import { t } from "../../shared/cni/decode.ts";
-import { InternalError, messageOf, wrapError } from "../../shared/cni/errors.ts";
+import { InternalError, messageOf } from "../../shared/cni/errors.ts";
+import { annotateError } from "../../shared/error/annotate.ts";
 import { delegate, delegateAdd } from "../../shared/cni/invoke.ts";
 import { loadNetConf, netConfFields, prevResultFrom } from "../../shared/cni/netconf.ts";
 import { writeAllSync } from "../../shared/cni/stdio.ts";
 import type { CmdArgs, Interface, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS, versionGte } from "../../shared/cni/version.ts";
-import { findResultInterface, validateExpectedInterfaceIPs, validateExpectedRoutes, validateLinkKind } from "../../shared/ip/check.ts";
-import { configureIface } from "../../shared/ip/configure.ts";
+import { findResultInterface, validateExpectedInterfaceIPs, validateExpectedRoutes, validateLinkKind } from "../../shared/iface/check.ts";
+import { configureIface } from "../../shared/iface/configure.ts";
 import { Handle, type Link } from "../../shared/netlink/index.ts";
 import { IFF_UP } from "../../shared/netlink/constants/if-link.ts";
 import { NetNS } from "../../shared/netns/index.ts";
@@ -76,7 +77,7 @@ function attach(conf: HostDeviceConfig, args: CmdArgs, containerNs: NetNS, sysfs
   try {
     hostDev = findHostDevice(hostNl, conf, sysfs);
   } catch (err) {
-    throw wrapError("failed to find host device", err);
+    throw annotateError("failed to find host device", err);
   }
   assertMovable(hostNl, hostDev, conf.allowUnsafeDevice);
   using containerNl = Handle.open(containerNs);

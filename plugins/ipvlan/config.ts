@@ -5,11 +5,12 @@
  * master.
  */
 import { t } from "../../shared/cni/decode.ts";
-import { InternalError, InvalidConfigError, messageOf, wrapError } from "../../shared/cni/errors.ts";
+import { InternalError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
+import { annotateError } from "../../shared/error/annotate.ts";
 import { loadNetConf, netConfFields, prevResultFrom } from "../../shared/cni/netconf.ts";
 import { dnsFromWire } from "../../shared/cni/result/index.ts";
 import type { CmdArgs, DNS, Result } from "../../shared/cni/types.ts";
-import { defaultRouteInterface } from "../../shared/ip/default-route.ts";
+import { defaultRouteInterface } from "../../shared/iface/default-route.ts";
 import type { Handle, IpvlanMode, Link } from "../../shared/netlink/index.ts";
 
 const ipvlanSchema = t.object("NetConf", {
@@ -63,7 +64,7 @@ export function loadIpvlanConf(args: CmdArgs): IpvlanConf {
   try {
     prevResult = prevResultFrom(args);
   } catch (err) {
-    throw wrapError("could not parse prevResult", err);
+    throw annotateError("could not parse prevResult", err);
   }
   return {
     master: c.master ?? "",

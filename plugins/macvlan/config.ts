@@ -13,8 +13,8 @@ import { InternalError, InvalidConfigError, messageOf } from "../../shared/cni/e
 import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
 import { dnsFromWire } from "../../shared/cni/result/index.ts";
 import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
-import { defaultRouteInterface } from "../../shared/ip/default-route.ts";
-import { resolveContainerMac } from "../../shared/ip/mac-address.ts";
+import { defaultRouteInterface } from "../../shared/iface/default-route.ts";
+import { resolveContainerMac } from "../../shared/cni/container-mac.ts";
 import type { Handle, Link, MacvlanMode } from "../../shared/netlink/index.ts";
 
 const macvlanSchema = t.object("NetConf", {

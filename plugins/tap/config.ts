@@ -9,7 +9,7 @@ import { InvalidConfigError } from "../../shared/cni/errors.ts";
 import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
 import { dnsFromWire } from "../../shared/cni/result/index.ts";
 import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
-import { resolveContainerMac } from "../../shared/ip/mac-address.ts";
+import { resolveContainerMac } from "../../shared/cni/container-mac.ts";
 
 const tapSchema = t.object("NetConf", {
   ...netConfFields,

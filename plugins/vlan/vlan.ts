@@ -26,10 +26,10 @@ import { InternalError, InvalidConfigError, messageOf } from "../../shared/cni/e
 import { prevResultFrom } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
-import { findResultInterface, validateExpectedInterfaceIPs, validateExpectedRoutes } from "../../shared/ip/check.ts";
-import { configureIface } from "../../shared/ip/configure.ts";
-import { containerInterface, deleteLinkQuietly, delIpamThenContainerLink, renameContainerLink } from "../../shared/ip/container-link.ts";
-import { randomVethName } from "../../shared/ip/link-names.ts";
+import { findResultInterface, validateExpectedInterfaceIPs, validateExpectedRoutes } from "../../shared/iface/check.ts";
+import { configureIface } from "../../shared/iface/configure.ts";
+import { containerInterface, deleteLinkQuietly, delIpamThenContainerLink, renameContainerLink } from "../../shared/iface/container-link.ts";
+import { randomVethName } from "../../shared/iface/link-names.ts";
 import { Handle, type Link } from "../../shared/netlink/index.ts";
 import { loadVlanConf, lookupVlanMaster, parseVlanConf } from "./config.ts";
 

@@ -1,10 +1,16 @@
 /**
- * CNI error classes and their codes (SPEC.md "Error"; upstream libcni constants).
+ * CNI error classes and their codes (SPEC.md "Error"; upstream libcni constants), and the ONE place
+ * that decides which code a runtime sees: {@link toErrorJson}.
  *
- * Every error a plugin can show a runtime is one of these classes. Anything else that escapes a
- * handler (a SyscallError, a NetlinkError, a bug) becomes code 999 in {@link toErrorJson}, with the
- * message chain kept readable, as upstream's `ErrInternal` does.
+ * Plugins throw these classes for their own decisions (a bad field is an InvalidConfigError, …).
+ * Lower layers throw plain errors (SyscallError, NetlinkError, CommandError, …) and context is added
+ * on the way up with `annotate` / `annotateError` (shared/error/annotate.ts). The code is then the
+ * one of the first CniError in the cause chain; a chain without one is 999 (upstream's
+ * `ErrInternal`). The message is always the outermost one, so the context reads first.
  */
+import { causeChain, messageOf } from "../error/annotate.ts";
+
+export { messageOf } from "../error/annotate.ts";
 
 export const CNI_ERROR_CODES = {
   IncompatibleCNIVersion: 1,
@@ -152,35 +158,25 @@ export interface ErrorJson {
   details?: string;
 }
 
-/** Message of any thrown value, without a stack. */
-export function messageOf(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  return String(err);
+/**
+ * The CniError that decides the code of `err`: the first one in its cause chain. An AggregateError
+ * (several teardown failures) decides only when it holds exactly one error; several distinct
+ * failures are 999.
+ */
+export function deciding(err: unknown): CniError | undefined {
+  for (const e of causeChain(err)) {
+    if (e instanceof CniError) return e;
+    if (e instanceof AggregateError) return e.errors.length === 1 ? deciding(e.errors[0]) : undefined;
+  }
+  return undefined;
 }
 
-/**
- * Maps any thrown value to the error JSON a runtime sees: a {@link CniError} keeps its code,
- * anything else becomes 999 with its message.
- */
+/** Maps any thrown value to the error JSON a runtime sees (code from {@link deciding}, else 999). */
 export function toErrorJson(err: unknown): ErrorJson {
-  if (err instanceof CniError) {
-    const out: ErrorJson = { code: err.code, msg: err.message };
-    if (err.details !== undefined && err.details !== "") out.details = err.details;
-    return out;
-  }
-  if (err instanceof AggregateError) {
-    const parts = err.errors.map(messageOf);
-    return { code: CNI_ERROR_CODES.Internal, msg: parts.length ? parts.join("; ") : err.message };
-  }
-  return { code: CNI_ERROR_CODES.Internal, msg: messageOf(err) };
-}
-
-/**
- * Wraps a lower-level failure with upstream-style context (`"<context>: <cause message>"`), keeping
- * the original as `cause` and a CNI code when the cause already has one.
- */
-export function wrapError(context: string, cause: unknown): CniError {
-  const msg = `${context}: ${messageOf(cause)}`;
-  if (cause instanceof CniError) return new CniError(cause.code, msg, { details: cause.details, cause });
-  return new InternalError(msg, { cause });
+  const cni = deciding(err);
+  let msg = messageOf(err);
+  if (err instanceof AggregateError && !(err instanceof CniError) && msg === "") msg = err.errors.map(messageOf).join("; ");
+  const out: ErrorJson = { code: cni?.code ?? CNI_ERROR_CODES.Internal, msg };
+  if (cni?.details !== undefined && cni.details !== "") out.details = cni.details;
+  return out;
 }

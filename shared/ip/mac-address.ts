@@ -1,10 +1,8 @@
 /**
  * MAC addresses from configs and CNI_ARGS, parsed like Go's `net.ParseMAC` for the 6-byte forms a
  * link can carry (`aa:bb:cc:dd:ee:ff`, `aa-bb-cc-dd-ee-ff`, `aabb.ccdd.eeff`), normalised to
- * lower-case colon form. Go's error text is kept: `address <s>: invalid MAC address`.
+ * lower-case colon form. Go's error text is kept: `address <s>: invalid MAC address`. Pure.
  */
-import { InvalidConfigError } from "../cni/errors.ts";
-
 /** The normalised MAC, or undefined when `s` is not a 6-byte MAC. */
 export function parseMacAddress(s: string): string | undefined {
   let hex: string | undefined;
@@ -17,23 +15,4 @@ export function parseMacAddress(s: string): string | undefined {
 /** Go's `net.ParseMAC` error text for `s`. */
 export function invalidMacMessage(s: string): string {
   return `address ${s}: invalid MAC address`;
-}
-
-/**
- * The MAC a container link gets, by upstream's precedence (config `mac` < CNI_ARGS `MAC` <
- * runtimeConfig `mac`; empty strings ignored), parsed and normalised; a bad MAC is code 7 naming it.
- */
-export function resolveContainerMac(candidates: {
-  config?: string | undefined;
-  cniArgs?: string | undefined;
-  runtimeConfig?: string | undefined;
-}): string | undefined {
-  let mac: string | undefined;
-  for (const m of [candidates.config, candidates.cniArgs, candidates.runtimeConfig]) {
-    if (m !== undefined && m !== "") mac = m;
-  }
-  if (mac === undefined) return undefined;
-  const parsed = parseMacAddress(mac);
-  if (parsed === undefined) throw new InvalidConfigError(`invalid args ${mac} for MAC addr: ${invalidMacMessage(mac)}`);
-  return parsed;
 }

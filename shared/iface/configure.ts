@@ -15,8 +15,8 @@ import { Handle, type Link, type RouteSpec } from "../netlink/index.ts";
 import { RT_SCOPE_UNIVERSE } from "../netlink/constants/rtnetlink.ts";
 import { withNetNS, type NetNS } from "../netns/index.ts";
 import { sysctlGet, sysctlSet } from "../sysctl/index.ts";
-import { formatIP } from "./addr.ts";
-import { networkAddress, parseCIDR, type CIDR } from "./cidr.ts";
+import { formatIP } from "../ip/addr.ts";
+import { networkAddress, parseCIDR, type CIDR } from "../ip/cidr.ts";
 import { goIP, goIPConfig, goIPNet, goScope } from "./go-format.ts";
 import { settleIPv6 } from "./settle.ts";
 

@@ -6,8 +6,8 @@
 import { InternalError, messageOf } from "../cni/errors.ts";
 import type { IPConfig, Interface, Result, Route } from "../cni/types.ts";
 import type { Handle, Link, RouteEntry } from "../netlink/index.ts";
-import { formatIP, parseIP } from "./addr.ts";
-import { networkAddress, parseCIDR, type CIDR } from "./cidr.ts";
+import { formatIP, parseIP } from "../ip/addr.ts";
+import { networkAddress, parseCIDR, type CIDR } from "../ip/cidr.ts";
 import { goIP, goRoute } from "./go-format.ts";
 
 /** Canonical text of an address (so `fd00::0:1` equals `fd00::1`). */

@@ -3,8 +3,8 @@
  * (`{10.0.0.0 ffffff00}` for a net.IPNet, `<nil>` for a missing IP). Pure.
  */
 import type { IPConfig, Route } from "../cni/types.ts";
-import { formatIP } from "./addr.ts";
-import { maskBits, networkAddress, parseCIDR } from "./cidr.ts";
+import { formatIP } from "../ip/addr.ts";
+import { maskBits, networkAddress, parseCIDR } from "../ip/cidr.ts";
 
 function maskHex(prefixLen: number, family: 4 | 6): string {
   const width = family === 4 ? 8 : 32;

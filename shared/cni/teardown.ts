@@ -1,0 +1,88 @@
+/**
+ * Undo is teardown (as in netavark): a plugin lists, once, the steps that remove what it creates —
+ * in the order DEL runs them — and both verbs use that one list.
+ *
+ * - DEL: {@link teardown} runs EVERY step, even after one failed, and reports all failures together
+ *   (one failure: that error itself, so its CNI code survives; several: a {@link TeardownError}
+ *   whose message names each). An IPAM DEL that fails therefore never stops the plugin's own
+ *   teardown; its error is reported afterwards.
+ * - ADD: an {@link Undo} over the same list. ADD marks a step as `reached` once the thing it removes
+ *   may exist (before a change that can half-apply, after one that is atomic); on failure
+ *   `rollback(err)` runs the reached steps, in the list's order, and rethrows the ORIGINAL error.
+ *   A rollback step that fails is written to stderr (the runtime's DEL will retry it), never in
+ *   place of the error that made ADD fail.
+ *
+ * Steps must be idempotent: DEL runs them when nothing, or only part, was ever created.
+ *
+ * ```ts
+ * const steps = (ctx) => [
+ *   { name: "IPAM", run: () => delegate(ipamType, args, "DEL") },
+ *   { name: "container link", run: () => deleteContainerLink(args, ctx.linkIndex) },
+ * ];
+ * // DEL:  await teardown(steps({}));
+ * // ADD:  const undo = new Undo(steps(ctx)); … undo.reached("container link"); …
+ * //       catch (err) { return undo.rollback(err); }
+ * ```
+ */
+import { messageOf } from "../error/annotate.ts";
+import { writeAllSync } from "./stdio.ts";
+
+/** One thing to remove. `name` says what, for messages ("container link", "IPAM address"). */
+export interface TeardownStep {
+  readonly name: string;
+  run(): void | Promise<void>;
+}
+
+/** Several teardown steps failed; `errors` holds each failure in step order. */
+export class TeardownError extends AggregateError {
+  override name = "TeardownError";
+  constructor(errors: unknown[]) {
+    super(errors, errors.map(messageOf).join("; "));
+  }
+}
+
+/** Runs every step in order; throws the one failure, or a TeardownError for several. */
+export async function teardown(steps: readonly TeardownStep[]): Promise<void> {
+  const errors: unknown[] = [];
+  for (const step of steps) {
+    try {
+      await step.run();
+    } catch (err) {
+      errors.push(err);
+    }
+  }
+  if (errors.length === 1) throw errors[0];
+  if (errors.length > 1) throw new TeardownError(errors);
+}
+
+/** ADD's half of undo-is-teardown: which steps were reached, and the rollback. */
+export class Undo {
+  readonly #steps: readonly TeardownStep[];
+  readonly #reached = new Set<string>();
+
+  constructor(steps: readonly TeardownStep[]) {
+    this.#steps = steps;
+  }
+
+  /** Marks steps (by name) as needed on rollback; an unknown name is a programming error. */
+  reached(...names: string[]): void {
+    for (const name of names) {
+      if (!this.#steps.some((s) => s.name === name)) throw new TypeError(`Undo: no teardown step named ${JSON.stringify(name)}`);
+      this.#reached.add(name);
+    }
+  }
+
+  /** Runs the reached steps in teardown order, then rethrows `cause` (the error that made ADD fail). */
+  async rollback(cause: unknown): Promise<never> {
+    for (const step of this.#steps) {
+      if (!this.#reached.has(step.name)) continue;
+      try {
+        await step.run();
+      } catch (err) {
+        writeAllSync(2, `rollback of ${step.name} failed: ${messageOf(err)}\n`);
+      }
+    }
+    this.#reached.clear();
+    throw cause;
+  }
+}
