@@ -2,7 +2,6 @@ import { describe, expect, test } from "bun:test";
 import { loadDhcpConfig, parseOptionName, socketPathOf } from "./config.ts";
 import { classfulPrefix, parseClasslessRoutes, parseStaticRoutes, resultFromAck } from "./lease-result.ts";
 import { DHCPACK, OPT_CLASSLESS_ROUTE, OPT_MESSAGE_TYPE, OPT_ROUTER, OPT_STATIC_ROUTE, OPT_SUBNET_MASK, decodeMessage, encodeMessage, type DhcpMessage } from "./packet.ts";
-import { parseRequest, parseResponse } from "./rpc-protocol.ts";
 import { backoffDelays, buildMessage, clientIdFor } from "./daemon/client.ts";
 import { parseDaemonFlags, parseGoDuration } from "./daemon/flags.ts";
 import { leaseTimes } from "./daemon/lease.ts";
@@ -127,20 +126,5 @@ describe("daemon flags (Go flag syntax)", () => {
     expect(parseGoDuration("250ms")).toBe(250);
     expect(parseGoDuration("0")).toBe(0);
     expect(() => parseGoDuration("10")).toThrow("missing unit");
-  });
-});
-
-describe("rpc protocol", () => {
-  test("requests are validated", () => {
-    const args = { containerID: "c", netns: "/n", ifName: "eth0", args: "", path: "", stdinData: "{}" };
-    expect(parseRequest(JSON.stringify({ version: 1, method: "add", args })).method).toBe("add");
-    expect(() => parseRequest("{")).toThrow("not JSON");
-    expect(() => parseRequest(JSON.stringify({ version: 2, method: "add", args }))).toThrow("unsupported protocol version");
-    expect(() => parseRequest(JSON.stringify({ version: 1, method: "add", args: { ...args, netns: 1 } }))).toThrow("args.netns must be a string");
-  });
-  test("responses are validated", () => {
-    expect(parseResponse('{"ok":true}')).toEqual({ ok: true });
-    expect(parseResponse('{"ok":false,"error":{"code":11,"msg":"x"}}')).toEqual({ ok: false, error: { code: 11, msg: "x" } });
-    expect(() => parseResponse('{"ok":false}')).toThrow("malformed");
   });
 });

@@ -39,16 +39,25 @@
  *   DISCOVER, instead of losing it to a full -timeout.
  */
 import { isAbsolute, resolve } from "node:path";
-import { CniError, InternalError, TryAgainLaterError, messageOf } from "../../shared/cni/errors.ts";
+import { InternalError, PluginUnavailableError, TryAgainLaterError, messageOf } from "../../shared/cni/errors.ts";
 import { writeAllSync } from "../../shared/cni/stdio.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { loadDhcpConfig, socketPathOf } from "./config.ts";
-import { DaemonUnreachableError, callDaemon } from "./rpc-client.ts";
-import type { RpcArgs, RpcMethod, RpcResponse } from "./rpc-protocol.ts";
+import { DaemonCallError, DaemonUnreachableError, withDaemon, type RpcClient } from "./rpc-client.ts";
+import {
+  CmdArgsType,
+  METHOD_ALLOCATE,
+  METHOD_CHECK,
+  METHOD_GC,
+  METHOD_RELEASE,
+  argsToGob,
+  cannotFindMethod,
+  resultFromGob,
+  type RpcArgs,
+} from "./rpc-protocol.ts";
 
-/** Upstream's method names, kept in error texts. */
-const METHOD_NAMES: Readonly<Record<RpcMethod, string>> = { add: "DHCP.Allocate", check: "DHCP.Check", del: "DHCP.Release" };
+const START_HINT = "is the dhcp daemon running? start it with `dhcp daemon` (or the cni-dhcp.socket unit)";
 
 function rpcArgs(args: CmdArgs): RpcArgs {
   return {
@@ -61,55 +70,82 @@ function rpcArgs(args: CmdArgs): RpcArgs {
   };
 }
 
-async function call(args: CmdArgs, method: RpcMethod): Promise<RpcResponse> {
-  const socketPath = socketPathOf(args.config);
-  // Option errors surface here, before the daemon; DEL never fails on them.
-  if (method !== "del") loadDhcpConfig(args.config, args.args);
+/** One call; the daemon's own error becomes upstream's `error calling <method>: …` (code 999). */
+async function call(client: RpcClient, method: string, args: CmdArgs): Promise<unknown> {
   try {
-    return await callDaemon(socketPath, method, rpcArgs(args));
+    return await client.call(method, CmdArgsType, argsToGob(rpcArgs(args)));
   } catch (err) {
-    if (err instanceof DaemonUnreachableError) throw err;
-    throw new InternalError(`error calling ${METHOD_NAMES[method]}: ${messageOf(err)}`, { cause: err });
+    throw new InternalError(`error calling ${method}: ${messageOf(err)}`, { cause: err });
   }
 }
 
-function unwrap(method: RpcMethod, res: RpcResponse): Result {
-  if (!res.ok) throw new CniError(res.error.code, `error calling ${METHOD_NAMES[method]}: ${res.error.msg}`);
-  return res.result ?? {};
+/** True when a Go daemon answered that it lacks one of our methods. */
+function lacksMethod(err: unknown, method: string): boolean {
+  return err instanceof InternalError && err.cause instanceof DaemonCallError && err.cause.message === cannotFindMethod(method);
+}
+
+function unreachable(err: DaemonUnreachableError): TryAgainLaterError {
+  return new TryAgainLaterError(`error dialing DHCP daemon: ${err.message}`, { cause: err, details: START_HINT });
 }
 
 async function add(args: CmdArgs): Promise<Result> {
+  loadDhcpConfig(args.config, args.args);
   try {
-    return unwrap("add", await call(args, "add"));
+    return await withDaemon(socketPathOf(args.config), async (c) => resultFromGob(await call(c, METHOD_ALLOCATE, args)));
   } catch (err) {
-    if (err instanceof DaemonUnreachableError) {
-      throw new TryAgainLaterError(`error dialing DHCP daemon: ${err.message}`, {
-        cause: err,
-        details: "is the dhcp daemon running? start it with `dhcp daemon` (or the cni-dhcp.socket unit)",
-      });
-    }
-    throw err;
+    throw err instanceof DaemonUnreachableError ? unreachable(err) : err;
   }
 }
 
+/** Read-only DHCP.Check; a Go daemon lacks it, so it gets upstream's CHECK (DHCP.Allocate). */
 async function check(args: CmdArgs): Promise<void> {
+  loadDhcpConfig(args.config, args.args);
   try {
-    unwrap("check", await call(args, "check"));
+    await withDaemon(socketPathOf(args.config), async (c) => {
+      try {
+        await call(c, METHOD_CHECK, args);
+      } catch (err) {
+        if (!lacksMethod(err, METHOD_CHECK)) throw err;
+        await call(c, METHOD_ALLOCATE, args);
+      }
+    });
   } catch (err) {
-    if (err instanceof DaemonUnreachableError) throw new TryAgainLaterError(`error dialing DHCP daemon: ${err.message}`, { cause: err });
-    throw err;
+    throw err instanceof DaemonUnreachableError ? unreachable(err) : err;
   }
 }
 
 async function del(args: CmdArgs): Promise<void> {
   try {
-    unwrap("del", await call(args, "del"));
+    await withDaemon(socketPathOf(args.config), (c) => call(c, METHOD_RELEASE, args));
   } catch (err) {
-    if (err instanceof DaemonUnreachableError) {
-      writeAllSync(2, `dhcp: DEL: the DHCP daemon is not reachable (${err.message}); nothing released, the lease will expire at the server\n`);
-      return;
-    }
-    throw err;
+    if (!(err instanceof DaemonUnreachableError)) throw err;
+    writeAllSync(2, `dhcp: DEL: the DHCP daemon is not reachable (${err.message}); nothing released, the lease will expire at the server\n`);
+  }
+}
+
+/** DHCP.GC; a Go daemon has no GC, which is said on stderr (nothing collected, success). */
+async function gc(args: CmdArgs): Promise<void> {
+  try {
+    await withDaemon(socketPathOf(args.config), async (c) => {
+      try {
+        await call(c, METHOD_GC, args);
+      } catch (err) {
+        if (!lacksMethod(err, METHOD_GC)) throw err;
+        writeAllSync(2, "dhcp: GC: the DHCP daemon does not implement DHCP.GC (a Go daemon); nothing collected\n");
+      }
+    });
+  } catch (err) {
+    throw err instanceof DaemonUnreachableError ? unreachable(err) : err;
+  }
+}
+
+/** STATUS: available when the daemon accepts a Go RPC connection (the first thing ADD needs). */
+async function status(args: CmdArgs): Promise<void> {
+  try {
+    await withDaemon(socketPathOf(args.config), async () => undefined);
+  } catch (err) {
+    if (!(err instanceof DaemonUnreachableError)) throw err;
+    throw new PluginUnavailableError(`DHCP daemon not reachable: ${err.message}`, { cause: err, details: START_HINT });
   }
 }
 
@@ -119,6 +155,6 @@ export const dhcpPlugin: PluginSpec = {
   add,
   check,
   del,
-  status: () => undefined,
-  gc: () => undefined,
+  status,
+  gc,
 };

@@ -8,7 +8,8 @@
  * 0600. An existing socket file is probed: connection refused ⇒ stale (crashed daemon), unlinked
  * and replaced; a live daemon ⇒ refuse to start. SIGTERM/SIGINT: stop maintenance, release
  * nothing, keep the persisted leases, remove the socket (unless socket-activated) and pidfile.
- * Only root and the daemon's own user are answered (SO_PEERCRED, peer-cred.ts).
+ * Protocol: Go net/rpc over HTTP (rpc-server.ts). Only root and the daemon's own user are
+ * answered (SO_PEERCRED, peer-cred.ts).
  * Leases persisted under `-leasedir` are resumed at start.
  */
 import { mkdirSync, rmSync, lstatSync, chmodSync, writeFileSync } from "node:fs";
@@ -18,7 +19,8 @@ import { writeAllSync } from "../../../shared/cni/stdio.ts";
 import { FlagError, parseDaemonFlags, usage, type DaemonFlags } from "./flags.ts";
 import { Lease } from "./lease.ts";
 import { LeaseStore } from "./lease-store.ts";
-import { LeaseManager, serveConnections } from "./server.ts";
+import { serveConnections } from "./rpc-server.ts";
+import { LeaseManager, daemonMethods } from "./server.ts";
 
 /** First fd passed by systemd (SD_LISTEN_FDS_START). */
 const SD_LISTEN_FDS_START = 3;
@@ -128,7 +130,7 @@ export async function runDhcpDaemon(argv: readonly string[], env: Readonly<Recor
   const store = new LeaseStore(flags.leaseDir);
   const manager = new LeaseManager({ flags, store, log });
   const server = createServer();
-  serveConnections(server, manager, log, process.getuid?.() ?? 0);
+  serveConnections(server, daemonMethods(manager), log, process.getuid?.() ?? 0);
   let ownedPath: string | undefined;
   try {
     ownedPath = await openListener(server, flags, env);

@@ -1,25 +1,41 @@
 /**
  * The daemon's request handling: ADD acquires (or returns the existing) lease for
- * `<containerID>/<network>/<ifname>`, CHECK only looks (read-only), DEL releases. Concurrent
- * requests for one key share a single acquisition; different keys never wait for each other.
+ * `<containerID>/<network>/<ifname>`, CHECK only looks (read-only), DEL releases, GC releases the
+ * network's leases of attachments no longer valid. Concurrent requests for one key share a single
+ * acquisition; different keys never wait for each other. {@link daemonMethods} exposes them as the
+ * net/rpc methods of ../rpc-protocol.ts.
  */
-import { createServer, type Server, type Socket } from "node:net";
-import { CNI_ERROR_CODES, CniError, messageOf } from "../../../shared/cni/errors.ts";
+import { validAttachmentsOf } from "../../../shared/cni/netconf.ts";
+import type { Result } from "../../../shared/cni/types.ts";
 import { loadDhcpConfig } from "../config.ts";
-import { MAX_REQUEST_BYTES, parseRequest, type RpcRequest, type RpcResponse } from "../rpc-protocol.ts";
+import { EmptyType, METHOD_ALLOCATE, METHOD_CHECK, METHOD_GC, METHOD_RELEASE, ResultType, resultToGob, type RpcArgs } from "../rpc-protocol.ts";
 import { Lease, type LeaseDeps } from "./lease.ts";
-import { refusePeer } from "./peer-cred.ts";
+import type { Methods } from "./rpc-server.ts";
 
-function failure(err: unknown): RpcResponse {
-  const code = err instanceof CniError ? err.code : CNI_ERROR_CODES.Internal;
-  return { ok: false, error: { code, msg: messageOf(err) } };
+export class LeaseRequestError extends Error {
+  override name = "LeaseRequestError";
 }
 
-/** The network name of a forwarded config (DEL/CHECK must work even when options are invalid). */
-function networkName(stdinData: string): string {
-  const conf = JSON.parse(stdinData) as unknown;
-  const name = typeof conf === "object" && conf !== null ? (conf as Record<string, unknown>)["name"] : undefined;
+/** The forwarded config as an object (DEL/CHECK/GC must work even when options are invalid). */
+function configOf(stdinData: string): Record<string, unknown> {
+  let conf: unknown;
+  try {
+    conf = JSON.parse(stdinData);
+  } catch (err) {
+    throw new LeaseRequestError(`error parsing netconf: ${(err as Error).message}`, { cause: err });
+  }
+  if (typeof conf !== "object" || conf === null || Array.isArray(conf)) throw new LeaseRequestError("error parsing netconf: not a JSON object");
+  return conf as Record<string, unknown>;
+}
+
+function networkName(conf: Record<string, unknown>): string {
+  const name = conf["name"];
   return typeof name === "string" ? name : "";
+}
+
+function keyOf(a: RpcArgs, conf: Record<string, unknown>): string {
+  if (a.ifName === "") throw new LeaseRequestError("CNI_IFNAME is empty");
+  return `${a.containerID}/${networkName(conf)}/${a.ifName}`;
 }
 
 export class LeaseManager {
@@ -50,36 +66,44 @@ export class LeaseManager {
     });
   }
 
-  async handle(req: RpcRequest): Promise<RpcResponse> {
-    const a = req.args;
-    try {
-      if (a.ifName === "") throw new CniError(CNI_ERROR_CODES.InvalidEnvironmentVariables, "CNI_IFNAME is empty");
-      if (req.method === "del") {
-        await this.release(`${a.containerID}/${networkName(a.stdinData)}/${a.ifName}`);
-        return { ok: true };
-      }
-      if (req.method === "check") {
-        const key = `${a.containerID}/${networkName(a.stdinData)}/${a.ifName}`;
-        const lease = this.#leases.get(key) ?? (await this.#pending.get(key));
-        if (lease === undefined) throw new CniError(CNI_ERROR_CODES.Internal, `no DHCP lease held for ${JSON.stringify(key)}`);
-        return { ok: true, result: lease.result() };
-      }
-      const conf = loadDhcpConfig(JSON.parse(a.stdinData) as Record<string, unknown>, a.args);
-      if (!a.netns.startsWith("/")) throw new CniError(CNI_ERROR_CODES.InvalidNetNS, `netns path ${JSON.stringify(a.netns)} is not absolute`);
-      const key = `${a.containerID}/${conf.network}/${a.ifName}`;
-      const lease = await this.#acquire(key, req);
-      return { ok: true, result: lease.result() };
-    } catch (err) {
-      return failure(err);
-    }
+  /** DHCP.Allocate: the held lease, or a new one. */
+  async allocate(a: RpcArgs): Promise<Result> {
+    const conf = configOf(a.stdinData);
+    loadDhcpConfig(conf, a.args);
+    if (!a.netns.startsWith("/")) throw new LeaseRequestError(`netns path ${JSON.stringify(a.netns)} is not absolute`);
+    const lease = await this.#acquire(keyOf(a, conf), a);
+    return lease.result();
   }
 
-  async #acquire(key: string, req: RpcRequest): Promise<Lease> {
+  /** DHCP.Check: the held lease; nothing is sent to the server. */
+  async check(a: RpcArgs): Promise<Result> {
+    const key = keyOf(a, configOf(a.stdinData));
+    const lease = this.#leases.get(key) ?? (await this.#pending.get(key));
+    if (lease === undefined) throw new LeaseRequestError(`no DHCP lease held for ${JSON.stringify(key)}`);
+    return lease.result();
+  }
+
+  /** DHCP.GC: releases the network's leases whose (containerID, ifname) is not a valid attachment. */
+  async gc(a: RpcArgs): Promise<void> {
+    const conf = configOf(a.stdinData);
+    const valid = validAttachmentsOf(conf);
+    if (valid === undefined) throw new LeaseRequestError("GC needs a well-formed cni.dev/valid-attachments list");
+    const network = networkName(conf);
+    const keep = new Set(valid.map((v) => `${v.containerID}/${network}/${v.ifName}`));
+    // Acquisitions in flight are left alone: the runtime lists every attachment it has not deleted.
+    const stale = [...this.#leases.values()]
+      .map((l) => l.req)
+      .filter((r) => r.key === `${r.containerID}/${network}/${r.ifName}` && !keep.has(r.key))
+      .map((r) => r.key);
+    for (const key of stale) this.#deps.log(`${key}: not a valid attachment; releasing (GC)`);
+    await Promise.all(stale.map((key) => this.release(key)));
+  }
+
+  async #acquire(key: string, a: RpcArgs): Promise<Lease> {
     const have = this.#leases.get(key);
     if (have !== undefined) return have;
     const pending = this.#pending.get(key);
     if (pending !== undefined) return pending;
-    const a = req.args;
     const p = Lease.acquire(
       { key, containerID: a.containerID, netns: a.netns, ifName: a.ifName, cniArgs: a.args, stdinData: a.stdinData },
       this.#deps,
@@ -93,6 +117,11 @@ export class LeaseManager {
     } finally {
       this.#pending.delete(key);
     }
+  }
+
+  /** DHCP.Release: releases the caller's lease; one not held succeeds. */
+  releaseFor(a: RpcArgs): Promise<void> {
+    return this.release(keyOf(a, configOf(a.stdinData)));
   }
 
   /** Releases the lease for `key`; unknown keys succeed. */
@@ -116,49 +145,19 @@ export class LeaseManager {
   }
 }
 
-/**
- * Serves the protocol of rpc-protocol.ts on `server` (already created by the caller). Callers
- * other than root and `ownUid` get a refusal (peer-cred.ts) and nothing else.
- */
-export function serveConnections(server: Server, manager: LeaseManager, log: (s: string) => void, ownUid: number): void {
-  server.on("connection", (conn: Socket) => {
-    let buf = Buffer.alloc(0);
-    let done = false;
-    const answer = (res: RpcResponse): void => {
-      if (conn.destroyed) return;
-      conn.end(`${JSON.stringify(res)}\n`);
-    };
-    conn.on("error", () => undefined);
-    const refusal = refusePeer(conn, ownUid);
-    if (refusal !== undefined) {
-      done = true;
-      log(refusal);
-      answer({ ok: false, error: { code: CNI_ERROR_CODES.Internal, msg: refusal } });
-      return;
-    }
-    conn.on("data", (chunk: Buffer) => {
-      if (done) return;
-      buf = Buffer.concat([buf, chunk]);
-      const nl = buf.indexOf(0x0a);
-      if (nl < 0 && buf.byteLength <= MAX_REQUEST_BYTES) return;
-      done = true;
-      if (nl < 0 || nl > MAX_REQUEST_BYTES) {
-        answer({ ok: false, error: { code: CNI_ERROR_CODES.Internal, msg: `request larger than ${MAX_REQUEST_BYTES} bytes` } });
-        return;
-      }
-      let req: RpcRequest;
-      try {
-        req = parseRequest(buf.subarray(0, nl).toString("utf8"));
-      } catch (err) {
-        answer(failure(err));
-        return;
-      }
-      manager.handle(req).then(answer, (err: unknown) => {
-        log(`internal error: ${messageOf(err)}`);
-        answer(failure(err));
-      });
-    });
-  });
+/** The daemon's net/rpc methods (../rpc-protocol.ts). */
+export function daemonMethods(m: LeaseManager): Methods {
+  const empty = { type: EmptyType, value: {} };
+  return {
+    [METHOD_ALLOCATE]: async (a) => ({ type: ResultType, value: resultToGob(await m.allocate(a)) }),
+    [METHOD_CHECK]: async (a) => ({ type: ResultType, value: resultToGob(await m.check(a)) }),
+    [METHOD_RELEASE]: async (a) => {
+      await m.releaseFor(a);
+      return empty;
+    },
+    [METHOD_GC]: async (a) => {
+      await m.gc(a);
+      return empty;
+    },
+  };
 }
-
-export { createServer };
