@@ -8,8 +8,8 @@
  * succeed (DEL does not even read the config).
  *
  * Deviations from upstream: config errors are code 7 and a missing prevResult on CHECK is code 7
- * (upstream: 999); an undecodable prevResult is code 6; routes without `dst` and the untagged Go
- * `Address` object form are refused instead of printing `<nil>`.
+ * (upstream: 999); an undecodable prevResult is code 6; routes without `dst` are refused instead of
+ * printing `<nil>`; Go's untagged `Address`/`Version` fields must agree with `address` (config.ts).
  */
 import { decode, t } from "../../shared/cni/decode.ts";
 import { CniError, InternalError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
