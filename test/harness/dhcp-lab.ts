@@ -14,7 +14,7 @@ import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { registerCleanup } from "./cleanup.ts";
 import { createContainerNetns, type ContainerNetns } from "./netns.ts";
-import { pluginPath } from "./paths.ts";
+import { goPluginPath, pluginPath } from "./paths.ts";
 import { makeTempDir } from "./tempdir.ts";
 import type { FakeServerEvent, FakeServerOptions } from "./dhcp-fake-server.ts";
 
@@ -131,12 +131,18 @@ export interface Daemon {
   signal(sig: "SIGTERM" | "SIGKILL" | "SIGINT"): Promise<number | null>;
 }
 
-/** Starts `<bin>/dhcp daemon` with a private socket and lease dir; waits for the socket. */
-export async function startDaemon(dir: string, extra: string[] = [], env: Record<string, string> = {}): Promise<Daemon> {
+/**
+ * Starts `<bin>/dhcp daemon` with a private socket and lease dir; waits for the socket. `go`: the
+ * Go 1.1.1 daemon (/usr/lib/cni/dhcp) instead, which keeps no lease dir.
+ */
+export async function startDaemon(dir: string, extra: string[] = [], env: Record<string, string> = {}, go = false): Promise<Daemon> {
   const socketPath = join(dir, "run", "dhcp.sock");
   const leaseDir = join(dir, "leases");
   mkdirSync(dir, { recursive: true });
-  const proc = Bun.spawn([pluginPath("dhcp"), "daemon", "-socketpath", socketPath, "-leasedir", leaseDir, ...extra], {
+  const argv = go
+    ? [goPluginPath("dhcp"), "daemon", "-socketpath", socketPath, ...extra]
+    : [pluginPath("dhcp"), "daemon", "-socketpath", socketPath, "-leasedir", leaseDir, ...extra];
+  const proc = Bun.spawn(argv, {
     stdin: "ignore",
     stdout: "ignore",
     stderr: "pipe",
