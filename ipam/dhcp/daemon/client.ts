@@ -20,6 +20,7 @@ import {
   OPT_PARAMETER_REQUEST_LIST,
   OPT_REQUESTED_IP,
   OPT_SERVER_ID,
+  decodeMessage,
   encodeMessage,
   ipv4Bytes,
   messageType,
@@ -119,19 +120,18 @@ export function serverIdOf(m: DhcpMessage): string {
 }
 
 /**
- * One exchange: sends `msg` to `dest` and waits `timeoutMs` for a reply of an accepted type with
- * our xid and MAC; re-sends up to {@link SENDS_PER_EXCHANGE} times. A send that fails (no route
+ * One exchange (DHCPv4 or v6): sends `bytes` to `dest` and waits `timeoutMs` for a datagram that
+ * `take` accepts; re-sends up to {@link SENDS_PER_EXCHANGE} times. A send that fails (no route
  * yet, interface down) counts as a lost packet.
  */
-export async function exchange(
+export async function exchangeBytes<M>(
   sock: DhcpSocket,
-  p: ClientParams,
-  msg: DhcpMessage,
+  timeoutMs: number,
+  bytes: Uint8Array,
   dest: string,
-  accept: (m: DhcpMessage) => boolean,
+  take: (raw: Uint8Array) => M | undefined,
   cancelled: () => boolean,
-): Promise<DhcpMessage> {
-  const bytes = encodeMessage(msg);
+): Promise<M> {
   let lastSendError: unknown;
   for (let i = 0; i < SENDS_PER_EXCHANGE && !cancelled(); i++) {
     sock.drain();
@@ -140,15 +140,32 @@ export async function exchange(
     } catch (err) {
       lastSendError = err;
     }
-    const reply = await sock.receive(
-      Date.now() + p.timeoutMs,
-      (m) => m.op === BOOTREPLY && m.xid === msg.xid && sameMac(m.chaddr, p.mac) && accept(m),
-      cancelled,
-    );
+    const reply = await sock.receive(Date.now() + timeoutMs, take, cancelled);
     if (reply !== undefined) return reply;
   }
   const why = lastSendError instanceof Error ? ` (last send: ${lastSendError.message})` : "";
-  throw new DhcpTimeoutError(`no reply after ${SENDS_PER_EXCHANGE} tries of ${p.timeoutMs} ms${why}`);
+  throw new DhcpTimeoutError(`no reply after ${SENDS_PER_EXCHANGE} tries of ${timeoutMs} ms${why}`);
+}
+
+/** A DHCPv4 exchange: replies must carry our xid and MAC and pass `accept`. */
+export function exchange(
+  sock: DhcpSocket,
+  p: ClientParams,
+  msg: DhcpMessage,
+  dest: string,
+  accept: (m: DhcpMessage) => boolean,
+  cancelled: () => boolean,
+): Promise<DhcpMessage> {
+  const take = (raw: Uint8Array): DhcpMessage | undefined => {
+    let m: DhcpMessage;
+    try {
+      m = decodeMessage(raw);
+    } catch {
+      return undefined;
+    }
+    return m.op === BOOTREPLY && m.xid === msg.xid && sameMac(m.chaddr, p.mac) && accept(m) ? m : undefined;
+  };
+  return exchangeBytes(sock, p.timeoutMs, encodeMessage(msg), dest, take, cancelled);
 }
 
 function nakError(m: DhcpMessage): DhcpNakError {
@@ -228,13 +245,18 @@ export function* backoffDelays(maxMs: number, jitter: () => number = () => (Math
   }
 }
 
+/** What a retry sequence needs of the client parameters. */
+export interface RetryParams {
+  resendMaxMs: number;
+}
+
 /**
  * Runs `attempt` until it succeeds, sleeping the back-off between failures, bounded by
  * `deadline` (epoch ms). Throws the last failure wrapped as "no more tries".
  */
 export async function withRetries<T>(
   attempt: () => Promise<T>,
-  p: ClientParams,
+  p: RetryParams,
   deadline: number,
   cancelled: () => boolean,
   sleep: (ms: number) => Promise<void>,

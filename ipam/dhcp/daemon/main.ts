@@ -17,7 +17,8 @@ import { createConnection, createServer, type Server } from "node:net";
 import { dirname, isAbsolute } from "node:path";
 import { writeAllSync } from "../../../shared/cni/stdio.ts";
 import { FlagError, parseDaemonFlags, usage, type DaemonFlags } from "./flags.ts";
-import { Lease } from "./lease.ts";
+import { Lease4 } from "./lease4.ts";
+import { Lease6 } from "./lease6.ts";
 import { LeaseStore } from "./lease-store.ts";
 import { serveConnections } from "./rpc-server.ts";
 import { LeaseManager, daemonMethods } from "./server.ts";
@@ -143,12 +144,13 @@ export async function runDhcpDaemon(argv: readonly string[], env: Readonly<Recor
 
   for (const record of store.loadAll((file, why) => log(`ignoring unreadable lease file ${file}: ${why}`))) {
     try {
-      const lease = Lease.resume(record, { flags, store, log });
+      const deps = { flags, store, log };
+      const lease = record.family === 6 ? Lease6.resume(record, deps) : Lease4.resume(record, deps);
       manager.adopt(lease);
-      log(`${record.key}: resumed lease on ${lease.address}`);
+      log(`${lease.tag}: resumed lease on ${lease.address}`);
     } catch (err) {
       log(`${record.key}: cannot resume persisted lease: ${(err as Error).message}`);
-      store.remove(record.key);
+      store.remove(record.key, record.family ?? 4);
     }
   }
 

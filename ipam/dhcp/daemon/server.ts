@@ -9,7 +9,9 @@ import { validAttachmentsOf } from "../../../shared/cni/netconf.ts";
 import type { Result } from "../../../shared/cni/types.ts";
 import { loadDhcpConfig } from "../config.ts";
 import { EmptyType, METHOD_ALLOCATE, METHOD_CHECK, METHOD_GC, METHOD_RELEASE, ResultType, resultToGob, type RpcArgs } from "../rpc-protocol.ts";
-import { Lease, type LeaseDeps } from "./lease.ts";
+import type { Lease, LeaseDeps } from "./lease.ts";
+import { Lease4 } from "./lease4.ts";
+import { Lease6 } from "./lease6.ts";
 import type { Methods } from "./rpc-server.ts";
 
 export class LeaseRequestError extends Error {
@@ -38,10 +40,42 @@ function keyOf(a: RpcArgs, conf: Record<string, unknown>): string {
   return `${a.containerID}/${networkName(conf)}/${a.ifName}`;
 }
 
+type AnyLease = Lease<unknown>;
+
+/** The map key of one family's lease of an attachment. */
+function slotOf(key: string, family: 4 | 6): string {
+  return family === 6 ? `${key}#v6` : key;
+}
+
+/**
+ * Merges the per-family results (v4 first): addresses, v4's routes, DNS servers and search domains
+ * of both (deduplicated), the first domain, and the interface when one family set its MTU.
+ */
+export function mergeResults(results: readonly Result[]): Result {
+  const out: Result = {};
+  const ips = results.flatMap((r) => r.ips ?? []);
+  const routes = results.flatMap((r) => r.routes ?? []);
+  const interfaces = results.flatMap((r) => r.interfaces ?? []).slice(0, 1);
+  if (interfaces.length > 0) out.interfaces = interfaces;
+  if (ips.length > 0) out.ips = ips;
+  if (routes.length > 0) out.routes = routes;
+  const nameservers = [...new Set(results.flatMap((r) => r.dns?.nameservers ?? []))];
+  const search = [...new Set(results.flatMap((r) => r.dns?.search ?? []))];
+  const domain = results.map((r) => r.dns?.domain).find((d) => d !== undefined);
+  if (nameservers.length > 0 || search.length > 0 || domain !== undefined) {
+    out.dns = {};
+    if (nameservers.length > 0) out.dns.nameservers = nameservers;
+    if (domain !== undefined) out.dns.domain = domain;
+    if (search.length > 0) out.dns.search = search;
+  }
+  return out;
+}
+
 export class LeaseManager {
   readonly #deps: LeaseDeps;
-  readonly #leases = new Map<string, Lease>();
-  readonly #pending = new Map<string, Promise<Lease>>();
+  /** Leases by slot ({@link slotOf}). */
+  readonly #leases = new Map<string, AnyLease>();
+  readonly #pending = new Map<string, Promise<AnyLease>>();
 
   constructor(deps: LeaseDeps) {
     this.#deps = deps;
@@ -52,35 +86,53 @@ export class LeaseManager {
   }
 
   /** Adopts a resumed lease and starts its loop. */
-  adopt(lease: Lease): void {
-    this.#leases.set(lease.req.key, lease);
+  adopt(lease: AnyLease): void {
+    this.#leases.set(slotOf(lease.req.key, lease.family), lease);
     this.#startLoop(lease);
   }
 
-  #startLoop(lease: Lease): void {
+  #startLoop(lease: AnyLease): void {
+    const slot = slotOf(lease.req.key, lease.family);
     lease.start((why) => {
-      if (this.#leases.get(lease.req.key) === lease && why !== "stopped") {
-        this.#leases.delete(lease.req.key);
-        this.#deps.log(`${lease.req.key}: ${why}`);
+      if (this.#leases.get(slot) === lease && why !== "stopped") {
+        this.#leases.delete(slot);
+        this.#deps.log(`${lease.tag}: ${why}`);
       }
     });
   }
 
-  /** DHCP.Allocate: the held lease, or a new one. */
+  /**
+   * DHCP.Allocate: the held leases, or new ones, for every family of `ipam.ipFamilies`. When one
+   * family fails, the leases this call acquired for the others are released again.
+   */
   async allocate(a: RpcArgs): Promise<Result> {
     const conf = configOf(a.stdinData);
-    loadDhcpConfig(conf, a.args);
+    const families = loadDhcpConfig(conf, a.args).families;
     if (!a.netns.startsWith("/")) throw new LeaseRequestError(`netns path ${JSON.stringify(a.netns)} is not absolute`);
-    const lease = await this.#acquire(keyOf(a, conf), a);
-    return lease.result();
+    const key = keyOf(a, conf);
+    const fresh = families.filter((f) => !this.#leases.has(slotOf(key, f)));
+    const got = await Promise.allSettled(families.map((f) => this.#acquire(key, f, a)));
+    const failed = got.find((g): g is PromiseRejectedResult => g.status === "rejected");
+    if (failed !== undefined) {
+      const acquiredNow = fresh.filter((f) => got[families.indexOf(f)]?.status === "fulfilled");
+      await Promise.all(acquiredNow.map((f) => this.#releaseSlot(slotOf(key, f))));
+      throw failed.reason;
+    }
+    return mergeResults(got.map((g) => (g as PromiseFulfilledResult<AnyLease>).value.result()));
   }
 
-  /** DHCP.Check: the held lease; nothing is sent to the server. */
+  /** DHCP.Check: the held leases of every configured family; nothing is sent to the server. */
   async check(a: RpcArgs): Promise<Result> {
-    const key = keyOf(a, configOf(a.stdinData));
-    const lease = this.#leases.get(key) ?? (await this.#pending.get(key));
-    if (lease === undefined) throw new LeaseRequestError(`no DHCP lease held for ${JSON.stringify(key)}`);
-    return lease.result();
+    const conf = configOf(a.stdinData);
+    const key = keyOf(a, conf);
+    const results: Result[] = [];
+    for (const f of loadDhcpConfig(conf, a.args).families) {
+      const slot = slotOf(key, f);
+      const lease = this.#leases.get(slot) ?? (await this.#pending.get(slot)?.catch(() => undefined));
+      if (lease === undefined) throw new LeaseRequestError(`no DHCP${f === 6 ? "v6" : ""} lease held for ${JSON.stringify(key)}`);
+      results.push(lease.result());
+    }
+    return mergeResults(results);
   }
 
   /** DHCP.GC: releases the network's leases whose (containerID, ifname) is not a valid attachment. */
@@ -91,49 +143,47 @@ export class LeaseManager {
     const network = networkName(conf);
     const keep = new Set(valid.map((v) => `${v.containerID}/${network}/${v.ifName}`));
     // Acquisitions in flight are left alone: the runtime lists every attachment it has not deleted.
-    const stale = [...this.#leases.values()]
-      .map((l) => l.req)
-      .filter((r) => r.key === `${r.containerID}/${network}/${r.ifName}` && !keep.has(r.key))
-      .map((r) => r.key);
-    for (const key of stale) this.#deps.log(`${key}: not a valid attachment; releasing (GC)`);
-    await Promise.all(stale.map((key) => this.release(key)));
+    const stale = [...this.#leases.values()].filter((l) => l.req.key === `${l.req.containerID}/${network}/${l.req.ifName}` && !keep.has(l.req.key));
+    for (const l of stale) this.#deps.log(`${l.tag}: not a valid attachment; releasing (GC)`);
+    await Promise.all(stale.map((l) => this.#releaseSlot(slotOf(l.req.key, l.family))));
   }
 
-  async #acquire(key: string, a: RpcArgs): Promise<Lease> {
-    const have = this.#leases.get(key);
+  async #acquire(key: string, family: 4 | 6, a: RpcArgs): Promise<AnyLease> {
+    const slot = slotOf(key, family);
+    const have = this.#leases.get(slot);
     if (have !== undefined) return have;
-    const pending = this.#pending.get(key);
+    const pending = this.#pending.get(slot);
     if (pending !== undefined) return pending;
-    const p = Lease.acquire(
-      { key, containerID: a.containerID, netns: a.netns, ifName: a.ifName, cniArgs: a.args, stdinData: a.stdinData },
-      this.#deps,
-    );
-    this.#pending.set(key, p);
+    const req = { key, containerID: a.containerID, netns: a.netns, ifName: a.ifName, cniArgs: a.args, stdinData: a.stdinData };
+    const p: Promise<AnyLease> = family === 6 ? Lease6.acquire(req, this.#deps) : Lease4.acquire(req, this.#deps);
+    this.#pending.set(slot, p);
     try {
       const lease = await p;
-      this.#leases.set(key, lease);
+      this.#leases.set(slot, lease);
       this.#startLoop(lease);
       return lease;
     } finally {
-      this.#pending.delete(key);
+      this.#pending.delete(slot);
     }
   }
 
-  /** DHCP.Release: releases the caller's lease; one not held succeeds. */
-  releaseFor(a: RpcArgs): Promise<void> {
-    return this.release(keyOf(a, configOf(a.stdinData)));
+  /** DHCP.Release: releases the caller's leases (both families); ones not held succeed. */
+  async releaseFor(a: RpcArgs): Promise<void> {
+    const key = keyOf(a, configOf(a.stdinData));
+    await Promise.all([this.#releaseSlot(slotOf(key, 4)), this.#releaseSlot(slotOf(key, 6))]);
   }
 
-  /** Releases the lease for `key`; unknown keys succeed. */
-  async release(key: string): Promise<void> {
-    const pending = this.#pending.get(key);
+  /** Releases one slot's lease; an unknown slot succeeds (and its record, if any, is dropped). */
+  async #releaseSlot(slot: string): Promise<void> {
+    const pending = this.#pending.get(slot);
     if (pending !== undefined) await pending.catch(() => undefined);
-    const lease = this.#leases.get(key);
+    const lease = this.#leases.get(slot);
     if (lease === undefined) {
-      this.#deps.store.remove(key);
+      const v6 = slot.endsWith("#v6");
+      this.#deps.store.remove(v6 ? slot.slice(0, -3) : slot, v6 ? 6 : 4);
       return;
     }
-    this.#leases.delete(key);
+    this.#leases.delete(slot);
     await lease.release();
   }
 
