@@ -60,9 +60,15 @@ async function call(client: RpcClient, method: string, args: CmdArgs): Promise<u
   }
 }
 
-/** True when a Go daemon answered that it lacks one of our methods. */
-function lacksMethod(err: unknown, method: string): boolean {
-  return err instanceof InternalError && err.cause instanceof DaemonCallError && err.cause.message === cannotFindMethod(method);
+/** Calls one of our methods; when the daemon (a Go one) lacks it, runs `fallback` instead. */
+async function callOurs(client: RpcClient, method: string, args: CmdArgs, fallback: () => Promise<unknown>): Promise<unknown> {
+  try {
+    return await call(client, method, args);
+  } catch (err) {
+    const lacks = err instanceof InternalError && err.cause instanceof DaemonCallError && err.cause.message === cannotFindMethod(method);
+    if (!lacks) throw err;
+    return fallback();
+  }
 }
 
 function unreachable(err: DaemonUnreachableError): TryAgainLaterError {
@@ -104,14 +110,7 @@ async function add(args: CmdArgs): Promise<Result> {
 async function check(args: CmdArgs): Promise<void> {
   loadDhcpConfig(args.config, args.args);
   try {
-    await withDaemon(socketPathOf(args.config), async (c) => {
-      try {
-        await call(c, METHOD_CHECK, args);
-      } catch (err) {
-        if (!lacksMethod(err, METHOD_CHECK)) throw err;
-        await call(c, METHOD_ALLOCATE, args);
-      }
-    });
+    await withDaemon(socketPathOf(args.config), (c) => callOurs(c, METHOD_CHECK, args, () => call(c, METHOD_ALLOCATE, args)));
   } catch (err) {
     throw err instanceof DaemonUnreachableError ? unreachable(err) : err;
   }
@@ -129,14 +128,11 @@ async function del(args: CmdArgs): Promise<void> {
 /** DHCP.GC; a Go daemon has no GC, which is said on stderr (nothing collected, success). */
 async function gc(args: CmdArgs): Promise<void> {
   try {
-    await withDaemon(socketPathOf(args.config), async (c) => {
-      try {
-        await call(c, METHOD_GC, args);
-      } catch (err) {
-        if (!lacksMethod(err, METHOD_GC)) throw err;
+    await withDaemon(socketPathOf(args.config), (c) =>
+      callOurs(c, METHOD_GC, args, async () => {
         writeAllSync(2, "dhcp: GC: the DHCP daemon does not implement DHCP.GC (a Go daemon); nothing collected\n");
-      }
-    });
+      }),
+    );
   } catch (err) {
     throw err instanceof DaemonUnreachableError ? unreachable(err) : err;
   }

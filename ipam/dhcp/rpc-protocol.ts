@@ -25,7 +25,8 @@
  */
 import type { DNS, IPConfig, Interface, Result, Route } from "../../shared/cni/types.ts";
 import { formatIP, ipFromBytes, ipToBytes, maskBits, parseCIDR, parseIP, type IPAddr } from "../../shared/ip/ip.ts";
-import { gob, type GobType } from "./gob.ts";
+import { gob } from "./gob.ts";
+import { maskToPrefix } from "./lease-result.ts";
 
 export const RPC_PATH = "/_goRPC_";
 export const RPC_CONNECTED = "200 Connected to Go RPC";
@@ -188,28 +189,15 @@ function ipText(b: Uint8Array, what: string): string {
   return formatIP(ip);
 }
 
-/** Prefix length of a net.IPMask (contiguous ones), as Go's `Mask.Size()`. */
-function maskLength(mask: Uint8Array, what: string): number {
-  let bits = 0;
-  let seenZero = false;
-  for (const byte of mask) {
-    for (let i = 7; i >= 0; i--) {
-      if ((byte >> i) & 1) {
-        if (seenZero) throw new RpcProtocolError(`${what}: non-contiguous mask`);
-        bits++;
-      } else seenZero = true;
-    }
-  }
-  return bits;
-}
-
 function ipNetFromGob(v: unknown, what: string): string {
   const o = asStruct(v, what);
   const ip = field(o, "IP", isBytes, new Uint8Array(0));
   const mask = field(o, "Mask", isBytes, new Uint8Array(0));
   const text = ipText(ip, what);
   // A 16-byte mask with an IPv4 address (v4-in-v6 form) counts its last 32 bits, as Go prints it.
-  const prefix = maskLength(mask, what) - (text.includes(":") ? 0 : Math.max(0, mask.byteLength - 4) * 8);
+  const ones = maskToPrefix(mask);
+  if (ones === undefined) throw new RpcProtocolError(`${what}: non-contiguous mask`);
+  const prefix = ones - (text.includes(":") ? 0 : Math.max(0, mask.byteLength - 4) * 8);
   return `${text}/${prefix}`;
 }
 
@@ -259,21 +247,21 @@ function structs(o: Record<string, unknown>, name: string): Record<string, unkno
   return field(o, name, isArray, []).map((v, i) => asStruct(v, `${name}[${i}]`));
 }
 
+const INTERFACE_STRINGS = [["Mac", "mac"], ["Sandbox", "sandbox"], ["SocketPath", "socketPath"], ["PciID", "pciID"]] as const;
+const ROUTE_INTS = [["MTU", "mtu"], ["AdvMSS", "advmss"], ["Priority", "priority"], ["Table", "table"], ["Scope", "scope"]] as const;
+const DNS_LISTS = [["Nameservers", "nameservers"], ["Search", "search"], ["Options", "options"]] as const;
+
 export function resultFromGob(v: unknown): Result {
   const o = asStruct(v, "Result");
   const out: Result = {};
   const interfaces = structs(o, "Interfaces").map((i): Interface => {
     const itf: Interface = { name: field(i, "Name", isString, "") };
-    const mac = field(i, "Mac", isString, "");
+    for (const [goName, key] of INTERFACE_STRINGS) {
+      const s = field(i, goName, isString, "");
+      if (s !== "") itf[key] = s;
+    }
     const mtu = field(i, "Mtu", isNumber, 0);
-    const sandbox = field(i, "Sandbox", isString, "");
-    const socketPath = field(i, "SocketPath", isString, "");
-    const pciID = field(i, "PciID", isString, "");
-    if (mac !== "") itf.mac = mac;
     if (mtu !== 0) itf.mtu = mtu;
-    if (sandbox !== "") itf.sandbox = sandbox;
-    if (socketPath !== "") itf.socketPath = socketPath;
-    if (pciID !== "") itf.pciID = pciID;
     return itf;
   });
   if (interfaces.length > 0) out.interfaces = interfaces;
@@ -289,23 +277,21 @@ export function resultFromGob(v: unknown): Result {
     const r: Route = { dst: ipNetFromGob(rt["Dst"] ?? {}, `Routes[${n}].Dst`) };
     const gw = field(rt, "GW", isBytes, new Uint8Array(0));
     if (gw.byteLength > 0) r.gw = ipText(gw, `Routes[${n}].GW`);
-    for (const [goName, key] of [["MTU", "mtu"], ["AdvMSS", "advmss"], ["Priority", "priority"], ["Table", "table"], ["Scope", "scope"]] as const) {
-      const n = field(rt, goName, isNumber, 0);
-      if (n !== 0) r[key] = n;
+    for (const [goName, key] of ROUTE_INTS) {
+      const i = field(rt, goName, isNumber, 0);
+      if (i !== 0) r[key] = i;
     }
     return r;
   });
   if (routes.length > 0) out.routes = routes;
   const dns = isObject(o["DNS"]) ? o["DNS"] : {};
   const d: DNS = {};
-  const nameservers = strings(dns, "Nameservers");
+  for (const [goName, key] of DNS_LISTS) {
+    const list = strings(dns, goName);
+    if (list) d[key] = list;
+  }
   const domain = field(dns, "Domain", isString, "");
-  const search = strings(dns, "Search");
-  const options = strings(dns, "Options");
-  if (nameservers) d.nameservers = nameservers;
   if (domain !== "") d.domain = domain;
-  if (search) d.search = search;
-  if (options) d.options = options;
   if (Object.keys(d).length > 0) out.dns = d;
   return out;
 }

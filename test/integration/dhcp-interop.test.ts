@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { runAllCleanups } from "../harness/cleanup.ts";
-import { dhcpConf, labContainer, startDaemon, startLab, type Daemon, type Lab, type LabContainer } from "../harness/dhcp-lab.ts";
+import { dhcpConf, labContainer, startDaemon, startLab, type Daemon, type Lab, type LabContainer, waitFor } from "../harness/dhcp-lab.ts";
 import { execGoPlugin, execPlugin, type PluginInvocation } from "../harness/exec-plugin.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
@@ -16,14 +16,6 @@ afterAll(() => runAllCleanups());
 
 const RUN = existsSync("/usr/sbin/dnsmasq") && process.getuid?.() === 0;
 const T = 120_000;
-
-async function waitFor(what: string, cond: () => boolean, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(100);
-  }
-}
 
 /** dnsmasq's log lines `DHCPACK(<if>) <ip> …` for one address. */
 function acksFor(lab: Lab, ip: string): number {

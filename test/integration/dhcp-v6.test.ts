@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runAllCleanups } from "../harness/cleanup.ts";
-import { dhcpConf, labContainer, startDaemon, startLab, SERVER_IP, type Daemon, type Lab, type LabContainer } from "../harness/dhcp-lab.ts";
+import { dhcpConf, labContainer, startDaemon, startLab, SERVER_IP, type Daemon, type Lab, type LabContainer, waitFor } from "../harness/dhcp-lab.ts";
 import { execPlugin, type PluginInvocation } from "../harness/exec-plugin.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
 import { duidFor, iaidFor } from "../../ipam/dhcp/daemon/client6.ts";
@@ -17,14 +17,6 @@ afterAll(() => runAllCleanups());
 const RUN = existsSync("/usr/sbin/dnsmasq") && process.getuid?.() === 0;
 const T = 120_000;
 const V6 = /^fd00:77::1[0-9a-f]{2}$/;
-
-async function waitFor(what: string, cond: () => boolean, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(100);
-  }
-}
 
 function inv(command: string, id: string, c: LabContainer, conf: Record<string, unknown>): PluginInvocation {
   return { command, containerID: id, netns: c.netns.path, ifName: "eth0", config: conf, timeoutMs: 90_000 };

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runAllCleanups } from "../harness/cleanup.ts";
-import { dhcpConf, labContainer, sh, startDaemon, startLab, SERVER_IP, LAB_BRIDGE, type Daemon, type Lab } from "../harness/dhcp-lab.ts";
+import { dhcpConf, labContainer, sh, startDaemon, startLab, SERVER_IP, LAB_BRIDGE, type Daemon, type Lab, waitFor } from "../harness/dhcp-lab.ts";
 import { execPlugin } from "../harness/exec-plugin.ts";
 import { createContainerNetns } from "../harness/netns.ts";
 import { createConnection } from "node:net";
@@ -31,14 +31,6 @@ function dhcpLines(lab: Lab, what: string): string[] {
 
 async function ipam(command: string, id: string, netns: string, conf: Record<string, unknown>, extra: Record<string, unknown> = {}) {
   return execPlugin("dhcp", { command, containerID: id, netns, ifName: "eth0", config: conf, timeoutMs: 90_000, ...extra });
-}
-
-async function waitFor(what: string, cond: () => boolean, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(100);
-  }
 }
 
 describe.skipIf(!HAVE_DNSMASQ)("dhcp against dnsmasq", () => {

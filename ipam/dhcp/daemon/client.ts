@@ -121,17 +121,28 @@ export function serverIdOf(m: DhcpMessage): string {
 
 /**
  * One exchange (DHCPv4 or v6): sends `bytes` to `dest` and waits `timeoutMs` for a datagram that
- * `take` accepts; re-sends up to {@link SENDS_PER_EXCHANGE} times. A send that fails (no route
- * yet, interface down) counts as a lost packet.
+ * `decode` parses (malformed ones are skipped) and `accept` takes; re-sends up to
+ * {@link SENDS_PER_EXCHANGE} times. A send that fails (no route yet, interface down) counts as a
+ * lost packet.
  */
 export async function exchangeBytes<M>(
   sock: DhcpSocket,
   timeoutMs: number,
   bytes: Uint8Array,
   dest: string,
-  take: (raw: Uint8Array) => M | undefined,
+  decode: (raw: Uint8Array) => M,
+  accept: (m: M) => boolean,
   cancelled: () => boolean,
 ): Promise<M> {
+  const take = (raw: Uint8Array): M | undefined => {
+    let m: M;
+    try {
+      m = decode(raw);
+    } catch {
+      return undefined;
+    }
+    return accept(m) ? m : undefined;
+  };
   let lastSendError: unknown;
   for (let i = 0; i < SENDS_PER_EXCHANGE && !cancelled(); i++) {
     sock.drain();
@@ -156,16 +167,8 @@ export function exchange(
   accept: (m: DhcpMessage) => boolean,
   cancelled: () => boolean,
 ): Promise<DhcpMessage> {
-  const take = (raw: Uint8Array): DhcpMessage | undefined => {
-    let m: DhcpMessage;
-    try {
-      m = decodeMessage(raw);
-    } catch {
-      return undefined;
-    }
-    return m.op === BOOTREPLY && m.xid === msg.xid && sameMac(m.chaddr, p.mac) && accept(m) ? m : undefined;
-  };
-  return exchangeBytes(sock, p.timeoutMs, encodeMessage(msg), dest, take, cancelled);
+  const ours = (m: DhcpMessage): boolean => m.op === BOOTREPLY && m.xid === msg.xid && sameMac(m.chaddr, p.mac) && accept(m);
+  return exchangeBytes(sock, p.timeoutMs, encodeMessage(msg), dest, decodeMessage, ours, cancelled);
 }
 
 function nakError(m: DhcpMessage): DhcpNakError {

@@ -100,16 +100,9 @@ function build(p: Client6Params, type: number, xid: number, started: number, ext
 
 /** Sends `msg`, returns the first message of type `want` with our xid and DUID. */
 function exchange6(sock: DhcpSocket, p: Client6Params, msg: Dhcp6Message, want: number, cancelled: () => boolean): Promise<Dhcp6Message> {
-  const take = (raw: Uint8Array): Dhcp6Message | undefined => {
-    let m: Dhcp6Message;
-    try {
-      m = decodeMessage6(raw);
-    } catch {
-      return undefined;
-    }
-    return m.type === want && m.xid === msg.xid && sameBytes(option6(m, OPTION_CLIENTID), p.duid) && option6(m, OPTION_SERVERID) !== undefined ? m : undefined;
-  };
-  return exchangeBytes(sock, p.timeoutMs, encodeMessage6(msg), ALL_DHCP_SERVERS, take, cancelled);
+  const ours = (m: Dhcp6Message): boolean =>
+    m.type === want && m.xid === msg.xid && sameBytes(option6(m, OPTION_CLIENTID), p.duid) && option6(m, OPTION_SERVERID) !== undefined;
+  return exchangeBytes(sock, p.timeoutMs, encodeMessage6(msg), ALL_DHCP_SERVERS, decodeMessage6, ours, cancelled);
 }
 
 /** A REPLY that must grant our IA_NA an address; a refusal is a {@link DhcpNakError}. */
