@@ -13,14 +13,15 @@
  * order (a struct before its fields, a slice after its element), definitions are sent before a
  * value, each type once per stream, depth-first in field order. Decoding is driven by the
  * definitions the peer sends, into plain values: structs become objects keyed by field name
- * (absent fields are zero), []byte a Uint8Array, integers numbers (beyond 2^53: refused),
- * GobEncoder/BinaryMarshaler/TextMarshaler values their raw bytes. Interface-typed and complex
- * values are refused: net/rpc's requests and replies of the dhcp daemon have none.
+ * (absent fields are zero), []byte a Uint8Array, integers and floats numbers (integers beyond
+ * 2^53: refused), maps Maps, GobEncoder/BinaryMarshaler/TextMarshaler values their raw bytes.
+ * Interface-typed and complex values are refused: net/rpc's requests and replies of the dhcp
+ * daemon have none. The encoder knows only the kinds those use (no floats, maps or arrays).
  */
 
 /** A type of the values this codec encodes. Struct-valued fields are sent even when empty unless `pointer`. */
 export type GobType =
-  | { readonly kind: "bool" | "int" | "uint" | "float" | "bytes" | "string" }
+  | { readonly kind: "bool" | "int" | "uint" | "bytes" | "string" }
   | { readonly kind: "slice"; readonly name: string; readonly elem: GobType }
   | { readonly kind: "struct"; readonly name: string; readonly fields: readonly GobField[] };
 
@@ -46,7 +47,7 @@ export class GobError extends Error {
 }
 
 /** Builtin type ids (encoding/gob/type.go). */
-const BUILTIN_IDS: Readonly<Record<string, number>> = { bool: 1, int: 2, uint: 3, float: 4, bytes: 5, string: 6 };
+const BUILTIN_IDS: Readonly<Record<string, number>> = { bool: 1, int: 2, uint: 3, bytes: 5, string: 6 };
 const ID_COMPLEX = 7;
 const ID_INTERFACE = 8;
 /** The first id Go gives a user type in a fresh process (64 is taken by its gobEncoderType). */
@@ -110,7 +111,6 @@ function isZero(t: GobType, v: unknown): boolean {
       return v === false;
     case "int":
     case "uint":
-    case "float":
       return v === 0 || v === 0n;
     case "bytes":
       return (v as Uint8Array).byteLength === 0;
@@ -202,8 +202,6 @@ export class GobEncoder {
       case "uint":
         w.uint(v as number | bigint);
         return;
-      case "float":
-        throw new GobError("encoding floats is not supported");
       case "bytes":
         w.lengthPrefixed((v as Uint8Array | undefined) ?? new Uint8Array(0));
         return;

@@ -1,7 +1,7 @@
 /**
- * static's configuration (upstream plugins/ipam/static/main.go `LoadIPAMConfig`, upstream-matrix
- * §2.9). IPAM plugins get the calling plugin's whole config; static reads `ipam`, `runtimeConfig.ips`
- * and `args.cni.ips`, plus CNI_ARGS `IP` and `GATEWAY`.
+ * static's configuration (upstream plugins/ipam/static/main.go `LoadIPAMConfig`). IPAM plugins get
+ * the calling plugin's whole config; static reads `ipam`, `runtimeConfig.ips` and `args.cni.ips`,
+ * plus CNI_ARGS `IP` and `GATEWAY`.
  *
  * Address sources, applied in this order:
  * 1. `ipam.addresses` (validated last, and only if still in use);

@@ -1,6 +1,6 @@
 /**
  * static, driven through its handlers with a CmdArgs built here (upstream static_test.go scenarios,
- * upstream-matrix §5.9, plus the edge cases of §2.9 and user-pain P25). No root needed.
+ * plus edge cases of the address sources and CHECK). No root needed.
  */
 import { describe, expect, test } from "bun:test";
 import { CniError } from "../../shared/cni/errors.ts";
@@ -202,7 +202,7 @@ for (const ver of ALL_VERSIONS) {
   });
 }
 
-describe("address sources (upstream-matrix §2.9)", () => {
+describe("address sources", () => {
   test("CNI_ARGS IP is appended to the config addresses", () => {
     const result = add(baseConf("1.0.0", { addresses: [{ address: "10.10.0.1/24" }] }), "IP=10.10.1.1/24");
     expect(result.ips).toEqual([{ address: "10.10.0.1/24" }, { address: "10.10.1.1/24" }]);

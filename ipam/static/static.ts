@@ -1,6 +1,6 @@
 /**
  * static: an IPAM plugin that hands out exactly the addresses it is given (upstream
- * plugins/ipam/static/main.go, upstream-matrix §2.9). Nothing is stored anywhere.
+ * plugins/ipam/static/main.go). Nothing is stored anywhere.
  *
  * ADD returns the addresses (config `ipam.addresses`, CNI_ARGS `IP`/`GATEWAY`, `args.cni.ips`,
  * `runtimeConfig.ips`; precedence in config.ts) with the `ipam.routes` and the ipam-level `ipam.dns`.

@@ -30,7 +30,7 @@ function inv(command: string, id: string, c: LabContainer, conf: Record<string, 
  * ADD through `plugin`, the main plugin's part by hand (the address on eth0, so unicast renewals
  * are answered), a renewal at T1 = 3 s seen at dnsmasq, CHECK, DEL with DHCPRELEASE at dnsmasq.
  */
-async function lifecycle(lab: Lab, run: typeof execPlugin, id: string, conf: Record<string, unknown>): Promise<void> {
+async function lifecycle(lab: Lab, run: typeof execPlugin, id: string, conf: Record<string, unknown>, releaseWithinMs: number): Promise<void> {
   const c = await labContainer();
   const add = await run("dhcp", inv("ADD", id, c, conf));
   expect(add.status, add.stdout + add.stderr).toBe(0);
@@ -46,7 +46,7 @@ async function lifecycle(lab: Lab, run: typeof execPlugin, id: string, conf: Rec
   expect(check.status, check.stdout + check.stderr).toBe(0);
   const del = await run("dhcp", inv("DEL", id, c, conf));
   expect(del.status, del.stdout + del.stderr).toBe(0);
-  await waitFor(`the release of ${ip} at dnsmasq`, () => lab.leases().every((l) => l[2] !== ip), 5000);
+  await waitFor(`the release of ${ip} at dnsmasq`, () => lab.leases().every((l) => l[2] !== ip), releaseWithinMs);
   await c.netns.destroy();
 }
 
@@ -61,15 +61,18 @@ describe.skipIf(!RUN || !hasGoPlugin("dhcp"))("dhcp interop with the Go 1.1.1 bi
 
   test("Go plugin → our daemon: get, renew, check, release", async () => {
     const d = await startDaemon(join(lab.dir, "ours"), ["-timeout", "2s"]);
-    await lifecycle(lab, execGoPlugin, "go2ts", dhcpConf(d.socketPath));
+    await lifecycle(lab, execGoPlugin, "go2ts", dhcpConf(d.socketPath), 5000);
     expect(d.log()).toContain("go2ts/dhcpnet/eth0: renewed");
     expect(d.log()).toContain("go2ts/dhcpnet/eth0: released");
     await d.signal("SIGTERM");
   }, T);
 
   test("our plugin → Go daemon: get, renew, check (falls back to DHCP.Allocate), release; GC is a no-op there", async () => {
-    const d = await startDaemon(join(lab.dir, "go"), [], {}, true);
-    await lifecycle(lab, execPlugin, "ts2go", dhcpConf(d.socketPath));
+    const d = await startDaemon(join(lab.dir, "go"), ["-timeout", "2s"], {}, true);
+    // Go's DHCP.Release returns at once and releases after the renewal in flight (every 3 s here) ends.
+    await lifecycle(lab, execPlugin, "ts2go", dhcpConf(d.socketPath), 20_000).catch((err: Error) => {
+      throw new Error(`${err.message}\n${d.log()}`);
+    });
     expect(d.log()).toContain("ts2go/dhcpnet/eth0: lease acquired");
     expect(d.log()).toContain("ts2go/dhcpnet/eth0: releasing lease");
     const gc = await execPlugin("dhcp", {

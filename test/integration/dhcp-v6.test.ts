@@ -161,12 +161,12 @@ describe.skipIf(!RUN)("DHCPv6, dual-stack, DNS and MTU against dnsmasq", () => {
   }, T);
 
   test.skipIf(!hasGoPlugin("dhcp"))("our plugin asking a Go daemon for IPv6: ADD fails clearly and the IPv4 lease is released", async () => {
-    const g = await startDaemon(join(lab.dir, "go"), [], {}, true);
+    const g = await startDaemon(join(lab.dir, "go"), ["-timeout", "2s"], {}, true);
     const c = await labContainer();
     const add = await execPlugin("dhcp", inv("ADD", "g6", c, dhcpConf(g.socketPath, { ipFamilies: ["ipv4", "ipv6"] })));
     expect(add.status).toBe(1);
     expect(add.json.msg).toContain("the DHCP daemon leased IPv4 where ipam.ipFamilies asks for IPv4 + IPv6");
-    await waitFor("the Go daemon's release", () => g.log().includes("g6/dhcpnet/eth0: releasing lease"), 5000);
+    await waitFor("the Go daemon's release", () => g.log().includes("g6/dhcpnet/eth0: releasing lease"), 20_000);
     await g.signal("SIGTERM");
     await c.netns.destroy();
   }, T);

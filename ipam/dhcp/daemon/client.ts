@@ -1,7 +1,7 @@
 /**
  * DHCP client exchanges on one {@link DhcpSocket} (RFC 2131 §3.1, §4.3.2, §4.4): the messages of
  * INIT (DISCOVER/REQUEST), RENEWING, REBINDING and RELEASE, one exchange with re-sends, and
- * upstream's retry schedule (upstream-matrix §4.4).
+ * upstream's retry schedule (upstream plugins/ipam/dhcp/lease.go).
  */
 import {
   BOOTREPLY,

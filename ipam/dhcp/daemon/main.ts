@@ -1,6 +1,6 @@
 /**
  * `dhcp daemon [flags]`: the long-running lease daemon (upstream plugins/ipam/dhcp/daemon.go,
- * upstream-matrix §4.3). One thread, no Workers: every DHCP socket is non-blocking and polled
+ * and main.go). One thread, no Workers: every DHCP socket is non-blocking and polled
  * (dhcp-socket.ts), and the only netns windows are synchronous socket/netlink opens.
  *
  * Listener: systemd socket activation (exactly one fd in LISTEN_FDS, for our LISTEN_PID), else a
