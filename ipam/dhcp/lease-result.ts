@@ -6,6 +6,8 @@
  * `dns` from options 6 (nameservers), 15 (domain) and 119 (search list).
  */
 import type { DNS, Result, Route } from "../../shared/cni/types.ts";
+import { maskToPrefix } from "../../shared/ip/ip.ts";
+import { RT_SCOPE_LINK } from "../../shared/netlink/constants/rtnetlink.ts";
 import { decodeDomainList } from "./domain-list.ts";
 import {
   OPT_CLASSLESS_ROUTE,
@@ -21,26 +23,8 @@ import {
   type DhcpMessage,
 } from "./packet.ts";
 
-/** RT_SCOPE_LINK from <linux/rtnetlink.h>. */
-const RT_SCOPE_LINK = 253;
-
 export class LeaseResultError extends Error {
   override name = "LeaseResultError";
-}
-
-/** Prefix length of a contiguous netmask, or undefined for a non-contiguous one. */
-export function maskToPrefix(mask: Uint8Array): number | undefined {
-  let bits = 0;
-  let seenZero = false;
-  for (const byte of mask) {
-    for (let i = 7; i >= 0; i--) {
-      if ((byte >> i) & 1) {
-        if (seenZero) return undefined;
-        bits++;
-      } else seenZero = true;
-    }
-  }
-  return bits;
 }
 
 /** The classful prefix of a destination (A /8, B /16, C /24; D/E: /32, see module doc of dhcp.ts). */

@@ -24,9 +24,8 @@
  * name, so 1.1.1 peers simply skip the ones they lack.
  */
 import type { DNS, IPConfig, Interface, Result, Route } from "../../shared/cni/types.ts";
-import { formatIP, ipFromBytes, ipToBytes, maskBits, parseCIDR, parseIP, type IPAddr } from "../../shared/ip/ip.ts";
+import { formatIP, ipFromBytes, ipToBytes, maskBits, maskToPrefix, parseCIDR, parseIP, type IPAddr } from "../../shared/ip/ip.ts";
 import { gob } from "./gob.ts";
-import { maskToPrefix } from "./lease-result.ts";
 
 export const RPC_PATH = "/_goRPC_";
 export const RPC_CONNECTED = "200 Connected to Go RPC";

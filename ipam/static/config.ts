@@ -25,7 +25,7 @@ import {
 } from "../../shared/cni/result/index.ts";
 import type { DNS, Route } from "../../shared/cni/types.ts";
 import { versionGte } from "../../shared/cni/version.ts";
-import { containsIP, formatIP, ipEqual, parseIP, type IPAddr } from "../../shared/ip/ip.ts";
+import { containsIP, formatIP, ipEqual, maskToPrefix, parseIP, type IPAddr } from "../../shared/ip/ip.ts";
 
 // ---- wire format (Go field names; keys match case-insensitively, exact case first) ----
 
@@ -182,27 +182,11 @@ function goIPNet(raw: unknown, where: string): { ip?: IPAddr; prefixLen?: number
   const maskText = o["Mask"];
   if (maskText !== undefined && maskText !== null && maskText !== "") {
     const mask = typeof maskText === "string" && /^[A-Za-z0-9+/]*={0,2}$/.test(maskText) ? Buffer.from(maskText, "base64") : undefined;
-    const prefixLen = mask === undefined ? undefined : maskPrefix(mask);
+    const prefixLen = mask === undefined || (mask.byteLength !== 4 && mask.byteLength !== 16) ? undefined : maskToPrefix(mask);
     if (prefixLen === undefined) throw new InvalidConfigError(`${where}.Address.Mask: not a base64 netmask: ${JSON.stringify(maskText)}`);
     out.prefixLen = prefixLen;
   }
   return out;
-}
-
-/** Prefix length of a 4- or 16-byte contiguous netmask (a 16-byte one over IPv4 counts its last 32 bits). */
-function maskPrefix(mask: Uint8Array): number | undefined {
-  if (mask.byteLength !== 4 && mask.byteLength !== 16) return undefined;
-  let ones = 0;
-  let seenZero = false;
-  for (const byte of mask) {
-    for (let bit = 7; bit >= 0; bit--) {
-      if ((byte >> bit) & 1) {
-        if (seenZero) return undefined;
-        ones++;
-      } else seenZero = true;
-    }
-  }
-  return ones;
 }
 
 /** The Go fields must describe the same address as `address` (Go's own caller wrote both from one value). */
