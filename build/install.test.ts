@@ -3,39 +3,29 @@
  * unrelated files kept, replacement by rename (an open old file keeps its bytes), identical copies
  * skipped, leftovers of an interrupted run removed, and the command's argument handling.
  */
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import {
   chmodSync,
   closeSync,
   existsSync,
   lstatSync,
-  mkdtempSync,
   openSync,
   readdirSync,
   readFileSync,
   readlinkSync,
   readSync,
-  rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { useFixtureCleanup } from "../test/harness/cleanup.ts";
+import { makeTempDir } from "../test/harness/tempdir.ts";
 import { BINARY_NAME, installPlugins, runInstallCommand, sameContent } from "./install.ts";
 
 const NAMES = ["bridge", "host-local", "portmap"];
-const dirs: string[] = [];
-
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-function tempDir(): string {
-  const d = mkdtempSync(join(tmpdir(), "cni-install-test-"));
-  dirs.push(d);
-  return d;
-}
+useFixtureCleanup();
+const tempDir = () => makeTempDir("cni-install-test-");
 
 /** A fake "executable" with the given content. */
 function source(content: string): string {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make deb`: a Debian package built offline with dpkg-deb that takes the place of Debian's
 # containernetworking-plugins (Provides/Conflicts/Replaces), so `apt-get install ./<file>.deb`
-# swaps the Go plugins for ours where podman, containerd and CRI-O look for them:
+# swaps the Go plugins for ours where Debian installs them (podman looks there):
 #   /usr/lib/cni/cni-plugins + a hard link per plugin name
 #   /lib/systemd/system/cni-dhcp.{service,socket}   (the dhcp daemon, `dhcp daemon`; not enabled)
 #   /usr/share/doc/cni-plugins-ts/{copyright,README.md}
@@ -9,12 +9,7 @@
 # Going back: `apt-get install containernetworking-plugins` removes this package again.
 #
 # Usage: deploy/deb.sh BINARY VERSION ARCH OUT_DIR PLUGIN...
-set -euo pipefail
-BINARY=$1 VERSION=$2 ARCH=$3 OUT=$4
-shift 4
-(( $# > 0 )) || { echo "deb.sh: no plugin names given" >&2; exit 2; }
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(dirname "$HERE")
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 PKG=cni-plugins-ts
 MAINTAINER=${DEB_MAINTAINER:-cni-plugins-ts maintainers <cni-plugins-ts@invalid>}
 
@@ -31,8 +26,7 @@ STAGE=$(mktemp -d "${TMPDIR:-/tmp}/cni-deb.XXXXXX")
 chmod 0755 "$STAGE"   # the package's "./" entry
 trap 'rm -rf "$STAGE"' EXIT
 install -d -m 0755 "$STAGE/DEBIAN" "$STAGE/usr/lib/cni" "$STAGE/lib/systemd/system" "$STAGE/usr/share/doc/$PKG"
-install -m 0755 "$BINARY" "$STAGE/usr/lib/cni/cni-plugins"
-for p in "$@"; do ln "$STAGE/usr/lib/cni/cni-plugins" "$STAGE/usr/lib/cni/$p"; done
+install_plugins "$STAGE/usr/lib/cni"
 install -m 0644 "$ROOT/build/cni-dhcp.socket" "$STAGE/lib/systemd/system/cni-dhcp.socket"
 sed 's#/opt/cni/bin/dhcp#/usr/lib/cni/dhcp#' "$ROOT/build/cni-dhcp.service" > "$STAGE/lib/systemd/system/cni-dhcp.service"
 chmod 0644 "$STAGE/lib/systemd/system/cni-dhcp.service"
@@ -42,8 +36,8 @@ chmod 0644 "$STAGE/lib/systemd/system/cni-dhcp.service"
   echo
   cat "$ROOT/LICENSE"
 } > "$STAGE/usr/share/doc/$PKG/copyright"
-sed -e "s/@VERSION@/$VERSION/g" -e "s/@ARCH@/$ARCH/g" -e "s/@PLUGINS@/$*/g" "$HERE/README.dist.md" > "$STAGE/usr/share/doc/$PKG/README.md"
-chmod 0644 "$STAGE/usr/share/doc/$PKG/"*
+chmod 0644 "$STAGE/usr/share/doc/$PKG/copyright"
+render_readme "$STAGE/usr/share/doc/$PKG/README.md"
 
 cat > "$STAGE/DEBIAN/control" <<CONTROL
 Package: $PKG
@@ -59,12 +53,11 @@ Replaces: containernetworking-plugins
 Section: net
 Priority: optional
 Description: CNI reference plugins in TypeScript (drop-in for containernetworking-plugins)
-$(printf 'The Container Network Interface reference plugins (%s) as one multi-call executable with a hard link per plugin name, installed in /usr/lib/cni where podman, containerd and CRI-O find them. Same configuration, results and on-host effects as the Go plugins, for CNI spec 0.1.0 to 1.1.0.' "$(echo "$*" | sed 's/ /, /g')" | fold -s -w 76 | sed -e 's/ *$//' -e 's/^/ /')
+$(printf 'The Container Network Interface reference plugins (%s) as one multi-call executable with a hard link per plugin name, installed in /usr/lib/cni like the containernetworking-plugins package. Same configuration, results and on-host effects as the Go plugins, for CNI spec 0.1.0 to 1.1.0.' "$(echo "${PLUGINS[*]}" | sed 's/ /, /g')" | fold -s -w 76 | sed -e 's/ *$//' -e 's/^/ /')
 CONTROL
 
 mkdir -p "$OUT"
-SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)} \
-  dpkg-deb --root-owner-group -Zgzip -z6 --build "$STAGE" "$DEB.tmp" >/dev/null
+SOURCE_DATE_EPOCH=$EPOCH dpkg-deb --root-owner-group -Zgzip -z6 --build "$STAGE" "$DEB.tmp" >/dev/null
 mv "$DEB.tmp" "$DEB"
 "$HERE/sha256sums.sh" "$OUT"
 echo "deb: $DEB ($(du -h "$DEB" | cut -f1))"

@@ -8,28 +8,20 @@
 # commit (owners 0/0, mtimes = the commit time, fixed order, gzip -n).
 #
 # Usage: deploy/dist.sh BINARY VERSION ARCH OUT_DIR PLUGIN...
-set -euo pipefail
-BINARY=$1 VERSION=$2 ARCH=$3 OUT=$4
-shift 4
-(( $# > 0 )) || { echo "dist.sh: no plugin names given" >&2; exit 2; }
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(dirname "$HERE")
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 NAME=cni-plugins-ts-linux-$ARCH-$VERSION
 TGZ=$OUT/$NAME.tgz
-EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)}
 
 STAGE=$(mktemp -d "${TMPDIR:-/tmp}/cni-dist.XXXXXX")
 trap 'rm -rf "$STAGE"' EXIT
-install -m 0755 "$BINARY" "$STAGE/cni-plugins"
-for p in "$@"; do ln "$STAGE/cni-plugins" "$STAGE/$p"; done
+install_plugins "$STAGE"
 install -m 0644 "$ROOT/LICENSE" "$STAGE/LICENSE"
-sed -e "s/@VERSION@/$VERSION/g" -e "s/@ARCH@/$ARCH/g" -e "s/@PLUGINS@/$*/g" "$HERE/README.dist.md" > "$STAGE/README.md"
-chmod 0644 "$STAGE/README.md"
+render_readme "$STAGE/README.md"
 
 mkdir -p "$OUT"
 # cni-plugins first, so the tar stores the executable under its own name and the plugin names as links
 tar -C "$STAGE" --owner=0 --group=0 --numeric-owner --mtime="@$EPOCH" --format=gnu \
-  -cf - ./cni-plugins $(printf './%s ' "$@") ./LICENSE ./README.md | gzip -n -6 > "$TGZ.tmp"
+  -cf - ./cni-plugins $(printf './%s ' "${PLUGINS[@]}") ./LICENSE ./README.md | gzip -n -6 > "$TGZ.tmp"
 mv "$TGZ.tmp" "$TGZ"
 "$HERE/sha256sums.sh" "$OUT"
 echo "dist: $TGZ ($(du -h "$TGZ" | cut -f1)), $OUT/SHA256SUMS"

@@ -3,25 +3,19 @@
  * config key names a file; one JSON line per call with the outcome and the CNI error; a log that
  * cannot be written changes neither the exit status nor stdout.
  */
-import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { useFixtureCleanup } from "../../test/harness/cleanup.ts";
+import { makeTempDir } from "../../test/harness/tempdir.ts";
 import { callLogPath, type CallLogLine } from "./call-log.ts";
 import { InvalidConfigError } from "./errors.ts";
 import { CALL_LOG_ENV, runPlugin } from "./skel.ts";
 import type { PluginSpec } from "./types.ts";
 import { ALL_VERSIONS } from "./version.ts";
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-function tempDir(): string {
-  const d = mkdtempSync(join(tmpdir(), "cni-call-log-"));
-  dirs.push(d);
-  return d;
-}
+useFixtureCleanup();
+const tempDir = () => makeTempDir("cni-call-log-");
 
 const spec: PluginSpec = {
   name: "fake",
