@@ -7,7 +7,7 @@ shift 4
 PLUGINS=("$@")
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$HERE")
-# File times in the archives: the commit's, so a given commit always gives the same bytes.
+# File times in the archives: the commit's, not the build's.
 EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)}
 
 # install_plugins DIR: DIR/cni-plugins (0755) and a hard link to it per plugin name.

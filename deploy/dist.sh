@@ -4,8 +4,8 @@
 #   cni-plugins          the multi-call executable (stored once)
 #   <plugin>...          hard links to it inside the tar, one per plugin name
 #   LICENSE, README.md
-# plus OUT/SHA256SUMS (deploy/sha256sums.sh). Offline; reproducible for a given
-# commit (owners 0/0, mtimes = the commit time, fixed order, gzip -n).
+# plus OUT/SHA256SUMS (deploy/sha256sums.sh). Offline. The archive's metadata is fixed (owners 0/0,
+# mtimes = the commit time, fixed order, gzip -n), so the same build gives the same bytes.
 #
 # Usage: deploy/dist.sh BINARY VERSION ARCH OUT_DIR PLUGIN...
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"

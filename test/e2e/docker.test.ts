@@ -6,7 +6,10 @@
  * cannot touch the host's networking. A container started with `--network=none` gets our conflist
  * (bridge + host-local → portmap → firewall) attached to its netns, /proc/<pid>/ns/net, through
  * cnitool; its httpd is reached through the published port from the host; then DEL, and nothing is
- * left. dockerd is stopped by PID and its directory removed.
+ * left. dockerd is stopped by PID and its directory removed. The two host paths dockerd uses
+ * whatever its flags say — /etc/docker (its trust key, and a daemon.json it would read) and
+ * /run/docker (plugin discovery) — get a tmpfs each in the lane's private mount namespace; a mount
+ * point this test had to create is removed again.
  */
 import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -23,6 +26,8 @@ const DOCKER = "/usr/bin/docker";
 const IMAGE = "cni-e2e-busybox:latest";
 const CONTAINER = "cni-e2e-web";
 const HOST_PORT = 38491;
+/** Directories dockerd writes or reads whatever its flags say: shadowed by a tmpfs during the test. */
+const SHADOWED = ["/etc/docker", "/run/docker"];
 
 const skipReason = !sandboxed()
   ? "needs root in the e2e sandbox"
@@ -32,6 +37,7 @@ const skipReason = !sandboxed()
     missingReason(["bridge", "host-local", "portmap", "firewall"]);
 
 let root = "";
+const createdMountPoints: string[] = [];
 let dockerd: ReturnType<typeof Bun.spawn> | undefined;
 let setupError: string | undefined;
 const docker = (args: string[]) => run([DOCKER, "-H", `unix://${join(root, "docker.sock")}`, ...args], { timeoutMs: 120_000 });
@@ -64,6 +70,17 @@ describe.skipIf(skipReason !== undefined)("Docker container (--network=none) net
 
   beforeAll(async () => {
     root = mkdtempSync(join(tmpdir(), "cni-e2e-docker-"));
+    for (const dir of SHADOWED) {
+      if (!existsSync(dir)) {
+        mkdirSync(dir, { recursive: true });
+        createdMountPoints.push(dir);
+      }
+      const mounted = Bun.spawnSync(["mount", "-t", "tmpfs", "-o", "mode=0700", "cni-e2e-docker", dir], { stderr: "pipe" });
+      if (mounted.exitCode !== 0) {
+        setupError = `cannot shadow ${dir} with a tmpfs: ${mounted.stderr.toString()}`;
+        return;
+      }
+    }
     dockerd = Bun.spawn(
       [
         "dockerd",
@@ -105,6 +122,8 @@ describe.skipIf(skipReason !== undefined)("Docker container (--network=none) net
         await dockerd.exited;
       }
     }
+    for (const dir of SHADOWED) Bun.spawnSync(["umount", "-l", dir], { stderr: "ignore" });
+    for (const dir of createdMountPoints) Bun.spawnSync(["rmdir", dir]);
     if (root === "") return;
     // overlay2 and shm mounts docker made under its root (the lane's mount namespace is private)
     const mounts = readFileSync("/proc/self/mounts", "utf8").split("\n").map((l) => l.split(" ")[1] ?? "").filter((m) => m.startsWith(root));
