@@ -92,6 +92,8 @@ interface Walk {
   out: Record<string, FieldInfo>;
   /** Object schemas met below the root. */
   nested: Set<Schema<unknown>>;
+  /** Whether a top-level member is one of the base fields every plugin shares. */
+  isCommon: (name: string, schema: Schema<unknown>) => boolean;
 }
 
 /**
@@ -113,7 +115,7 @@ function walk(w: Walk, path: string, docPath: string, build: (v: unknown) => unk
         path === "" ? name : `${path}.${name}`,
         docPath === "" ? name : `${docPath}.${name}`,
         (v) => build({ [name]: v }),
-        path === "" ? commonField(name, schema) : common,
+        path === "" ? w.isCommon(name, schema) : common,
       );
     }
   } else if (kind === "array") {
@@ -123,8 +125,6 @@ function walk(w: Walk, path: string, docPath: string, build: (v: unknown) => unk
     }
   }
 }
-
-let commonField: (name: string, schema: Schema<unknown>) => boolean = () => false;
 
 /** The plugin directory <top>/<name> of a registered plugin name. */
 function pluginDir(name: string): string | undefined {
@@ -144,7 +144,7 @@ export async function collect(): Promise<PluginFields> {
   const { netConfFields } = await import("../shared/cni/netconf.ts");
   for (const name of pluginNames()) await PLUGINS[name]!();
   const base: Record<string, Schema<unknown>> = netConfFields;
-  commonField = (name, schema) => Object.hasOwn(base, name) && base[name] === schema;
+  const isCommon = (name: string, schema: Schema<unknown>) => Object.hasOwn(base, name) && base[name] === schema;
   const result: PluginFields = {};
   for (const name of pluginNames()) {
     const dir = pluginDir(name);
@@ -152,7 +152,7 @@ export async function collect(): Promise<PluginFields> {
     const walks = recorded
       .filter((r) => r.file.startsWith(`${dir}/`))
       .map((r): Walk => {
-        const w: Walk = { root: r.schema, out: {}, nested: new Set() };
+        const w: Walk = { root: r.schema, out: {}, nested: new Set(), isCommon };
         walk(w, "", "", (v) => v, false);
         return w;
       });
