@@ -13,8 +13,13 @@ SYSTEMDDIR ?= /etc/systemd/system
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 PLUGINS = $(shell $(BUN) build/list-plugins.ts 2>/dev/null)
 SOURCES := $(shell find build shared plugins ipam meta -name '*.ts' ! -name '*.test.ts' 2>/dev/null)
+# Release artifacts (deploy/): Debian/Go architecture names, as in upstream's tarball names.
+ARCH ?= $(shell uname -m | sed -e s/x86_64/amd64/ -e s/aarch64/arm64/)
+RELEASE_DIR := dist
+IMAGE_NAME ?= localhost/cni-plugins-ts
+IMAGE_CONTEXT := dist/image
 
-.PHONY: all deps build install lint test test-unit test-integration test-vm test-e2e test-diff demo bench clean
+.PHONY: all deps build install dist deb image lint test test-unit test-integration test-vm test-e2e test-diff demo bench clean
 
 all: build
 
@@ -44,6 +49,20 @@ install: build
 	install -m 0644 build/cni-dhcp.socket $(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.socket
 	sed 's#/opt/cni/bin/dhcp#$(BINDIR)/dhcp#' build/cni-dhcp.service > $(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.service
 	chmod 0644 $(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.service
+
+# dist/cni-plugins-ts-linux-$(ARCH)-$(VERSION).tgz (extract into /opt/cni/bin) + dist/SHA256SUMS.
+dist: build
+	@bash deploy/dist.sh $(BINARY) $(VERSION) $(ARCH) $(RELEASE_DIR) $(PLUGINS)
+
+# dist/cni-plugins-ts_<version>_$(ARCH).deb: /usr/lib/cni, replaces Debian's containernetworking-plugins.
+deb: build
+	@bash deploy/deb.sh $(BINARY) $(VERSION) $(ARCH) $(RELEASE_DIR) $(PLUGINS)
+
+# The installer image of deploy/daemonset.yaml, FROM scratch, built offline with podman:
+# $(IMAGE_NAME):$(VERSION) and :latest.
+image: build
+	@bash deploy/image-rootfs.sh $(BINARY) $(IMAGE_CONTEXT)
+	podman build --pull=never --build-arg VERSION=$(VERSION) -t $(IMAGE_NAME):$(VERSION) -t $(IMAGE_NAME):latest $(IMAGE_CONTEXT)
 
 lint: node_modules/.installed
 	$(TSC) --noEmit -p .

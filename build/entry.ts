@@ -2,7 +2,7 @@
  * The only compile entry of the multi-call executable. It dispatches on the name it was invoked by,
  * `basename(process.argv0)` (hard links and symlinks both keep it; argv[0] does not — see
  * platform.md §4), falling back to the first field of /proc/self/cmdline. Under its own name it
- * lists the plugins it contains.
+ * lists the plugins it contains; `cni-plugins install --dest DIR` installs it (build/install.ts).
  */
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
@@ -28,7 +28,8 @@ function multiCallHelp(name: string): string {
   return (
     `${name}: CNI reference plugins (TypeScript) ${buildVersion()}\n` +
     `Run through a link named after a plugin. Plugins in this build:\n` +
-    pluginNames().map((p) => `  ${p}\n`).join("")
+    pluginNames().map((p) => `  ${p}\n`).join("") +
+    `Install into a CNI bin directory: cni-plugins install --dest /opt/cni/bin\n`
   );
 }
 
@@ -38,6 +39,11 @@ async function main(): Promise<number> {
     // `dhcp daemon [flags]`: the long-running lease daemon (ipam/dhcp/daemon), as upstream.
     const daemon = require("../ipam/dhcp/daemon/main.ts") as typeof import("../ipam/dhcp/daemon/main.ts");
     return daemon.runDhcpDaemon(process.argv.slice(3), process.env);
+  }
+  if (name === "cni-plugins" && process.argv[2] === "install") {
+    // `cni-plugins install --dest DIR`: the installer of deploy/daemonset.yaml (build/install.ts).
+    const installer = require("./install.ts") as typeof import("./install.ts");
+    return installer.runInstallCommand(process.argv.slice(3), pluginNames(), (t) => writeAllSync(1, t), (t) => writeAllSync(2, t));
   }
   const spec = await lookupPlugin(name);
   if (!spec) {

@@ -167,11 +167,43 @@ export function guardOwnNetns(env: CniEnv): void {
   }
 }
 
+/** The per-call log's switches (docs/call-log.md): this variable, or this top-level config key. */
+export const CALL_LOG_ENV = "CNI_PLUGINS_CALL_LOG";
+export const CALL_LOG_KEY = "callLog";
+const CALL_LOG_KEY_BYTES = Buffer.from(JSON.stringify(CALL_LOG_KEY));
+
 /**
  * Runs one invocation of `spec`. Returns the exit status: 0 on success, 1 after printing a CNI
- * error. `buildVersion` goes into the about text.
+ * error. `buildVersion` goes into the about text. When the per-call log is on (an environment
+ * variable, or the key in the config bytes: both cheap checks), one line is appended afterwards by
+ * ./call-log.ts, loaded only then.
  */
 export async function runPlugin(spec: PluginSpec, io: PluginIO, buildVersion = "version unknown"): Promise<number> {
+  const started = performance.now();
+  let stdin: Uint8Array | undefined;
+  let stdout = "";
+  const status = await runPluginOnce(
+    spec,
+    {
+      env: io.env,
+      readStdin: () => (stdin = io.readStdin()),
+      stdout: (text) => {
+        stdout += text;
+        io.stdout(text);
+      },
+      stderr: io.stderr,
+    },
+    buildVersion,
+  );
+  const keyed = stdin !== undefined && Buffer.from(stdin.buffer, stdin.byteOffset, stdin.byteLength).includes(CALL_LOG_KEY_BYTES);
+  if (keyed || (io.env[CALL_LOG_ENV] ?? "") !== "") {
+    const log = require("./call-log.ts") as typeof import("./call-log.ts");
+    log.appendCallLog({ plugin: spec.name, env: io.env, stdin, stdout, status, durationMs: performance.now() - started }, io.stderr);
+  }
+  return status;
+}
+
+async function runPluginOnce(spec: PluginSpec, io: PluginIO, buildVersion: string): Promise<number> {
   let env: CniEnv;
   try {
     env = readCniEnv(io.env);

@@ -1,0 +1,60 @@
+/**
+ * deploy/ stays consistent with itself and with `cni-plugins install`: the DaemonSet's init
+ * container runs the image's own entrypoint and command, with the node's /opt/cni/bin mounted at
+ * the `--dest` it names; the Containerfile's entrypoint is the executable image-rootfs.sh puts in
+ * the image; the manifest's image is what `make image` tags. (test/e2e/image.test.ts builds and runs
+ * the image itself.)
+ */
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+
+const DEPLOY = join(resolve(import.meta.dir, ".."), "deploy");
+
+interface Container {
+  name: string;
+  image: string;
+  command?: string[];
+  args?: string[];
+  volumeMounts?: { name: string; mountPath: string }[];
+}
+interface DaemonSet {
+  kind: string;
+  spec: { template: { spec: { initContainers: Container[]; containers: Container[]; volumes: { name: string; hostPath?: { path: string; type?: string } }[] } } };
+}
+
+/** The JSON-form array of a Containerfile instruction (`ENTRYPOINT ["a", "b"]`). */
+function instruction(text: string, name: string): string[] {
+  const line = text.split("\n").find((l) => l.startsWith(`${name} `));
+  expect(line).toBeDefined();
+  return JSON.parse(line!.slice(name.length + 1)) as string[];
+}
+
+describe("deploy/", () => {
+  const ds = Bun.YAML.parse(readFileSync(join(DEPLOY, "daemonset.yaml"), "utf8")) as DaemonSet;
+  const containerfile = readFileSync(join(DEPLOY, "Containerfile"), "utf8");
+
+  test("daemonset.yaml: the init container runs the image's install command into the hostPath /opt/cni/bin", () => {
+    expect(ds.kind).toBe("DaemonSet");
+    const [init] = ds.spec.template.spec.initContainers;
+    expect(init).toBeDefined();
+    expect([...(init!.command ?? []), ...(init!.args ?? [])]).toEqual([...instruction(containerfile, "ENTRYPOINT"), ...instruction(containerfile, "CMD")]);
+    const args = instruction(containerfile, "CMD");
+    const dest = args[args.indexOf("--dest") + 1];
+    const mount = init!.volumeMounts?.find((m) => m.mountPath === dest);
+    expect(mount).toBeDefined();
+    const volume = ds.spec.template.spec.volumes.find((v) => v.name === mount!.name);
+    expect(volume?.hostPath).toEqual({ path: "/opt/cni/bin", type: "DirectoryOrCreate" });
+    const imageName = /^IMAGE_NAME \?= (\S+)$/m.exec(readFileSync(join(DEPLOY, "..", "Makefile"), "utf8"))?.[1];
+    expect(imageName).toBeDefined();
+    expect(init!.image).toStartWith(`${imageName}:`); // what `make image` tags
+  });
+
+  test("Containerfile: FROM scratch, entrypoint = the executable image-rootfs.sh installs, in install mode", () => {
+    expect(containerfile).toMatch(/^FROM scratch$/m);
+    const [exe, mode] = instruction(containerfile, "ENTRYPOINT");
+    expect(mode).toBe("install");
+    const rootfs = readFileSync(join(DEPLOY, "image-rootfs.sh"), "utf8");
+    expect(rootfs).toContain(`"$ROOTFS${exe}"`);
+  });
+});

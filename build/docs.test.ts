@@ -1,0 +1,213 @@
+/**
+ * The docs cannot drift from the code:
+ * - every plugin in the registry has docs/plugins/<name>.md with the sections an operator needs, and
+ *   no page documents a plugin that does not exist;
+ * - every configuration field a plugin's config loader accepts (derived from the loaders by
+ *   build/config-fields.ts, never listed here) is a row of the page's Configuration tables, with a
+ *   type that matches what the loader accepts; the base fields every plugin shares are rows of
+ *   docs/plugins/README.md's common table instead, which the page links to; and no row documents a
+ *   field the loader does not accept;
+ * - each page's example config uses only accepted fields and is valid JSON;
+ * - the per-call log page names the switches the code reads;
+ * - README.md links docs/, and every relative link (and #anchor) in README.md and docs/ resolves.
+ */
+import { describe, expect, test } from "bun:test";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { CALL_LOG_ENV, CALL_LOG_KEY } from "../shared/cni/skel.ts";
+import type { FieldInfo, FieldKind, PluginFields } from "./config-fields.ts";
+import { pluginNames } from "./registry.ts";
+
+const ROOT = resolve(import.meta.dir, "..");
+const DOCS = join(ROOT, "docs");
+const PLUGIN_DOCS = join(DOCS, "plugins");
+const COMMON_ANCHOR = "README.md#common-fields";
+const SECTIONS = ["## On the host and in the container", "## Configuration", "## CNI_ARGS and runtimeConfig", "## CHECK, DEL, GC and STATUS", "## Differences from upstream"];
+
+/** Words a type cell may start with, per kind the loader accepts. */
+const TYPE_WORDS: Record<FieldKind, string[]> = {
+  string: ["string"],
+  boolean: ["boolean"],
+  number: ["integer", "number"],
+  array: ["array"],
+  object: ["object", "map"],
+  any: ["any"],
+};
+
+function derivedFields(): PluginFields {
+  const proc = Bun.spawnSync([process.execPath, join(import.meta.dir, "config-fields.ts")], { cwd: ROOT, stderr: "pipe" });
+  if (proc.exitCode !== 0) throw new Error(`build/config-fields.ts failed: ${proc.stderr.toString()}`);
+  return JSON.parse(proc.stdout.toString()) as PluginFields;
+}
+
+const fields = derivedFields();
+
+/** The lines of the `## <title>` section (up to the next `## `). */
+function section(text: string, title: string): string[] {
+  const lines = text.split("\n");
+  const start = lines.findIndex((l) => l.trim() === title);
+  if (start < 0) return [];
+  const end = lines.findIndex((l, i) => i > start && l.startsWith("## "));
+  return lines.slice(start + 1, end < 0 ? undefined : end);
+}
+
+/** Table rows whose first cell is a code span: path → type cell. */
+function documentedRows(lines: string[]): Map<string, string> {
+  const rows = new Map<string, string>();
+  for (const line of lines) {
+    const m = /^\|\s*`([^`]+)`\s*\|\s*([^|]*)\|/.exec(line);
+    if (m) rows.set(m[1]!, m[2]!.trim());
+  }
+  return rows;
+}
+
+function typeProblems(rows: Map<string, string>, accepted: Record<string, FieldInfo>): string[] {
+  const out: string[] = [];
+  for (const [path, type] of rows) {
+    const info = accepted[path];
+    if (info === undefined) continue;
+    const word = type.replace(/`/g, "").split(/[\s(,]/)[0]!.toLowerCase();
+    if (!TYPE_WORDS[info.kind].includes(word)) out.push(`${path}: documented as "${type}", the loader accepts ${info.kind} (${TYPE_WORDS[info.kind].join(" or ")})`);
+  }
+  return out;
+}
+
+/** Dotted paths of an example object, following the accepted paths (maps and `any` are leaves). */
+function examplePaths(value: Record<string, unknown>, accepted: Record<string, FieldInfo>, prefix = ""): string[] {
+  const out: string[] = [];
+  for (const [key, v] of Object.entries(value)) {
+    const path = prefix === "" ? key : `${prefix}.${key}`;
+    out.push(path);
+    const hasMembers = (p: string) => Object.keys(accepted).some((a) => a.startsWith(`${p}.`));
+    if (Array.isArray(v)) {
+      let p = `${path}[]`;
+      let items: unknown[] = v;
+      while (items.some(Array.isArray)) {
+        items = items.flatMap((i) => (Array.isArray(i) ? i : []));
+        p = `${p}[]`;
+      }
+      if (!hasMembers(p)) continue;
+      for (const item of items) if (typeof item === "object" && item !== null) out.push(...examplePaths(item as Record<string, unknown>, accepted, p));
+    } else if (typeof v === "object" && v !== null && hasMembers(path)) {
+      out.push(...examplePaths(v as Record<string, unknown>, accepted, path));
+    }
+  }
+  return out;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** The ```json blocks of a page, parsed. */
+function jsonBlocks(text: string): unknown[] {
+  return [...text.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => JSON.parse(m[1]!));
+}
+
+/** The plugin's own config objects in an example (a conflist entry, or the ipam section for IPAM plugins). */
+function exampleConfigs(example: unknown, name: string, ipam: boolean): Record<string, unknown>[] {
+  const entries = (typeof example === "object" && example !== null && Array.isArray((example as { plugins?: unknown }).plugins)
+    ? (example as { plugins: Record<string, unknown>[] }).plugins
+    : [example as Record<string, unknown>]);
+  // the ipam section beyond its type belongs to the IPAM plugin's page
+  if (!ipam) return entries.filter((e) => e.type === name).map((e) => (isObject(e.ipam) ? { ...e, ipam: { type: e.ipam.type } } : e));
+  return entries.filter((e) => (e.ipam as { type?: unknown } | undefined)?.type === name).map((e) => ({ ipam: e.ipam }));
+}
+
+describe("docs/plugins", () => {
+  test("one page per registered plugin, and no other page", () => {
+    const pages = readdirSync(PLUGIN_DOCS).filter((f) => f.endsWith(".md") && f !== "README.md").map((f) => f.slice(0, -3));
+    expect(pages.sort()).toEqual(pluginNames());
+    expect(Object.keys(fields).sort()).toEqual(pluginNames());
+  });
+
+  for (const name of pluginNames()) {
+    test(`${name}.md: sections, every accepted field with its type, only accepted fields, a valid example`, () => {
+      const text = readFileSync(join(PLUGIN_DOCS, `${name}.md`), "utf8");
+      const accepted = fields[name]!;
+      const missingSections = SECTIONS.filter((s) => !text.split("\n").some((l) => l.trim() === s));
+      expect(missingSections).toEqual([]);
+
+      const rows = documentedRows(section(text, "## Configuration"));
+      const own = Object.entries(accepted).filter(([, f]) => !f.common).map(([p]) => p);
+      expect(own.filter((p) => !rows.has(p))).toEqual([]);
+      expect([...rows.keys()].filter((p) => accepted[p] === undefined)).toEqual([]);
+      expect(typeProblems(rows, accepted)).toEqual([]);
+      if (Object.values(accepted).some((f) => f.common)) expect(text).toContain(`(${COMMON_ANCHOR})`);
+
+      const isIpam = existsSync(join(ROOT, "ipam", name));
+      const examples = jsonBlocks(section(text, "## Configuration").join("\n"));
+      const configs = examples.flatMap((e) => exampleConfigs(e, name, isIpam));
+      expect(configs.length).toBeGreaterThan(0);
+      // (a loader that decodes no field at all, like loopback's, has nothing to compare against)
+      if (Object.keys(accepted).length > 0) {
+        expect(configs.flatMap((c) => examplePaths(c, accepted)).filter((p) => accepted[p] === undefined)).toEqual([]);
+      }
+    });
+  }
+
+  test("README.md: the common fields, documented once, with their types", () => {
+    const text = readFileSync(join(PLUGIN_DOCS, "README.md"), "utf8");
+    expect(text).toContain("## Common fields");
+    const rows = documentedRows(section(text, "## Common fields"));
+    const common: Record<string, FieldInfo> = {};
+    for (const plugin of Object.values(fields)) for (const [p, f] of Object.entries(plugin)) if (f.common) common[p] = f;
+    expect(Object.keys(common).length).toBeGreaterThan(0);
+    expect(Object.keys(common).filter((p) => !rows.has(p))).toEqual([]);
+    expect([...rows.keys()].filter((p) => common[p] === undefined)).toEqual([]);
+    expect(typeProblems(rows, common)).toEqual([]);
+    for (const name of pluginNames()) expect(text).toContain(`](${name}.md)`);
+  });
+});
+
+describe("docs/call-log.md", () => {
+  test("names the environment variable and the config key the code reads", () => {
+    const text = readFileSync(join(DOCS, "call-log.md"), "utf8");
+    expect(text).toContain(`\`${CALL_LOG_ENV}\``);
+    expect(text).toContain(`\`${CALL_LOG_KEY}\``);
+  });
+});
+
+/** GitHub's heading anchors: lower case, punctuation dropped, spaces to dashes. */
+function anchorsOf(markdown: string): Set<string> {
+  const out = new Set<string>();
+  let inCode = false;
+  for (const line of markdown.split("\n")) {
+    if (line.startsWith("```")) inCode = !inCode;
+    const m = !inCode && /^#{1,6}\s+(.*)$/.exec(line);
+    if (m) out.add(m[1]!.trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, "").replace(/ /g, "-"));
+  }
+  return out;
+}
+
+function markdownFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((f) => {
+    const p = join(dir, f);
+    return statSync(p).isDirectory() ? markdownFiles(p) : f.endsWith(".md") ? [p] : [];
+  });
+}
+
+describe("links", () => {
+  test("README.md links docs/ and the install guide", () => {
+    const text = readFileSync(join(ROOT, "README.md"), "utf8");
+    expect(text).toContain("](docs/README.md)");
+    expect(text).toContain("](docs/install.md)");
+  });
+
+  test("every relative link and anchor in README.md and docs/ resolves", () => {
+    const broken: string[] = [];
+    for (const file of [join(ROOT, "README.md"), ...markdownFiles(DOCS)]) {
+      const text = readFileSync(file, "utf8").replace(/```[\s\S]*?```/g, "");
+      for (const m of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+        const href = m[1]!;
+        if (/^[a-z]+:/.test(href)) continue; // https:, mailto:
+        const [path, anchor] = href.split("#") as [string, string | undefined];
+        const target = path === "" ? file : resolve(dirname(file), path);
+        const where = `${relative(ROOT, file)}: ${href}`;
+        if (!target.startsWith(ROOT) || !existsSync(target)) broken.push(`${where} (no such file)`);
+        else if (anchor !== undefined && !anchorsOf(readFileSync(target, "utf8")).has(anchor)) broken.push(`${where} (no such heading)`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+});

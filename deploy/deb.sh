@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# `make deb`: a Debian package built offline with dpkg-deb that takes the place of Debian's
+# containernetworking-plugins (Provides/Conflicts/Replaces), so `apt-get install ./<file>.deb`
+# swaps the Go plugins for ours where Debian installs them (podman looks there):
+#   /usr/lib/cni/cni-plugins + a hard link per plugin name
+#   /lib/systemd/system/cni-dhcp.{service,socket}   (the dhcp daemon, `dhcp daemon`; not enabled)
+#   /usr/share/doc/cni-plugins-ts/{copyright,README.md}
+# No maintainer scripts: units that were enabled for Debian's package stay enabled (same paths).
+# Going back: `apt-get install containernetworking-plugins` removes this package again.
+#
+# Usage: deploy/deb.sh BINARY VERSION ARCH OUT_DIR PLUGIN...
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+PKG=cni-plugins-ts
+MAINTAINER=${DEB_MAINTAINER:-cni-plugins-ts maintainers <cni-plugins-ts@invalid>}
+
+# Debian version: a release tag vX.Y.Z[-N-gHASH] gives X.Y.Z[+N.gHASH]; otherwise the package.json
+# version plus the commit (`git describe --always --dirty`): 0.1.0+git561648a.dirty.
+PKGVER=$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$ROOT/package.json" | head -1)
+case $VERSION in
+  v[0-9]*) DEBVER=${VERSION#v}; DEBVER=${DEBVER/-/+}; DEBVER=${DEBVER//-/.} ;;
+  *) DEBVER="$PKGVER+git$(printf %s "$VERSION" | tr -c 'A-Za-z0-9.+~' '.')" ;;
+esac
+DEB=$OUT/${PKG}_${DEBVER}_$ARCH.deb
+
+STAGE=$(mktemp -d "${TMPDIR:-/tmp}/cni-deb.XXXXXX")
+chmod 0755 "$STAGE"   # the package's "./" entry
+trap 'rm -rf "$STAGE"' EXIT
+install -d -m 0755 "$STAGE/DEBIAN" "$STAGE/usr/lib/cni" "$STAGE/lib/systemd/system" "$STAGE/usr/share/doc/$PKG"
+install_plugins "$STAGE/usr/lib/cni"
+install -m 0644 "$ROOT/build/cni-dhcp.socket" "$STAGE/lib/systemd/system/cni-dhcp.socket"
+sed 's#/opt/cni/bin/dhcp#/usr/lib/cni/dhcp#' "$ROOT/build/cni-dhcp.service" > "$STAGE/lib/systemd/system/cni-dhcp.service"
+chmod 0644 "$STAGE/lib/systemd/system/cni-dhcp.service"
+{
+  echo "This package: cni-plugins-ts $VERSION, CNI reference plugins in TypeScript."
+  echo "License: Apache-2.0; the full text follows."
+  echo
+  cat "$ROOT/LICENSE"
+} > "$STAGE/usr/share/doc/$PKG/copyright"
+chmod 0644 "$STAGE/usr/share/doc/$PKG/copyright"
+render_readme "$STAGE/usr/share/doc/$PKG/README.md"
+
+cat > "$STAGE/DEBIAN/control" <<CONTROL
+Package: $PKG
+Version: $DEBVER
+Architecture: $ARCH
+Maintainer: $MAINTAINER
+Installed-Size: $(du -sk --exclude=DEBIAN "$STAGE" | cut -f1)
+Depends: libc6 (>= 2.17), iptables
+Recommends: nftables
+Provides: containernetworking-plugins (= 1.1.1), container-network-stack (= 1)
+Conflicts: containernetworking-plugins
+Replaces: containernetworking-plugins
+Section: net
+Priority: optional
+Description: CNI reference plugins in TypeScript (drop-in for containernetworking-plugins)
+$(printf 'The Container Network Interface reference plugins (%s) as one multi-call executable with a hard link per plugin name, installed in /usr/lib/cni like the containernetworking-plugins package. Same configuration, results and on-host effects as the Go plugins, for CNI spec 0.1.0 to 1.1.0.' "$(echo "${PLUGINS[*]}" | sed 's/ /, /g')" | fold -s -w 76 | sed -e 's/ *$//' -e 's/^/ /')
+CONTROL
+
+mkdir -p "$OUT"
+SOURCE_DATE_EPOCH=$EPOCH dpkg-deb --root-owner-group -Zgzip -z6 --build "$STAGE" "$DEB.tmp" >/dev/null
+mv "$DEB.tmp" "$DEB"
+"$HERE/sha256sums.sh" "$OUT"
+echo "deb: $DEB ($(du -h "$DEB" | cut -f1))"

@@ -1,0 +1,138 @@
+/**
+ * The installer image (`make image`: deploy/image-rootfs.sh + deploy/Containerfile, FROM scratch)
+ * built offline with podman on a private store, then run the way deploy/daemonset.yaml runs it
+ * (default command, read-only root, every capability dropped, the bin directory mounted at
+ * /host/opt/cni/bin):
+ * - into a temporary directory holding another project's plugin: every name installed as a link to
+ *   one executable that works, the other plugin untouched; a second run writes nothing;
+ * - while a loop keeps executing the installed plugins, the directory is flipped between the Go
+ *   bridge binary (installed by the host's `cni-plugins install --source`) and the image's build
+ *   several times: no exec may ever fail (no missing file, no ETXTBSY, no half-written executable).
+ */
+import { afterAll, beforeAll, describe, expect } from "bun:test";
+import { lstatSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { pluginNames } from "../../build/registry.ts";
+import { useFixtureCleanup } from "../harness/cleanup.ts";
+import { GO_BIN_DIR, MULTI_CALL_BINARY, REPO_ROOT } from "../harness/paths.ts";
+import { sandboxed } from "../harness/sandbox.ts";
+import { makeTempDir } from "../harness/tempdir.ts";
+import { OUR_BIN, rowTest } from "./lib/plugins.ts";
+import { E2E_CACHE, commandMissing, run, show } from "./lib/tools.ts";
+
+const NAMES = pluginNames();
+const STATE = join(E2E_CACHE, "podman-image");
+const RUNROOT = "/run/cni-ts-e2e-podman-image";
+const IMAGE_NAME = "localhost/cni-plugins-ts-e2e";
+const IMAGE = `${IMAGE_NAME}:latest`;
+const SETUP = join(import.meta.dir, "setup", "podman-setup.sh");
+const env = {
+  CONTAINERS_CONF: join(STATE, "containers.conf"),
+  CONTAINERS_STORAGE_CONF: join(STATE, "storage.conf"),
+  CONTAINERS_REGISTRIES_CONF: join(STATE, "registries.conf"),
+};
+const podman = (args: string[]) => run(["podman", ...args], { env, timeoutMs: 180_000 });
+/** As deploy/daemonset.yaml's init container: uid 0, read-only root, no capabilities. */
+const installInto = (dir: string) =>
+  podman(["run", "--rm", "--network=none", "--user=0", "--read-only", "--cap-drop=ALL", "--security-opt=no-new-privileges", "-v", `${dir}:/host/opt/cni/bin`, IMAGE]);
+
+const skipReason = !sandboxed() ? "needs root in the e2e sandbox" : commandMissing("podman");
+let setupError: string | undefined;
+
+if (skipReason !== undefined) process.stderr.write(`SKIP image: ${skipReason}\n`);
+
+describe.skipIf(skipReason !== undefined)("installer image (make image) and `cni-plugins install`", () => {
+  useFixtureCleanup();
+
+  beforeAll(async () => {
+    mkdirSync(RUNROOT, { recursive: true });
+    Bun.spawnSync(["mount", "-t", "tmpfs", "e2e-podman-image-run", RUNROOT]);
+    const setup = await run(["bash", SETUP, OUR_BIN, STATE], { env: { PODMAN_RUNROOT: RUNROOT }, timeoutMs: 180_000 });
+    if (setup.status !== 0) {
+      setupError = `podman-setup.sh failed: ${show(setup)}`;
+      return;
+    }
+    const made = await run(["make", "-C", REPO_ROOT, "--no-print-directory", "image", `IMAGE_NAME=${IMAGE_NAME}`], { env, timeoutMs: 280_000 });
+    if (made.status !== 0) setupError = `make image failed: ${show(made)}`;
+  }, 300_000);
+
+  afterAll(async () => {
+    const tags = (await podman(["images", "--format", "{{.Repository}}:{{.Tag}}", IMAGE_NAME])).stdout.trim().split("\n").filter((t) => t !== "");
+    if (tags.length > 0) await podman(["rmi", "-f", ...tags]);
+    await podman(["image", "prune", "-f"]);
+    Bun.spawnSync(["umount", "-l", RUNROOT]);
+  });
+
+  rowTest("image: FROM scratch, installs into an empty directory, keeps other plugins, second run writes nothing", undefined, async () => {
+    expect(setupError).toBeUndefined();
+    const inspect = JSON.parse((await podman(["image", "inspect", IMAGE])).stdout) as { Config: { Entrypoint: string[]; Cmd: string[] }; RootFS: { Layers: string[] } }[];
+    expect(inspect[0]!.RootFS.Layers).toHaveLength(1); // FROM scratch: only the COPY of deploy/image-rootfs.sh's tree
+    expect(inspect[0]!.Config.Entrypoint).toEqual(["/bin/cni-plugins", "install"]);
+    expect(inspect[0]!.Config.Cmd).toEqual(["--dest", "/host/opt/cni/bin"]);
+
+    const dir = makeTempDir("cni-e2e-image-bin-");
+    writeFileSync(join(dir, "sriov"), "another project's plugin\n");
+    const sriovIno = statSync(join(dir, "sriov")).ino;
+    const first = await installInto(dir);
+    expect(show(first)).toStartWith("exit=0");
+    expect(first.stdout).toContain(`cni-plugins install: ${NAMES.length + 1} written, 0 unchanged in /host/opt/cni/bin`);
+    expect(readdirSync(dir).sort()).toEqual(["cni-plugins", "sriov", ...NAMES].sort());
+    const bin = statSync(join(dir, "cni-plugins"));
+    expect(bin.mode & 0o777).toBe(0o755);
+    for (const n of NAMES) expect(lstatSync(join(dir, n)).ino).toBe(bin.ino);
+    expect(readFileSync(join(dir, "sriov"), "utf8")).toBe("another project's plugin\n");
+    expect(statSync(join(dir, "sriov")).ino).toBe(sriovIno);
+    expect(show(await run(["cmp", join(dir, "cni-plugins"), MULTI_CALL_BINARY]))).toStartWith("exit=0");
+    const version = await run([join(dir, "bridge")], { env: { CNI_COMMAND: "VERSION" } });
+    expect(show(version)).toStartWith("exit=0");
+    expect(JSON.parse(version.stdout).supportedVersions).toContain("1.1.0");
+
+    const second = await installInto(dir);
+    expect(show(second)).toStartWith("exit=0");
+    expect(second.stdout).toBe(`cni-plugins install: 0 written, ${NAMES.length + 1} unchanged in /host/opt/cni/bin\n`);
+    expect(statSync(join(dir, "cni-plugins")).ino).toBe(bin.ino);
+    expect(statSync(join(dir, "cni-plugins")).mtimeMs).toBe(bin.mtimeMs);
+  }, 240_000);
+
+  rowTest("image: upgrades under a loop that keeps executing the plugins never make an exec fail", undefined, async () => {
+    expect(setupError).toBeUndefined();
+    const dir = makeTempDir("cni-e2e-image-swap-");
+    const goBridge = join(GO_BIN_DIR, "bridge");
+    const installGo = () => run([MULTI_CALL_BINARY, "install", "--dest", dir, "--source", goBridge]);
+    expect(show(await installGo())).toStartWith("exit=0");
+
+    const probe = ["bridge", "host-local", "portmap", "loopback"];
+    const failures: string[] = [];
+    const seen = { go: 0, ours: 0 };
+    let running = true;
+    const loop = (async () => {
+      for (let i = 0; running; i++) {
+        const name = probe[i % probe.length]!;
+        try {
+          const r = await run([join(dir, name)], { env: { CNI_COMMAND: "VERSION" }, timeoutMs: 30_000 });
+          const versions = (JSON.parse(r.stdout) as { supportedVersions?: string[] }).supportedVersions ?? [];
+          if (r.status !== 0 || versions.length === 0) failures.push(`${name}: ${show(r)}`);
+          else if (versions.includes("1.1.0")) seen.ours++;
+          else seen.go++;
+        } catch (err) {
+          failures.push(`${name}: ${err instanceof Error ? err.message : String(err)}`);
+        }
+      }
+    })();
+    try {
+      for (let round = 0; round < 3; round++) {
+        expect(show(await installInto(dir))).toStartWith("exit=0");
+        if (round < 2) expect(show(await installGo())).toStartWith("exit=0");
+      }
+    } finally {
+      running = false;
+      await loop;
+    }
+    process.stderr.write(`NOTE image: ${seen.go + seen.ours} execs during 5 swaps (${seen.go} answered by Go, ${seen.ours} by ours)\n`);
+    expect(failures).toEqual([]);
+    expect(seen.go).toBeGreaterThan(0);
+    expect(seen.ours).toBeGreaterThan(0);
+    expect(readdirSync(dir).filter((f) => f.startsWith("."))).toEqual([]);
+    for (const n of NAMES) expect(statSync(join(dir, n)).ino).toBe(statSync(join(dir, "cni-plugins")).ino);
+  }, 240_000);
+});
