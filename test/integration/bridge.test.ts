@@ -220,7 +220,7 @@ describe.skipIf(!sandboxed())("bridge", () => {
 
     const ns3 = await createContainerNetns();
     expectCniError(await ours("bridge", inv("ADD", ns3.path, { ...conf2, hairpinMode: true })), {
-      code: 999,
+      code: 7,
       msg: "cannot set hairpin mode and promiscuous mode at the same time",
     });
   });
@@ -253,7 +253,7 @@ describe.skipIf(!sandboxed())("bridge", () => {
 
     const dataDir = makeTempDir();
     const withIpam = bridgeConfig({ cniVersion: "1.1.0", bridge, dataDir, subnets: [subnet], extra: { disableContainerInterface: true } });
-    expectCniError(await ours("bridge", inv("ADD", ns.path, withIpam)), { code: 999, msg: "cannot use IPAM when DisableContainerInterface flag is set" });
+    expectCniError(await ours("bridge", inv("ADD", ns.path, withIpam)), { code: 7, msg: "cannot use IPAM when DisableContainerInterface flag is set" });
     expect(findLink(ns.path, "eth0")).toBeUndefined();
     expect(reservationFiles(netDir(dataDir))).toEqual([]);
   });
