@@ -1,13 +1,14 @@
 /**
- * tuning configuration (upstream plugins/meta/tuning TuningConf, upstream-matrix §2.11): sysctl
- * map, mac, promisc, mtu, txQLen, allmulti, dataDir, runtimeConfig.mac, args.cni overrides and the
- * CNI_ARGS `MAC` key, merged with upstream's precedence.
+ * tuning configuration (upstream plugins/meta/tuning TuningConf): sysctl map, mac, promisc, mtu,
+ * txQLen, allmulti, dataDir, runtimeConfig.mac, args.cni overrides and the CNI_ARGS `MAC` key,
+ * merged with upstream's precedence.
  */
 import { parseCniArgs } from "../../shared/cni/args.ts";
 import { t } from "../../shared/cni/decode.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
 import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
 import type { CmdArgs } from "../../shared/cni/types.ts";
+import { invalidMacMessage, parseMacAddress } from "../../shared/ip/mac-address.ts";
 
 export const DEFAULT_DATA_DIR = "/run/cni/tuning";
 
@@ -53,22 +54,10 @@ export function changesLink(c: TuningConfig): boolean {
   return c.mac !== "" || c.mtu !== 0 || c.promisc || c.allmulti !== undefined || c.txQLen !== undefined;
 }
 
-/**
- * Go's net.ParseMAC restricted to what an Ethernet link accepts (6 bytes, `:`/`-`/`.` forms),
- * normalised to lower-case colon form; undefined when invalid.
- */
-export function parseMac(s: string): string | undefined {
-  let hex: string | undefined;
-  if (/^[0-9a-fA-F]{2}([:-])[0-9a-fA-F]{2}(\1[0-9a-fA-F]{2}){4}$/.test(s)) hex = s.replace(/[:-]/g, "");
-  else if (/^[0-9a-fA-F]{4}\.[0-9a-fA-F]{4}\.[0-9a-fA-F]{4}$/.test(s)) hex = s.replace(/\./g, "");
-  if (hex === undefined) return undefined;
-  return hex.toLowerCase().match(/../g)!.join(":");
-}
-
 /** The normalised MAC, or upstream's error `invalid args <mac> for MAC addr: address <mac>: invalid MAC address`. */
 export function requireMac(mac: string): string {
-  const parsed = parseMac(mac);
-  if (parsed === undefined) throw new InternalError(`invalid args ${mac} for MAC addr: address ${mac}: invalid MAC address`);
+  const parsed = parseMacAddress(mac);
+  if (parsed === undefined) throw new InternalError(`invalid args ${mac} for MAC addr: ${invalidMacMessage(mac)}`);
   return parsed;
 }
 

@@ -1,59 +1,34 @@
 /**
  * tuning: a chained meta plugin that writes network sysctls in the container and changes link
- * attributes of CNI_IFNAME (MAC, promiscuous mode, MTU, all-multicast, txqueuelen), restoring the
- * attributes on DEL from a backup file. Mirrors upstream plugins/meta/tuning (HEAD),
- * upstream-matrix §2.11; the backup file has upstream's path and JSON, so Go and this plugin
- * restore each other's changes.
+ * attributes of CNI_IFNAME (MAC, promiscuous mode, MTU, all-multicast, txqueuelen), restoring them
+ * on DEL from a backup file. Mirrors upstream plugins/meta/tuning (HEAD); the backup file has
+ * upstream's path and JSON, so Go and this plugin restore each other's changes.
  *
  * ADD: duplicate sysctl keys → allow-list → ifname check → prevResult required → in the netns:
  * sysctls, backup file, MAC (and the result's interface MAC), promisc on, MTU, allmulti, txQLen.
- * Output = prevResult. CHECK: sysctl values, link present, MAC, promisc (compared even when not
- * configured), MTU, allmulti, txQLen. DEL: restore from the backup file; never fails once the
- * config parses.
+ * Output = prevResult. A failure undoes what ADD changed with DEL's restore steps.
+ * CHECK: sysctl values, link present, MAC, promisc (compared even when not configured), MTU,
+ * allmulti, txQLen. DEL: every restore step from the backup file (the file goes once all
+ * succeeded); never fails once the config parses, as upstream.
  *
- * Deliberate differences from upstream (Go 1.1.1 / HEAD):
- * - DEL also restores the sysctls ADD changed (old values kept in the backup file under the extra
- *   key `sysctlRestore`, which Go's reader ignores), so a reused netns returns to its prior state;
- *   a backup file is therefore also written when only sysctls changed;
- * - allow-list patterns (/etc/cni/tuning/allowlist.conf) must match the whole key (anchored), so
- *   `net.ipv4.conf.eth0.rp_filter` no longer also allows `…rp_filter_x`; upstream matches unanchored;
- * - every sysctl key and the MAC are validated before anything is written (upstream fails midway,
- *   leaving earlier sysctls written); a failed ADD undoes what it changed;
- * - `args.cni.sysctl` without a `sysctl` map in the config works (upstream crashes);
- * - CHECK compares MACs case-insensitively (upstream compares the configured text);
- * - DEL removes the backup file when the netns or the interface is gone, or when the file is not
- *   valid JSON (upstream leaves it behind forever);
- * - no gratuitous ARP after a MAC change; sysctls are written in config order (Go: random order).
+ * Deliberate differences from upstream: DIFFERENCES.md.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
-import { InternalError, messageOf } from "../../shared/cni/errors.ts";
-import { prevResultFrom } from "../../shared/cni/netconf.ts";
+import { InternalError } from "../../shared/cni/errors.ts";
+import { teardown, TeardownError, Undo, type TeardownStep } from "../../shared/cni/teardown.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
-import { Handle, type Link } from "../../shared/netlink/index.ts";
+import { annotate, annotateError } from "../../shared/error/annotate.ts";
+import { requirePrevResult } from "../../shared/iface/check.ts";
+import { parseMacAddress } from "../../shared/ip/mac-address.ts";
 import { IFF_ALLMULTI, IFF_PROMISC } from "../../shared/netlink/constants/if-link.ts";
+import { Handle, type Link } from "../../shared/netlink/index.ts";
 import { withNetNS, type NetNS } from "../../shared/netns/index.ts";
+import { PathError } from "../../shared/sys/path-error.ts";
 import { backupPath, readBackup, removeBackup, writeBackup, type LinkBackup } from "./backup.ts";
-import { changesLink, loadTuningConfig, parseMac, requireMac, type TuningConfig } from "./config.ts";
+import { changesLink, loadTuningConfig, requireMac, type TuningConfig } from "./config.ts";
 import { ALLOWLIST_PATH, checkAllowlist, checkDuplicateSysctlKeys, parseAllowlist, sysctlFileName } from "./sysctl-keys.ts";
-
-const GO_ERRNO_TEXT: Record<string, string> = {
-  ENOENT: "no such file or directory",
-  EACCES: "permission denied",
-  EPERM: "operation not permitted",
-  EINVAL: "invalid argument",
-  EROFS: "read-only file system",
-  EISDIR: "is a directory",
-  ENOTDIR: "not a directory",
-};
-
-/** An fs failure worded like Go's *PathError (`open /proc/sys/...: no such file or directory`). */
-function fsError(op: string, path: string, err: unknown): InternalError {
-  const code = (err as { code?: unknown }).code;
-  const text = typeof code === "string" && GO_ERRNO_TEXT[code] !== undefined ? GO_ERRNO_TEXT[code] : messageOf(err);
-  return new InternalError(`${op} ${path}: ${text}`, { cause: err });
-}
 
 function stdinText(args: CmdArgs): string {
   return new TextDecoder().decode(args.stdinData);
@@ -66,7 +41,7 @@ function readAllowlist(): string[] | undefined {
     text = readFileSync(ALLOWLIST_PATH, "utf8");
   } catch (err) {
     if ((err as { code?: unknown }).code === "ENOENT") return undefined;
-    throw fsError("open", ALLOWLIST_PATH, err);
+    throw new PathError("open", ALLOWLIST_PATH, err);
   }
   return parseAllowlist(text);
 }
@@ -81,14 +56,6 @@ function loadAndValidate(args: CmdArgs): TuningConfig {
   return conf;
 }
 
-function linkOrFail(nl: Handle, ifName: string): Link {
-  try {
-    return nl.linkByName(ifName);
-  } catch (err) {
-    throw new InternalError(`failed to get ${JSON.stringify(ifName)}: ${messageOf(err)}`, { cause: err });
-  }
-}
-
 function isPromisc(l: Link): boolean {
   return (l.flags & IFF_PROMISC) !== 0;
 }
@@ -100,46 +67,43 @@ function isAllmulti(l: Link): boolean {
 // ---- sysctls ---------------------------------------------------------------------------------
 
 /**
- * Writes each `[file, value]` inside the netns (verbatim, no newline) and returns the old values
- * of the ones that changed. On a failed write, the ones already written are put back first.
+ * Writes each `[file, value]` inside the netns (verbatim, no newline), appending to `changed` the old
+ * value of each file it changes, as it goes (so a failure midway leaves `changed` exact).
  */
-function writeSysctls(ns: NetNS, writes: readonly [string, string][]): [string, string][] {
-  return withNetNS(ns, () => {
-    const changed: [string, string][] = [];
-    try {
-      for (const [file, value] of writes) {
-        let old: string | undefined;
-        try {
-          old = readFileSync(file, "utf8").replace(/\n$/, "");
-        } catch {
-          old = undefined; // write-only keys cannot be restored
-        }
-        try {
-          writeFileSync(file, value);
-        } catch (err) {
-          throw fsError("open", file, err);
-        }
-        if (old !== undefined && old !== value && !changed.some(([f]) => f === file)) changed.push([file, old]);
+function writeSysctls(ns: NetNS, writes: readonly [string, string][], changed: [string, string][]): void {
+  withNetNS(ns, () => {
+    for (const [file, value] of writes) {
+      let old: string | undefined;
+      try {
+        old = readFileSync(file, "utf8").replace(/\n$/, "");
+      } catch {
+        old = undefined; // write-only keys cannot be restored
       }
-    } catch (err) {
-      restoreSysctlsInside(changed);
-      throw err;
+      try {
+        writeFileSync(file, value);
+      } catch (err) {
+        throw new PathError("open", file, err);
+      }
+      if (old !== undefined && old !== value && !changed.some(([f]) => f === file)) changed.push([file, old]);
     }
-    return changed;
   });
 }
 
-/** Puts old values back, newest first; returns the failures. Must run inside the netns. */
-function restoreSysctlsInside(entries: readonly [string, string][]): string[] {
-  const errors: string[] = [];
-  for (const [file, value] of [...entries].reverse()) {
-    try {
-      writeFileSync(file, value);
-    } catch (err) {
-      errors.push(`failed to restore sysctl ${file}: ${fsError("open", file, err).message}`);
+/** Puts old sysctl values back, newest first, each attempted; throws the failures. */
+function restoreSysctls(ns: NetNS, entries: readonly [string, string][]): void {
+  const errors = withNetNS(ns, () => {
+    const failed: Error[] = [];
+    for (const [file, value] of [...entries].reverse()) {
+      try {
+        writeFileSync(file, value);
+      } catch (err) {
+        failed.push(annotateError(`failed to restore sysctl ${file}`, new PathError("open", file, err)));
+      }
     }
-  }
-  return errors;
+    return failed;
+  });
+  if (errors.length === 1) throw errors[0];
+  if (errors.length > 1) throw new TeardownError(errors);
 }
 
 // ---- link attributes -------------------------------------------------------------------------
@@ -155,31 +119,6 @@ function snapshot(link: Link, conf: TuningConfig): LinkBackup {
   return b;
 }
 
-/**
- * Restores from a backup (upstream order MTU, MAC, promisc, allmulti, txQLen; then, as an
- * extension, the sysctls). Returns the failures, worded as upstream.
- */
-function restore(ns: NetNS, nl: Handle, index: number, b: LinkBackup): string[] {
-  const errors: string[] = [];
-  const step = (what: string, fn: () => void): void => {
-    try {
-      fn();
-    } catch (err) {
-      errors.push(`failed to restore ${what}: ${messageOf(err)}`);
-    }
-  };
-  if (b.mtu !== undefined) step("MTU", () => nl.linkSetMTU(index, b.mtu!));
-  if (b.mac !== undefined) step("MAC address", () => nl.linkSetMAC(index, requireMac(b.mac!)));
-  if (b.promisc !== undefined) step("promiscuous mode", () => nl.linkSetPromisc(index, b.promisc!));
-  if (b.allmulti !== undefined) step("all-multicast mode", () => nl.linkSetAllmulti(index, b.allmulti!));
-  if (b.txQLen !== undefined) step("transmit queue length", () => nl.linkSetTxqlen(index, b.txQLen!));
-  if (b.sysctlRestore !== undefined) {
-    const entries = b.sysctlRestore;
-    errors.push(...withNetNS(ns, () => restoreSysctlsInside(entries)));
-  }
-  return errors;
-}
-
 function applyLinkChanges(nl: Handle, index: number, conf: TuningConfig, mac: string | undefined): void {
   if (mac !== undefined) nl.linkSetMAC(index, mac);
   if (conf.promisc) nl.linkSetPromisc(index, true);
@@ -188,42 +127,70 @@ function applyLinkChanges(nl: Handle, index: number, conf: TuningConfig, mac: st
   if (conf.txQLen !== undefined) nl.linkSetTxqlen(index, conf.txQLen);
 }
 
+// ---- teardown --------------------------------------------------------------------------------
+
+/** The link-attribute steps, in upstream's restore order (MTU, MAC, promisc, allmulti, txQLen). */
+const LINK_STEPS = ["MTU", "MAC address", "promiscuous mode", "all-multicast mode", "transmit queue length"] as const;
+const SYSCTL_STEP = "sysctls";
+const BACKUP_FILE_STEP = "backup file";
+
+/**
+ * What DEL restores from backup `b` (ADD fills `b` as it changes things), in order: the link
+ * attributes of link `target.index`, then (an extension) the sysctls. Each step restores only what
+ * `b` holds. Failures read `failed to restore <what>: …`, as upstream.
+ */
+function restoreSteps(ns: NetNS, nl: Handle, target: { index?: number }, b: LinkBackup): TeardownStep[] {
+  const attr = (name: (typeof LINK_STEPS)[number], apply: (index: number) => void, present: () => boolean): TeardownStep => ({
+    name,
+    run: () => {
+      if (target.index !== undefined && present()) annotate(`failed to restore ${name}`, () => apply(target.index!));
+    },
+  });
+  return [
+    attr("MTU", (i) => nl.linkSetMTU(i, b.mtu!), () => b.mtu !== undefined),
+    attr("MAC address", (i) => nl.linkSetMAC(i, requireMac(b.mac!)), () => b.mac !== undefined),
+    attr("promiscuous mode", (i) => nl.linkSetPromisc(i, b.promisc!), () => b.promisc !== undefined),
+    attr("all-multicast mode", (i) => nl.linkSetAllmulti(i, b.allmulti!), () => b.allmulti !== undefined),
+    attr("transmit queue length", (i) => nl.linkSetTxqlen(i, b.txQLen!), () => b.txQLen !== undefined),
+    { name: SYSCTL_STEP, run: () => restoreSysctls(ns, b.sysctlRestore ?? []) },
+  ];
+}
+
 // ---- verbs -----------------------------------------------------------------------------------
 
-function add(args: CmdArgs): Result {
+async function add(args: CmdArgs): Promise<Result> {
   const conf = loadAndValidate(args);
-  const prev = prevResultFrom(args);
-  if (prev === undefined) throw new InternalError("Required prevResult missing");
+  const prev = requirePrevResult(args);
   const mac = conf.mac !== "" ? requireMac(conf.mac) : undefined;
   const writes: [string, string][] = [...conf.sysctl].map(([k, v]) => [sysctlFileName(k, args.ifName), v]);
 
   using ns = openContainerNetns(args.netns);
   using nl = Handle.open(ns);
   const file = backupPath(conf.dataDir, args.containerID, args.ifName);
-  const changedSysctls = writes.length > 0 ? writeSysctls(ns, writes) : [];
-  let backup: LinkBackup = {};
-  let link: Link | undefined;
+  const backup: LinkBackup = {};
+  const target: { index?: number } = {};
+  // The backup file goes too: ADD leaves nothing for DEL to restore.
+  const undo = new Undo([...restoreSteps(ns, nl, target, backup), { name: BACKUP_FILE_STEP, run: () => removeBackup(file) }]);
   try {
+    const changedSysctls: [string, string][] = [];
+    backup.sysctlRestore = changedSysctls;
+    undo.reached(SYSCTL_STEP);
+    if (writes.length > 0) writeSysctls(ns, writes, changedSysctls);
     if (changesLink(conf)) {
-      link = linkOrFail(nl, args.ifName);
-      backup = snapshot(link, conf);
+      const link = annotate(`failed to get ${JSON.stringify(args.ifName)}`, () => nl.linkByName(args.ifName));
+      target.index = link.index;
+      Object.assign(backup, snapshot(link, conf));
     }
-    if (changedSysctls.length > 0) backup.sysctlRestore = changedSysctls;
     if (changesLink(conf) || changedSysctls.length > 0) {
-      try {
-        writeBackup(file, conf.dataDir, backup);
-      } catch (err) {
-        throw new InternalError(`failed to save file ${args.ifName}.json: ${messageOf(err)}`, { cause: err });
-      }
+      undo.reached(BACKUP_FILE_STEP);
+      annotate(`failed to save file ${args.ifName}.json`, () => writeBackup(file, conf.dataDir, backup));
     }
-    if (link !== undefined) applyLinkChanges(nl, link.index, conf, mac);
+    if (target.index !== undefined) {
+      undo.reached(...LINK_STEPS);
+      applyLinkChanges(nl, target.index, conf, mac);
+    }
   } catch (err) {
-    // Undo: link attributes from the snapshot, then the sysctls; drop the backup file.
-    const undo: LinkBackup = { ...backup, sysctlRestore: changedSysctls };
-    if (link !== undefined) restore(ns, nl, link.index, undo);
-    else withNetNS(ns, () => restoreSysctlsInside(changedSysctls));
-    removeBackup(file);
-    throw err;
+    return await undo.rollback(err);
   }
 
   if (mac !== undefined) {
@@ -235,7 +202,7 @@ function add(args: CmdArgs): Result {
 function check(args: CmdArgs): void {
   checkDuplicateSysctlKeys(stdinText(args));
   const conf = loadTuningConfig(args);
-  if (prevResultFrom(args) === undefined) throw new InternalError("Required prevResult missing");
+  requirePrevResult(args);
 
   using ns = openContainerNetns(args.netns);
   for (const [key, want] of conf.sysctl) {
@@ -244,7 +211,7 @@ function check(args: CmdArgs): void {
       try {
         return readFileSync(file, "utf8").replace(/\n$/, "");
       } catch (err) {
-        throw fsError("open", file, err);
+        throw new PathError("open", file, err);
       }
     });
     if (got !== want) throw new InternalError(`Error: Tuning configured value of ${file} is ${want}, current value is ${got}`);
@@ -258,7 +225,7 @@ function check(args: CmdArgs): void {
     throw new InternalError(`Cannot find container link ${args.ifName}`, { cause: err });
   }
   const name = args.ifName;
-  if (conf.mac !== "" && (parseMac(conf.mac) ?? conf.mac) !== (link.mac ?? "")) {
+  if (conf.mac !== "" && (parseMacAddress(conf.mac) ?? conf.mac) !== (link.mac ?? "")) {
     throw new InternalError(`Error: Tuning configured Ethernet of ${name} is ${conf.mac}, current value is ${link.mac ?? ""}`);
   }
   if (conf.promisc !== isPromisc(link)) {
@@ -275,33 +242,27 @@ function check(args: CmdArgs): void {
   }
 }
 
-function del(args: CmdArgs): void {
+/** Runs the restore steps for `backup` on CNI_IFNAME; nothing when the netns or the interface is gone. */
+async function restoreFrom(args: CmdArgs, backup: LinkBackup): Promise<void> {
+  const ns = openNetnsForDel(args.netns);
+  if (ns === undefined) return;
+  using owned = ns;
+  using nl = Handle.open(owned);
+  const link = nl.linkFind(args.ifName);
+  if (link !== undefined) await teardown(restoreSteps(owned, nl, { index: link.index }, backup));
+}
+
+async function del(args: CmdArgs): Promise<void> {
   const conf = loadTuningConfig(args);
   const file = backupPath(conf.dataDir, args.containerID, args.ifName);
-  // Upstream swallows every restore error: DEL succeeds once the config parses.
+  // Upstream swallows every restore error: DEL succeeds once the config parses. A failed restore
+  // keeps the backup file, so a repeated DEL tries again.
   try {
     const backup = readBackup(file);
     if (backup === undefined) return;
-    if (backup === null) {
-      removeBackup(file);
-      return;
-    }
-    const ns = openNetnsForDel(args.netns);
-    if (ns === undefined) {
-      removeBackup(file);
-      return;
-    }
-    using owned = ns;
-    using nl = Handle.open(owned);
-    let index: number;
-    try {
-      index = nl.linkByName(args.ifName).index;
-    } catch {
-      removeBackup(file);
-      return;
-    }
-    const errors = restore(owned, nl, index, backup);
-    if (errors.length === 0) removeBackup(file);
+    // An unreadable file (null) restores nothing, as upstream, and goes.
+    if (backup !== null) await restoreFrom(args, backup);
+    removeBackup(file);
   } catch {
     // as upstream: DEL never fails here
   }

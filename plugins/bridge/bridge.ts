@@ -1,40 +1,41 @@
 /**
  * bridge: an interface plugin that attaches the container to a Linux bridge in the host netns
- * through a veth pair (upstream plugins/main/bridge/bridge.go at HEAD, upstream-matrix §2.1).
+ * through a veth pair (upstream plugins/main/bridge/bridge.go at HEAD).
  * Verbs: ADD, CHECK, DEL, STATUS and GC (both delegated to the IPAM plugin when there is one).
  *
  * ADD creates the bridge when missing, the veth pair (container end CNI_IFNAME, host end
  * `veth<8 hex>` as a bridge port with the hairpin / isolated / VLAN settings), optional MAC
  * spoof-check rules, then — with IPAM — the addresses and routes in the container, the gateway
  * addresses on the bridge, forwarding and masquerading. Without IPAM (L2-only) it just brings the
- * container end up.
+ * container end up. A failure rolls back through the DEL steps it reached.
+ * DEL: IPAM DEL, the container link, the spoof-check rules, the masquerade rules — every step
+ * attempted, failures reported together.
  *
- * Deviations from upstream (all deliberate):
- * - ADD rolls back what it did on failure (IPAM lease, veth pair, spoof-check and masquerade
- *   rules); upstream leaves the veth behind.
- * - The bridge MAC is pinned for every bridge, not only gateway bridges (cni#285, probe P31).
- * - CHECK works in L2 mode (upstream always delegates IPAM CHECK and fails with
- *   "no plugin name provided").
- * - DEL always removes masquerade rules, also when the netns is gone or CNI_NETNS is unset
- *   (upstream #810), and still runs every teardown step when IPAM DEL fails (the IPAM error is
- *   reported afterwards); a config whose VLAN/MTU/MAC values became invalid can still be deleted.
- * - Config errors are code 7 (upstream 999).
+ * Deliberate differences from upstream: DIFFERENCES.md.
  */
-import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
-import { InternalError, messageOf } from "../../shared/cni/errors.ts";
+import { openContainerNetns } from "../../shared/cni/container-netns.ts";
+import { InternalError, InvalidConfigError } from "../../shared/cni/errors.ts";
 import { delegate, delegateAdd } from "../../shared/cni/invoke.ts";
-import { writeAllSync } from "../../shared/cni/stdio.ts";
+import { ipamStep, IPAM_STEP, teardown, Undo, type TeardownStep } from "../../shared/cni/teardown.ts";
 import type { CmdArgs, Interface, PluginSpec, Result } from "../../shared/cni/types.ts";
-import { ALL_VERSIONS, versionGte } from "../../shared/cni/version.ts";
-import { Handle, type Link } from "../../shared/netlink/index.ts";
-import { IF_OPER_UP } from "../../shared/netlink/constants/if-link.ts";
-import { NetNS, withNetNS } from "../../shared/netns/index.ts";
+import { ALL_VERSIONS } from "../../shared/cni/version.ts";
+import { annotate } from "../../shared/error/annotate.ts";
+import { parseMasqBackend, setupIPMasq, teardownIPMasq } from "../../shared/firewall/ipmasq.ts";
 import { configureIface } from "../../shared/iface/configure.ts";
+import {
+  CONTAINER_LINK_STEP,
+  deleteContainerLink,
+  enableNeighbourNotify,
+  refuseL2ForOldVersions,
+  setSysctlsQuietly,
+  type CreatedLink,
+} from "../../shared/iface/container-link.ts";
 import { enableIPForward } from "../../shared/iface/forward.ts";
 import { sleepSync } from "../../shared/iface/settle.ts";
-import { delLinkByNameAddr, setupVeth } from "../../shared/iface/veth.ts";
-import { sysctlSet } from "../../shared/sysctl/index.ts";
-import { parseMasqBackend, setupIPMasq, teardownIPMasq } from "../../shared/firewall/ipmasq.ts";
+import { setupVeth } from "../../shared/iface/veth.ts";
+import { IF_OPER_UP } from "../../shared/netlink/constants/if-link.ts";
+import { Handle, type Link } from "../../shared/netlink/index.ts";
+import { NetNS } from "../../shared/netns/index.ts";
 import { checkBridge } from "./check.ts";
 import { loadBridgeConf, wantsVlanFiltering, type BridgeConf } from "./config.ts";
 import { bridgeByName, ensureBridge } from "./ensure-bridge.ts";
@@ -46,35 +47,8 @@ import { ensureVlanGateway } from "./vlan-gateway.ts";
 /** Delays between polls of the host veth's oper state (upstream's schedule). */
 const PORT_STATE_POLLS_MS = [0, 50, 500, 1000, 1000];
 
-/** Undo steps of a half-done ADD, run newest first; failures go to stderr. */
-class Rollback {
-  readonly #steps: { what: string; run: () => void | Promise<void> }[] = [];
-  push(what: string, run: () => void | Promise<void>): void {
-    this.#steps.push({ what, run });
-  }
-  async run(): Promise<void> {
-    for (const step of this.#steps.reverse()) {
-      try {
-        await step.run();
-      } catch (err) {
-        writeAllSync(2, `bridge: rollback (${step.what}) failed: ${messageOf(err)}\n`);
-      }
-    }
-    this.#steps.length = 0;
-  }
-}
-
 function linkSummary(l: Link): Interface {
   return { name: l.name, ...(l.mac ? { mac: l.mac } : {}) };
-}
-
-/** Writes a sysctl inside the container netns, ignoring failures (upstream ignores these too). */
-function containerSysctl(ns: NetNS, key: string, value: string): void {
-  try {
-    withNetNS(ns, () => sysctlSet(key, value, { ignoreMissing: true }));
-  } catch {
-    // best effort
-  }
 }
 
 /** Waits until the host veth is oper-UP, as upstream; returns it fresh. */
@@ -93,18 +67,41 @@ function operStateName(s: number | undefined): string {
   return ["unknown", "not present", "down", "lower layer down", "testing", "dormant", "up"][s ?? 0] ?? `${s}`;
 }
 
+/** Options that cannot go together (code 7), checked before anything is created. */
 function validateCombination(conf: BridgeConf): void {
   // A 0.1.0/0.2.0 result cannot carry an IP-less (L2) attachment; upstream fails the same way, but
   // only after creating the veth pair, which it then leaks.
-  if (conf.ipamType === "" && !versionGte(conf.cniVersion, "0.3.0")) {
-    throw new InternalError("cannot convert: no valid IP addresses");
-  }
+  refuseL2ForOldVersions(conf.ipamType !== "", conf.cniVersion);
   if (conf.ipamType !== "" && conf.disableContainerInterface) {
-    throw new InternalError("cannot use IPAM when DisableContainerInterface flag is set");
+    throw new InvalidConfigError("cannot use IPAM when DisableContainerInterface flag is set");
   }
   if (conf.hairpinMode && conf.promiscMode) {
-    throw new InternalError("cannot set hairpin mode and promiscuous mode at the same time");
+    throw new InvalidConfigError("cannot set hairpin mode and promiscuous mode at the same time");
   }
+}
+
+const SPOOFCHECK_STEP = "spoof-check rules";
+const MASQUERADE_STEP = "masquerade rules";
+
+/**
+ * What bridge removes, in DEL's order: the IPAM lease (first, while the container link exists, so a
+ * dhcp lease can be released through it), the container link (the pair; `created` on a rolled-back
+ * ADD), the spoof-check rules, the masquerade rules (keyed by network and container; the addresses
+ * the link carried only help with legacy rule forms). The bridge, its addresses and the VLAN
+ * gateway interface are shared by the network and stay.
+ */
+function teardownSteps(conf: BridgeConf, args: CmdArgs, created?: CreatedLink): TeardownStep[] {
+  const attachment = { containerID: args.containerID, ifName: args.ifName };
+  let addrs: string[] = [];
+  return [
+    ipamStep(conf.ipamType, args),
+    { name: CONTAINER_LINK_STEP, run: () => void (addrs = deleteContainerLink(args, created)) },
+    { name: SPOOFCHECK_STEP, run: () => (conf.macspoofchk ? teardownSpoofCheck(attachment) : undefined) },
+    {
+      name: MASQUERADE_STEP,
+      run: () => (conf.ipMasq ? teardownIPMasq({ network: conf.name, ...attachment, ...(addrs.length > 0 ? { ips: addrs } : {}) }) : undefined),
+    },
+  ];
 }
 
 async function add(args: CmdArgs): Promise<Result> {
@@ -123,7 +120,8 @@ async function add(args: CmdArgs): Promise<Result> {
 
   using ns = openContainerNetns(args.netns);
   using contNl = Handle.open(ns);
-  const rollback = new Rollback();
+  const created: CreatedLink = { nl: contNl };
+  const undo = new Undo(teardownSteps(conf, args, created));
   try {
     const veth = setupVeth({
       containerNl: contNl,
@@ -132,13 +130,10 @@ async function add(args: CmdArgs): Promise<Result> {
       ifName: args.ifName,
       ...(conf.mtu > 0 ? { mtu: conf.mtu } : {}),
       ...(conf.mac !== undefined ? { mac: conf.mac } : {}),
-    });
-    rollback.push("delete veth", () => {
-      try {
-        contNl.linkDel(veth.container.index);
-      } catch {
-        hostNl.linkDel(veth.host.index);
-      }
+      onCreated: (index) => {
+        created.index = index;
+        undo.reached(CONTAINER_LINK_STEP);
+      },
     });
     attachPort(hostNl, veth.host, br, {
       hairpin: conf.hairpinMode,
@@ -154,26 +149,24 @@ async function add(args: CmdArgs): Promise<Result> {
     const result: Result = { interfaces: [brIface, hostIface, contIface] };
 
     if (conf.macspoofchk) {
+      undo.reached(SPOOFCHECK_STEP);
       setupSpoofCheck({ hostVeth: veth.host.name, containerMac: veth.container.mac, containerID: args.containerID, ifName: args.ifName });
-      rollback.push("spoofcheck teardown", () => teardownSpoofCheck({ containerID: args.containerID, ifName: args.ifName }));
     }
 
     if (conf.ipamType !== "") {
       const ipam = await delegateAdd(conf.ipamType, args);
-      rollback.push("IPAM DEL", () => delegate(conf.ipamType, args, "DEL"));
+      undo.reached(IPAM_STEP);
       result.ips = ipam.ips ?? [];
       if (ipam.routes) result.routes = ipam.routes;
       if (ipam.dns) result.dns = ipam.dns;
       if (result.ips.length === 0) throw new InternalError("IPAM plugin returned missing IP config");
       const gws = calcGateways(result, conf);
 
-      if (conf.enabledad) {
-        containerSysctl(ns, `net/ipv6/conf/${args.ifName}/enhanced_dad`, "1");
-        containerSysctl(ns, `net/ipv6/conf/${args.ifName}/accept_dad`, "1");
-      } else {
-        containerSysctl(ns, `net/ipv6/conf/${args.ifName}/accept_dad`, "0");
-      }
-      containerSysctl(ns, `net/ipv4/conf/${args.ifName}/arp_notify`, "1");
+      const dad: [string, string][] = conf.enabledad
+        ? [[`net/ipv6/conf/${args.ifName}/enhanced_dad`, "1"], [`net/ipv6/conf/${args.ifName}/accept_dad`, "1"]]
+        : [[`net/ipv6/conf/${args.ifName}/accept_dad`, "0"]];
+      setSysctlsQuietly(ns, dad);
+      enableNeighbourNotify(ns, args.ifName, { ndisc: false });
       configureIface({ nl: contNl, ns, ifName: args.ifName, result });
 
       if (conf.isGateway) {
@@ -182,34 +175,19 @@ async function add(args: CmdArgs): Promise<Result> {
           target = ensureVlanGateway(hostNl, hostNs, br, conf);
           result.interfaces!.push(linkSummary(target));
         }
+        const what = target === br ? "failed to set bridge addr" : "failed to set vlan interface for bridge with addr";
         for (const family of [4, 6] as const) {
-          for (const gw of gws[family]) {
-            try {
-              ensureAddr(hostNl, target, gw, conf.forceAddress);
-            } catch (err) {
-              const what = target === br ? "failed to set bridge addr" : "failed to set vlan interface for bridge with addr";
-              throw new InternalError(`${what}: ${messageOf(err)}`, { cause: err });
-            }
-          }
+          for (const gw of gws[family]) annotate(what, () => ensureAddr(hostNl, target, gw, conf.forceAddress));
         }
-        try {
-          enableIPForward({ v4: gws[4].length > 0, v6: gws[6].length > 0 });
-        } catch (err) {
-          throw new InternalError(`failed to enable forwarding: ${messageOf(err)}`, { cause: err });
-        }
+        annotate("failed to enable forwarding", () => enableIPForward({ v4: gws[4].length > 0, v6: gws[6].length > 0 }));
       }
 
       if (conf.ipMasq) {
-        const masq = { network: conf.name, containerID: args.containerID, ifName: args.ifName, ips: result.ips.map((i) => i.address) };
-        rollback.push("ipMasq teardown", () => teardownIPMasq(masq));
-        setupIPMasq(masq, masqBackend);
+        undo.reached(MASQUERADE_STEP);
+        setupIPMasq({ network: conf.name, containerID: args.containerID, ifName: args.ifName, ips: result.ips.map((i) => i.address) }, masqBackend);
       }
     } else if (!conf.disableContainerInterface) {
-      try {
-        contNl.linkSetUp(veth.container.index);
-      } catch (err) {
-        throw new InternalError(`failed to set ${JSON.stringify(args.ifName)} up: ${messageOf(err)}`, { cause: err });
-      }
+      annotate(`failed to set ${JSON.stringify(args.ifName)} up`, () => contNl.linkSetUp(veth.container.index));
     }
 
     const host = conf.disableContainerInterface ? hostNl.linkByIndex(veth.host.index) : waitPortUp(hostNl, veth.host.index);
@@ -223,54 +201,12 @@ async function add(args: CmdArgs): Promise<Result> {
     }
     return result;
   } catch (err) {
-    await rollback.run();
-    throw err;
+    return await undo.rollback(err);
   }
 }
 
 async function del(args: CmdArgs): Promise<void> {
-  const conf = loadBridgeConf(args, { lenient: true });
-  const errors: unknown[] = [];
-  let addrs: string[] | undefined;
-
-  // IPAM first, while the container link still exists: a dhcp lease can then be released (DHCPRELEASE
-  // leaves through that link); host-local and static do not care about the order.
-  if (conf.ipamType !== "") {
-    try {
-      await delegate(conf.ipamType, args, "DEL");
-    } catch (err) {
-      errors.push(err);
-    }
-  }
-
-  const ns = openNetnsForDel(args.netns);
-  if (ns !== undefined) {
-    using owned = ns;
-    try {
-      using contNl = Handle.open(owned);
-      addrs = delLinkByNameAddr(contNl, args.ifName);
-    } catch (err) {
-      errors.push(err);
-    }
-  }
-
-  if (conf.macspoofchk) {
-    try {
-      teardownSpoofCheck({ containerID: args.containerID, ifName: args.ifName });
-    } catch (err) {
-      writeAllSync(2, `${messageOf(err)}\n`);
-    }
-  }
-
-  if (conf.ipMasq) {
-    try {
-      teardownIPMasq({ network: conf.name, containerID: args.containerID, ifName: args.ifName, ...(addrs && addrs.length > 0 ? { ips: addrs } : {}) });
-    } catch (err) {
-      errors.push(err);
-    }
-  }
-
-  if (errors.length > 0) throw errors[0];
+  await teardown(teardownSteps(loadBridgeConf(args, { lenient: true }), args));
 }
 
 async function check(args: CmdArgs): Promise<void> {

@@ -1,17 +1,16 @@
 /**
- * CHECK for the bridge plugin (upstream cmdCheck, upstream-matrix §2.1): the bridge, the container
+ * CHECK for the bridge plugin (upstream bridge.go cmdCheck): the bridge, the container
  * veth and the host veth of prevResult must exist and be wired together (container veth's peer is
  * the host veth, whose master is the bridge), MACs must match where given, the bridge's promiscuous
  * state must equal `promiscMode`, and the result's addresses and routes must be in the container.
  * With `ipMasq`, the masquerade rules are checked as well (beyond upstream). Messages are upstream's.
  */
 import { InternalError } from "../../shared/cni/errors.ts";
-import { prevResultFrom } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, Interface } from "../../shared/cni/types.ts";
 import { Handle, type Link } from "../../shared/netlink/index.ts";
 import { IFF_PROMISC } from "../../shared/netlink/constants/if-link.ts";
 import type { NetNS } from "../../shared/netns/index.ts";
-import { validateExpectedInterfaceIPs, validateExpectedRoutes } from "../../shared/iface/check.ts";
+import { requirePrevResult, validateExpectedInterfaceIPs, validateExpectedRoutes } from "../../shared/iface/check.ts";
 import { checkIPMasq, parseMasqBackend } from "../../shared/firewall/ipmasq.ts";
 import type { BridgeConf } from "./config.ts";
 
@@ -70,8 +69,7 @@ function checkHostVeth(nl: Handle, intf: Interface, br: Found, cont: Found): Fou
 
 /** Validates the attachment described by prevResult against the kernel (host and container). */
 export function checkBridge(args: CmdArgs, conf: BridgeConf, ns: NetNS): void {
-  const prev = prevResultFrom(args);
-  if (prev === undefined) throw new InternalError("Required prevResult missing");
+  const prev = requirePrevResult(args);
   const interfaces = prev.interfaces ?? [];
   let brMap: Interface = { name: "" };
   let contMap: Interface = { name: "" };

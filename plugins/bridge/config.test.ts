@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { CNI_ERROR_CODES, CniError } from "../../shared/cni/errors.ts";
 import type { CmdArgs } from "../../shared/cni/types.ts";
-import { hasPortVlans, loadBridgeConf, parseMac, wantsVlanFiltering } from "./config.ts";
+import { hasPortVlans, loadBridgeConf, wantsVlanFiltering } from "./config.ts";
 
 function argsFor(config: Record<string, unknown>, cniArgs = ""): CmdArgs {
   const text = JSON.stringify(config);
@@ -121,16 +121,5 @@ describe("loadBridgeConf", () => {
   test("ipam type decides L2 vs L3", () => {
     expect(loadBridgeConf(argsFor({ ...base, ipam: {} })).ipamType).toBe("");
     expect(loadBridgeConf(argsFor({ ...base, ipam: { type: "host-local" } })).ipamType).toBe("host-local");
-  });
-});
-
-describe("parseMac", () => {
-  test("accepts Go's 6-byte forms, normalised", () => {
-    expect(parseMac("0A:0b:0C:0d:0E:0f")).toBe("0a:0b:0c:0d:0e:0f");
-    expect(parseMac("0a-0b-0c-0d-0e-0f")).toBe("0a:0b:0c:0d:0e:0f");
-    expect(parseMac("0a0b.0c0d.0e0f")).toBe("0a:0b:0c:0d:0e:0f");
-  });
-  test("refuses others", () => {
-    for (const s of ["", "0a:0b:0c:0d:0e", "0a:0b-0c:0d:0e:0f", "gg:00:00:00:00:00"]) expect(parseMac(s)).toBeUndefined();
   });
 });

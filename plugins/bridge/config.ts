@@ -1,17 +1,17 @@
 /**
- * The bridge plugin's network configuration (upstream plugins/main/bridge NetConf, upstream-matrix
- * §2.1): decoding with Go semantics, defaults, validation, and the container MAC chosen from
- * CNI_ARGS `MAC` < `args.cni.mac` < `runtimeConfig.mac` (later wins).
+ * The bridge plugin's network configuration (upstream plugins/main/bridge NetConf): decoding with
+ * Go semantics, defaults, validation, and the container MAC chosen from CNI_ARGS `MAC` <
+ * `args.cni.mac` < `runtimeConfig.mac` (later wins).
  *
- * Beyond upstream: a negative `mtu`, an over-long or malformed bridge name, and a malformed MAC are
- * refused up front with a clear message (upstream accepts `mtu:-1` and fails late on the others).
- * Config errors are code 7 (upstream 999) with upstream's text where upstream has one.
+ * Values are validated up front (also some upstream accepts, DIFFERENCES.md); config errors are
+ * code 7, with upstream's text where upstream has one.
  */
 import { parseCniArgs } from "../../shared/cni/args.ts";
 import { getField, isObject, t, type Infer } from "../../shared/cni/decode.ts";
 import { InvalidConfigError } from "../../shared/cni/errors.ts";
 import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
 import { dnsFromWire } from "../../shared/cni/result/index.ts";
+import { parseMacAddress } from "../../shared/ip/mac-address.ts";
 import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
 import { collectVlanTrunk, validateAccessVlan } from "./vlan.ts";
 
@@ -90,15 +90,6 @@ export function hasPortVlans(c: BridgeConf): boolean {
   return c.vlan !== 0 || (c.vlanTrunk !== undefined && c.vlanTrunk.length > 0);
 }
 
-/** Go's net.ParseMAC for the 6-byte forms (`:`, `-` or `.`-grouped), normalised to `aa:bb:...`. */
-export function parseMac(s: string): string | undefined {
-  let hex: string | undefined;
-  if (/^[0-9a-fA-F]{2}([:-])[0-9a-fA-F]{2}(\1[0-9a-fA-F]{2}){4}$/.test(s)) hex = s.replace(/[:-]/g, "");
-  else if (/^[0-9a-fA-F]{4}\.[0-9a-fA-F]{4}\.[0-9a-fA-F]{4}$/.test(s)) hex = s.replace(/\./g, "");
-  if (hex === undefined) return undefined;
-  return hex.toLowerCase().match(/../g)!.join(":");
-}
-
 /** Validates an interface name the kernel would accept (dev_valid_name). */
 export function validateBridgeName(name: string): void {
   if (name === "" || name === "." || name === "..") throw new InvalidConfigError(`invalid bridge name ${JSON.stringify(name)}`);
@@ -117,7 +108,7 @@ function chooseMac(args: CmdArgs, wire: WireConf): string | undefined {
   const fromRuntime = wire.runtimeConfig?.mac;
   if (fromRuntime !== undefined && fromRuntime !== "") mac = fromRuntime;
   if (mac === undefined) return undefined;
-  const parsed = parseMac(mac);
+  const parsed = parseMacAddress(mac);
   if (parsed === undefined) throw new InvalidConfigError(`invalid MAC address ${JSON.stringify(mac)}`);
   return parsed;
 }

@@ -1,10 +1,11 @@
 /**
- * Gateways of a bridge network (upstream calcGateways / ensureAddr, upstream-matrix §2.1 step 6):
- * which gateway each result IP gets, the default routes `isDefaultGateway` adds, and putting the
- * gateway addresses on the bridge (or on `<bridge>.<vlan>`), honouring `forceAddress`.
+ * Gateways of a bridge network (upstream bridge.go calcGateways / ensureAddr): which gateway each
+ * result IP gets, the default routes `isDefaultGateway` adds, and putting the gateway addresses on
+ * the bridge (or on `<bridge>.<vlan>`), honouring `forceAddress`.
  */
-import { InternalError, messageOf } from "../../shared/cni/errors.ts";
+import { InternalError } from "../../shared/cni/errors.ts";
 import type { Result } from "../../shared/cni/types.ts";
+import { annotateError } from "../../shared/error/annotate.ts";
 import { formatIP, nextIP, parseIP, type IPFamily } from "../../shared/ip/addr.ts";
 import { containsIP, networkAddress, parseCIDR, type CIDR } from "../../shared/ip/cidr.ts";
 import { isExists, type Handle, type Link } from "../../shared/netlink/index.ts";
@@ -82,20 +83,20 @@ export function ensureAddr(nl: Handle, link: Link, gw: CIDR, forceAddress: boole
       try {
         nl.addrDel(link.index, { address: a.address, prefixLen: a.prefixLen, family });
       } catch (err) {
-        throw new InternalError(`could not remove IP address from ${JSON.stringify(link.name)}: ${messageOf(err)}`, { cause: err });
+        throw annotateError(`could not remove IP address from ${JSON.stringify(link.name)}`, err);
       }
     }
   }
   try {
     nl.addrAdd(link.index, { address: formatIP(gw.ip), prefixLen: gw.prefixLen, family });
   } catch (err) {
-    if (!isExists(err)) throw new InternalError(`could not add IP address to ${JSON.stringify(link.name)}: ${messageOf(err)}`, { cause: err });
+    if (!isExists(err)) throw annotateError(`could not add IP address to ${JSON.stringify(link.name)}`, err);
   }
   if (link.mac !== undefined && link.mac !== "00:00:00:00:00:00") {
     try {
       nl.linkSetMAC(link.index, link.mac);
     } catch (err) {
-      throw new InternalError(`could not set bridge's mac: ${messageOf(err)}`, { cause: err });
+      throw annotateError(`could not set bridge's mac`, err);
     }
   }
 }

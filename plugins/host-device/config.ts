@@ -1,8 +1,8 @@
 /**
- * host-device configuration (upstream plugins/main/host-device NetConf + `loadConf`,
- * upstream-matrix §2.7): the selectors `device` > `hwaddr` > `kernelpath` > `pciBusID` > auxiliary
- * device (from `runtimeConfig.deviceID`), the DPDK mode recomputed from the PCI function's driver,
- * and this implementation's `allowUnsafeDevice` (see safety.ts).
+ * host-device configuration (upstream plugins/main/host-device NetConf + `loadConf`): the selectors
+ * `device` > `hwaddr` > `kernelpath` > `pciBusID` > auxiliary device (from `runtimeConfig.deviceID`),
+ * the DPDK mode recomputed from the PCI function's driver, and this implementation's
+ * `allowUnsafeDevice` (see safety.ts).
  *
  * For DEL the loader is lenient (beyond upstream): a deviceID or PCI function that has disappeared,
  * or a config without any selector, must not make DEL fail forever — DEL then works from the

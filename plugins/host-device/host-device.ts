@@ -1,34 +1,18 @@
 /**
  * host-device: moves an existing host network device into the container and back (upstream
- * plugins/main/host-device/host-device.go at HEAD, upstream-matrix §2.7).
+ * plugins/main/host-device/host-device.go at HEAD).
  *
  * ADD: select the host link (`device` > `hwaddr` > `kernelpath` > `pciBusID` > auxiliary device from
- * `runtimeConfig.deviceID`); a PCI function bound to a userspace (DPDK) driver stays in the host and
- * only IPAM runs. Otherwise the link goes through a temporary namespace where it is renamed to
- * CNI_IFNAME with its host name kept in the link alias, then into the container, UP (move.ts). With
- * IPAM the addresses and routes are configured on it. CHECK: IPAM CHECK, then the prevResult's
- * interface (name, MAC), addresses and routes. DEL: IPAM DEL, then the device goes back to the host
- * under its alias name (left DOWN). STATUS delegates to IPAM; GC has nothing to do.
+ * `runtimeConfig.deviceID`), refusing unsafe ones (safety.ts); a PCI function bound to a userspace
+ * (DPDK) driver stays in the host and only IPAM runs. Otherwise the link goes through a temporary
+ * namespace where it is renamed to CNI_IFNAME with its host name kept in the link alias, then into
+ * the container, UP (move.ts). With IPAM the addresses and routes are configured on it. A failure
+ * rolls back through the DEL steps it reached (the device goes back, UP again if it was).
+ * CHECK: IPAM CHECK, then the prevResult's interface (name, MAC), addresses and routes.
+ * DEL: IPAM DEL, then the device goes back to the host under its alias name (left DOWN) — both
+ * attempted, failures reported together. STATUS delegates to IPAM; GC has nothing to do.
  *
- * Deliberate differences from upstream (Go 1.1.1 / HEAD):
- * - refuses to move `lo` (always) and, unless `"allowUnsafeDevice": true`, a link carrying a
- *   default route or the master of other links (user-pain §2.4); code 7;
- * - DEL is idempotent: no CNI_IFNAME in the container (DEL twice, never added) succeeds, and so does
- *   a missing netns or an empty CNI_NETNS — upstream fails on the first two and skips IPAM DEL on the
- *   last (leaking the address);
- * - DEL leaves a CNI_IFNAME without an alias (not moved in by host-device, e.g. the container's own
- *   interface after a failed ADD) where it is and succeeds, with a note on stderr; upstream fails;
- * - DEL tolerates a runtime deviceID / PCI function that has disappeared and a config without a
- *   selector (it only needs CNI_IFNAME and the alias); upstream fails, so the pod could never go;
- * - a failed IPAM ADD or address configuration moves the device back to the host (upstream leaves
- *   it in the container);
- * - without IPAM, a 0.1.0/0.2.0 config fails before anything is moved (upstream moves the device,
- *   then fails to print the address-less result, leaving it in the container);
- * - a DPDK result with IPAM carries no `interface` index (upstream points it at a missing entry 0);
- * - bus IDs containing `/` and kernel paths that `..` takes out of /sys/devices/ are refused;
- * - a missing or non-netns CNI_NETNS on ADD/CHECK is code 8, a config without selector code 7
- *   (upstream 999 for both);
- * - STATUS and GC exist for 1.1.0 configs (Go 1.1.1 has neither; HEAD has STATUS).
+ * Deliberate differences from upstream: DIFFERENCES.md.
  *
  * Limitation: sysfs does not follow network namespaces; `/sys` is read only to turn a kernel path,
  * PCI address or auxiliary device into a netdev name, which is then looked up over netlink.
@@ -36,16 +20,18 @@
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
 import { t } from "../../shared/cni/decode.ts";
 import { InternalError, messageOf } from "../../shared/cni/errors.ts";
-import { annotateError } from "../../shared/error/annotate.ts";
 import { delegate, delegateAdd } from "../../shared/cni/invoke.ts";
-import { loadNetConf, netConfFields, prevResultFrom } from "../../shared/cni/netconf.ts";
+import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
 import { writeAllSync } from "../../shared/cni/stdio.ts";
+import { ipamStep, IPAM_STEP, teardown, Undo, type TeardownStep } from "../../shared/cni/teardown.ts";
 import type { CmdArgs, Interface, PluginSpec, Result } from "../../shared/cni/types.ts";
-import { ALL_VERSIONS, versionGte } from "../../shared/cni/version.ts";
-import { findResultInterface, validateExpectedInterfaceIPs, validateExpectedRoutes, validateLinkKind } from "../../shared/iface/check.ts";
+import { ALL_VERSIONS } from "../../shared/cni/version.ts";
+import { annotate } from "../../shared/error/annotate.ts";
+import { checkContainerLink, requirePrevResult } from "../../shared/iface/check.ts";
 import { configureIface } from "../../shared/iface/configure.ts";
-import { Handle, type Link } from "../../shared/netlink/index.ts";
+import { containerInterface, refuseL2ForOldVersions } from "../../shared/iface/container-link.ts";
 import { IFF_UP } from "../../shared/netlink/constants/if-link.ts";
+import { Handle, type Link } from "../../shared/netlink/index.ts";
 import { NetNS } from "../../shared/netns/index.ts";
 import { loadHostDeviceConfig, type HostDeviceConfig } from "./config.ts";
 import { moveLinkIn, moveLinkOut } from "./move.ts";
@@ -58,68 +44,56 @@ export interface HostDeviceEnvironment {
   sysfs: Sysfs;
 }
 
-function interfaceOf(link: Link, sandbox: string): Interface {
-  return { name: link.name, ...(link.mac !== undefined ? { mac: link.mac } : {}), sandbox };
-}
-
-/** What ADD moved: the container link, and how to put the host back if a later step fails. */
-interface Attached {
-  link: Link;
-  hostName: string;
+/** What ADD moved, for its rollback: the device goes back to the host, UP again if it was. */
+interface Moved {
+  containerNs: NetNS;
   hostWasUp: boolean;
 }
 
 /** Moves the selected host device into the container. */
-function attach(conf: HostDeviceConfig, args: CmdArgs, containerNs: NetNS, sysfs: Sysfs): Attached {
+async function attach(conf: HostDeviceConfig, args: CmdArgs, containerNs: NetNS, sysfs: Sysfs): Promise<{ link: Link; hostWasUp: boolean }> {
   using hostNs = NetNS.current();
   using hostNl = Handle.open(hostNs);
-  let hostDev: Link;
-  try {
-    hostDev = findHostDevice(hostNl, conf, sysfs);
-  } catch (err) {
-    throw annotateError("failed to find host device", err);
-  }
+  const hostDev = annotate("failed to find host device", () => findHostDevice(hostNl, conf, sysfs));
   assertMovable(hostNl, hostDev, conf.allowUnsafeDevice);
   using containerNl = Handle.open(containerNs);
   try {
-    const link = moveLinkIn({ hostNl, hostNs, containerNl, containerNs, hostDev, ifName: args.ifName });
-    return { link, hostName: hostDev.name, hostWasUp: (hostDev.flags & IFF_UP) !== 0 };
+    const link = await moveLinkIn({ hostNl, hostNs, containerNl, containerNs, hostDev, ifName: args.ifName });
+    return { link, hostWasUp: (hostDev.flags & IFF_UP) !== 0 };
   } catch (err) {
     // Upstream's text has no separator here: "failed to move link <cause>".
     throw new InternalError(`failed to move link ${messageOf(err)}`, { cause: err });
   }
 }
 
-/** Returns CNI_IFNAME to the host; errors only when a device of ours could not be returned. */
-function detach(args: CmdArgs, containerNs: NetNS): void {
+/** Moves CNI_IFNAME from `containerNs` back to the host (UP again when `upAgain`). */
+async function moveBack(args: CmdArgs, containerNs: NetNS, upAgain: boolean): Promise<void> {
   using hostNs = NetNS.current();
   using containerNl = Handle.open(containerNs);
-  const outcome = moveLinkOut({ hostNs, containerNl, containerNs, ifName: args.ifName });
+  const outcome = await moveLinkOut({ hostNs, containerNl, containerNs, ifName: args.ifName });
   if (outcome.status === "not-ours") {
     writeAllSync(2, `host-device: ${JSON.stringify(args.ifName)} in the container has no alias (not moved in by host-device); left in place\n`);
   }
-}
-
-/** Best-effort rollback of a failed ADD: the device back in the host, UP again if it was. */
-function detachQuietly(args: CmdArgs, containerNs: NetNS, attached: Attached | undefined): void {
-  if (attached === undefined) return;
-  try {
-    detach(args, containerNs);
-    if (attached.hostWasUp) {
-      using hostNl = Handle.open();
-      hostNl.linkSetUp(hostNl.linkByName(attached.hostName).index);
-    }
-  } catch {
-    // the runtime's DEL retries
+  if (outcome.status === "moved" && upAgain) {
+    using hostNl = Handle.open(hostNs);
+    hostNl.linkSetUp(hostNl.linkByName(outcome.hostName).index);
   }
 }
 
-async function ipamDelQuietly(conf: HostDeviceConfig, args: CmdArgs): Promise<void> {
-  try {
-    await delegate(conf.ipamType, args, "DEL");
-  } catch {
-    // best effort, as upstream
-  }
+/** The device back to the host: the one ADD `moved` (rollback), else CNI_IFNAME in CNI_NETNS (DEL). */
+async function returnDevice(args: CmdArgs, moved?: Moved): Promise<void> {
+  if (moved !== undefined) return moveBack(args, moved.containerNs, moved.hostWasUp);
+  const ns = openNetnsForDel(args.netns);
+  if (ns === undefined) return;
+  using owned = ns;
+  await moveBack(args, owned, false);
+}
+
+const DEVICE_STEP = "device";
+
+/** What host-device undoes, in DEL's order: the IPAM lease, then the device back to the host. */
+function teardownSteps(conf: HostDeviceConfig, args: CmdArgs, moved?: Moved): TeardownStep[] {
+  return [ipamStep(conf.ipamType, args), { name: DEVICE_STEP, run: () => (conf.dpdkMode ? undefined : returnDevice(args, moved)) }];
 }
 
 function makeAdd(env: HostDeviceEnvironment) {
@@ -128,21 +102,23 @@ function makeAdd(env: HostDeviceEnvironment) {
     using containerNs = openContainerNetns(args.netns);
     // A result without addresses cannot be printed in the 0.1.0/0.2.0 shape: say so before moving
     // anything (upstream moves the device first and then fails while printing).
-    if (conf.ipamType === "" && !versionGte(args.cniVersion, "0.3.0")) throw new InternalError("cannot convert: no valid IP addresses");
+    refuseL2ForOldVersions(conf.ipamType !== "", args.cniVersion);
 
-    const attached = conf.dpdkMode ? undefined : attach(conf, args, containerNs, env.sysfs);
-    const interfaces: Interface[] = attached === undefined ? [] : [interfaceOf(attached.link, args.netns)];
-    // A DPDK device has no interface entry (upstream prints an empty result).
-    if (conf.ipamType === "") return interfaces.length > 0 ? { interfaces } : {};
+    const moved: Moved = { containerNs, hostWasUp: false };
+    const undo = new Undo(teardownSteps(conf, args, moved));
+    try {
+      const interfaces: Interface[] = [];
+      if (!conf.dpdkMode) {
+        const attached = await attach(conf, args, containerNs, env.sysfs);
+        moved.hostWasUp = attached.hostWasUp;
+        undo.reached(DEVICE_STEP);
+        interfaces.push(containerInterface(attached.link, args.netns));
+      }
+      // A DPDK device has no interface entry (upstream prints an empty result).
+      if (conf.ipamType === "") return interfaces.length > 0 ? { interfaces } : {};
 
-    let result: Result;
-    try {
-      result = await delegateAdd(conf.ipamType, args);
-    } catch (err) {
-      detachQuietly(args, containerNs, attached);
-      throw err;
-    }
-    try {
+      const result = await delegateAdd(conf.ipamType, args);
+      undo.reached(IPAM_STEP);
       const ips = result.ips ?? [];
       if (ips.length === 0) throw new InternalError("IPAM plugin returned missing IP config");
       // All addresses belong to the moved device (index 0); a DPDK device has no entry to point at.
@@ -156,26 +132,18 @@ function makeAdd(env: HostDeviceEnvironment) {
         using nl = Handle.open(containerNs);
         configureIface({ nl, ns: containerNs, ifName: args.ifName, result });
       }
+      if (conf.dns !== undefined) result.dns = conf.dns;
+      else delete result.dns;
+      return result;
     } catch (err) {
-      detachQuietly(args, containerNs, attached);
-      await ipamDelQuietly(conf, args);
-      throw err;
+      return await undo.rollback(err);
     }
-    if (conf.dns !== undefined) result.dns = conf.dns;
-    else delete result.dns;
-    return result;
   };
 }
 
 function makeDel(env: HostDeviceEnvironment) {
   return async function del(args: CmdArgs): Promise<void> {
-    const conf = loadHostDeviceConfig(args, env.sysfs, { lenient: true });
-    if (conf.ipamType !== "") await delegate(conf.ipamType, args, "DEL");
-    if (conf.dpdkMode) return;
-    const ns = openNetnsForDel(args.netns);
-    if (ns === undefined) return;
-    using containerNs = ns;
-    detach(args, containerNs);
+    await teardown(teardownSteps(loadHostDeviceConfig(args, env.sysfs, { lenient: true }), args));
   };
 }
 
@@ -183,23 +151,14 @@ function makeCheck(env: HostDeviceEnvironment) {
   return async function check(args: CmdArgs): Promise<void> {
     const conf = loadHostDeviceConfig(args, env.sysfs);
     using containerNs = openContainerNetns(args.netns);
-    if (conf.ipamType !== "") await delegate(conf.ipamType, args, "CHECK");
-
-    const prev = prevResultFrom(args);
-    if (prev === undefined) throw new InternalError("Required prevResult missing");
-    if (conf.dpdkMode) return;
-
-    const found = findResultInterface(prev, args.ifName, args.netns);
-    const sandbox = found?.iface.sandbox ?? "";
-    if (found === undefined || sandbox !== args.netns) {
-      throw new InternalError(`Sandbox in prevResult ${sandbox} doesn't match configured netns: ${args.netns}`);
+    if (conf.dpdkMode) {
+      // The device stays in the host: IPAM and the prevResult are all there is to check.
+      if (conf.ipamType !== "") await delegate(conf.ipamType, args, "CHECK");
+      requirePrevResult(args);
+      return;
     }
-    const iface = found.iface;
     using nl = Handle.open(containerNs);
-    if (iface.name === "") throw new InternalError(`Container interface name missing in prevResult: ${iface.name}`);
-    validateLinkKind(nl, iface.name, iface.mac !== undefined ? { mac: iface.mac } : {});
-    validateExpectedInterfaceIPs(nl, args.ifName, prev.ips ?? []);
-    validateExpectedRoutes(nl, prev.routes ?? []);
+    await checkContainerLink(args, nl, { ipamType: conf.ipamType });
   };
 }
 

@@ -1,6 +1,6 @@
 /**
- * Which host links host-device refuses to move (beyond upstream, user-pain §2.4: upstream moves
- * whatever the config names, so a network definition can take the node's uplink away).
+ * Which host links host-device refuses to move (beyond upstream, which moves whatever the config
+ * names, so a network definition can take the node's uplink away; DIFFERENCES.md).
  *
  * - the loopback device: always refused;
  * - a link that carries a default route (any table, IPv4 or IPv6, including a multipath nexthop),

@@ -2,7 +2,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { CniError } from "../../shared/cni/errors.ts";
 import { createFakeSysfs, type FakeSysfs } from "../../test/harness/host-device-sysfs.ts";
-import { parseMac } from "./select.ts";
 import { auxiliaryNetDir, hasDpdkDriver, kernelPathNetDir, netdevNamesIn, pciNetDir, resolveDeviceID, USERSPACE_DRIVERS } from "./sysfs.ts";
 
 let fake: FakeSysfs | undefined;
@@ -93,19 +92,5 @@ describe("net/ directories", () => {
     expect(messageOfThrow(() => kernelPathNetDir(s, "sys/devices/x"))).toBe(bad);
     expect(messageOfThrow(() => kernelPathNetDir(s, "/sys/class/net/eth0"))).toContain("must be absolute and begin with /sys/devices/");
     expect(messageOfThrow(() => kernelPathNetDir(s, "/sys/devices/../../etc"))).toContain("must be absolute and begin with /sys/devices/");
-  });
-});
-
-describe("parseMac (Go net.ParseMAC forms)", () => {
-  test("accepted forms", () => {
-    expect(parseMac("0A:1b:2C:3d:4E:5f")).toBe("0a:1b:2c:3d:4e:5f");
-    expect(parseMac("0a-1b-2c-3d-4e-5f")).toBe("0a:1b:2c:3d:4e:5f");
-    expect(parseMac("0a1b.2c3d.4e5f")).toBe("0a:1b:2c:3d:4e:5f");
-    expect(parseMac("02:00:5e:10:00:00:00:01")).toBe("02:00:5e:10:00:00:00:01");
-  });
-  test("rejected forms", () => {
-    for (const bad of ["", "0a:1b:2c:3d:4e", "0a:1b:2c:3d:4e:5g", "0a:1b-2c:3d:4e:5f", "0a1b2c3d4e5f", "0a:1b:2c:3d:4e:5f:"]) {
-      expect(parseMac(bad)).toBeUndefined();
-    }
   });
 });

@@ -11,7 +11,8 @@
  */
 import { lstatSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { basename, join, posix } from "node:path";
-import { InternalError, messageOf } from "../../shared/cni/errors.ts";
+import { InternalError } from "../../shared/cni/errors.ts";
+import { PathError } from "../../shared/sys/path-error.ts";
 
 /** Linux drivers that hand a PCI network function to userspace (DPDK); such a device has no netdev. */
 export const USERSPACE_DRIVERS: readonly string[] = ["vfio-pci", "uio_pci_generic", "igb_uio"];
@@ -67,19 +68,6 @@ export function resolveDeviceID(sysfs: Sysfs, deviceID: string): DeviceIdTarget 
   throw new InternalError(`runtime config DeviceID ${deviceID} not found or unsupported`);
 }
 
-/** Go's `*PathError` text for a failed file operation: `<op> <path>: <reason>`. */
-function pathError(op: string, path: string, err: unknown): string {
-  const code = (err as { code?: unknown }).code;
-  const reasons: Record<string, string> = {
-    ENOENT: "no such file or directory",
-    ENOTDIR: "not a directory",
-    EACCES: "permission denied",
-    ELOOP: "too many levels of symbolic links",
-  };
-  const reason = typeof code === "string" && reasons[code] !== undefined ? reasons[code] : messageOf(err);
-  return `${op} ${path}: ${reason}`;
-}
-
 /** True when the PCI function's `driver` link points at a userspace driver (upstream `hasDpdkDriver`). */
 export function hasDpdkDriver(sysfs: Sysfs, pciAddr: string): boolean {
   checkBusId("PCI address", pciAddr);
@@ -88,7 +76,8 @@ export function hasDpdkDriver(sysfs: Sysfs, pciAddr: string): boolean {
   try {
     target = realpathSync(driverLink);
   } catch (err) {
-    throw new InternalError(pathError("lstat", driverLink, err), { cause: err });
+    const cause = new PathError("lstat", driverLink, err);
+    throw new InternalError(cause.message, { cause });
   }
   return USERSPACE_DRIVERS.includes(basename(target));
 }
@@ -99,7 +88,9 @@ export function netdevNamesIn(netDir: string): string[] {
   try {
     names = readdirSync(netDir);
   } catch (err) {
-    throw new InternalError(`failed to read directory ${netDir}: ${JSON.stringify(pathError("open", netDir, err))}`, { cause: err });
+    // Upstream quotes the cause here: `failed to read directory %s: %q`.
+    const cause = new PathError("open", netDir, err);
+    throw new InternalError(`failed to read directory ${netDir}: ${JSON.stringify(cause.message)}`, { cause });
   }
   if (names.length === 0) throw new InternalError(`failed to find network device in path ${netDir}`);
   return names.sort();

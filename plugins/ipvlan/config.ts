@@ -1,17 +1,15 @@
 /**
- * ipvlan configuration (upstream plugins/main/ipvlan NetConf, upstream-matrix §2.4): the base
- * NetConf plus `master`, `mode` (l2, l3, l3s), `mtu`, `linkInContainer`. When chained (a prevResult
- * and no IPAM type), the prevResult's IPs are configured and its single interface is the default
- * master.
+ * ipvlan configuration (upstream plugins/main/ipvlan NetConf): the base NetConf plus `master`,
+ * `mode` (l2, l3, l3s), `mtu`, `linkInContainer`. When chained (a prevResult and no IPAM type), the
+ * prevResult's IPs are configured and its single interface is the default master.
  */
 import { t } from "../../shared/cni/decode.ts";
-import { InternalError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
-import { annotateError } from "../../shared/error/annotate.ts";
+import { InternalError, InvalidConfigError } from "../../shared/cni/errors.ts";
 import { loadNetConf, netConfFields, prevResultFrom } from "../../shared/cni/netconf.ts";
 import { dnsFromWire } from "../../shared/cni/result/index.ts";
 import type { CmdArgs, DNS, Result } from "../../shared/cni/types.ts";
 import { defaultRouteInterface } from "../../shared/iface/default-route.ts";
-import type { Handle, IpvlanMode, Link } from "../../shared/netlink/index.ts";
+import type { Handle, IpvlanMode } from "../../shared/netlink/index.ts";
 
 const ipvlanSchema = t.object("NetConf", {
   ...netConfFields,
@@ -60,12 +58,7 @@ export function loadIpvlanConf(args: CmdArgs): IpvlanConf {
   const mode = parseIpvlanMode(c.mode);
   const mtu = c.mtu ?? 0;
   if (mtu < 0) throw new InvalidConfigError(`invalid MTU ${mtu}, must be [0, master MTU]`);
-  let prevResult: Result | undefined;
-  try {
-    prevResult = prevResultFrom(args);
-  } catch (err) {
-    throw annotateError("could not parse prevResult", err);
-  }
+  const prevResult = prevResultFrom(args);
   return {
     master: c.master ?? "",
     mode,
@@ -91,16 +84,4 @@ export function ipvlanMasterName(conf: IpvlanConf, nl: Handle): string {
     throw new InternalError("chained master failure. PrevResult lacks a single named interface");
   }
   return defaultRouteInterface(nl);
-}
-
-/** Looks the master up through `nl` and checks the MTU against it. */
-export function lookupIpvlanMaster(name: string, mtu: number, nl: Handle): Link {
-  let master: Link;
-  try {
-    master = nl.linkByName(name);
-  } catch (err) {
-    throw new InternalError(`failed to lookup master ${JSON.stringify(name)}: ${messageOf(err)}`, { cause: err });
-  }
-  if (mtu > master.mtu) throw new InvalidConfigError(`invalid MTU ${mtu}, must be [0, master MTU(${master.mtu})]`);
-  return master;
 }

@@ -1,6 +1,6 @@
 /**
  * loopback: brings `lo` up in the container on ADD and down on DEL (upstream
- * plugins/main/loopback/loopback.go, upstream-matrix §2.6). CNI_IFNAME is ignored.
+ * plugins/main/loopback/loopback.go). CNI_IFNAME is ignored.
  *
  * ADD refuses a `lo` that carries a non-loopback address. With a prevResult (chained), ADD passes it
  * through; otherwise it reports `lo` with its first IPv4 and IPv6 address — printed, like upstream,

@@ -1,21 +1,21 @@
 /**
- * macvlan configuration (upstream plugins/main/macvlan NetConf, upstream-matrix §2.3): the base
- * NetConf plus `master`, `mode`, `mtu`, `mac`, `linkInContainer`, `bcqueuelen`; the MAC comes from
- * config `mac` < CNI_ARGS `MAC` < `runtimeConfig.mac` (later wins).
+ * macvlan configuration (upstream plugins/main/macvlan NetConf): the base NetConf plus `master`,
+ * `mode`, `mtu`, `mac`, `linkInContainer`, `bcqueuelen`; the MAC comes from config `mac` < CNI_ARGS
+ * `MAC` < `runtimeConfig.mac` (later wins).
  *
- * Value errors (mode, MAC, negative MTU) are code 7 here (upstream: 999) with upstream's text.
- * The master and its MTU are resolved separately ({@link resolveMaster}), because DEL and STATUS
- * must work without them.
+ * Value errors (mode, MAC, negative MTU) are code 7 with upstream's text. The master and its MTU are
+ * resolved separately ({@link resolveMaster}), because DEL and STATUS must work without them.
  */
 import { parseCniArgs } from "../../shared/cni/args.ts";
 import { t } from "../../shared/cni/decode.ts";
-import { InternalError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
+import { InvalidConfigError } from "../../shared/cni/errors.ts";
 import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
 import { dnsFromWire } from "../../shared/cni/result/index.ts";
 import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
+import { lookupMaster } from "../../shared/iface/container-link.ts";
 import { defaultRouteInterface } from "../../shared/iface/default-route.ts";
 import { resolveContainerMac } from "../../shared/cni/container-mac.ts";
-import type { Handle, Link, MacvlanMode } from "../../shared/netlink/index.ts";
+import type { Handle, Link } from "../../shared/netlink/index.ts";
 
 const macvlanSchema = t.object("NetConf", {
   ...netConfFields,
@@ -90,21 +90,5 @@ export function loadMacvlanConf(args: CmdArgs): MacvlanConf {
  * [0, master MTU]: `invalid MTU %d, must be [0, master MTU(%d)]`.
  */
 export function resolveMaster(conf: { master: string; mtu: number }, nl: Handle): Link {
-  const name = conf.master !== "" ? conf.master : defaultRouteInterface(nl);
-  let master: Link;
-  try {
-    master = nl.linkByName(name);
-  } catch (err) {
-    throw new InternalError(`failed to lookup master ${JSON.stringify(name)}: ${messageOf(err)}`, { cause: err });
-  }
-  if (conf.mtu < 0 || conf.mtu > master.mtu) {
-    throw new InvalidConfigError(`invalid MTU ${conf.mtu}, must be [0, master MTU(${master.mtu})]`);
-  }
-  return master;
-}
-
-/** Name of a kernel MACVLAN_MODE_* value, for messages. */
-export function macvlanModeName(value: number | undefined, byName: Readonly<Record<MacvlanMode, number>>): string {
-  for (const [name, v] of Object.entries(byName)) if (v === value) return name;
-  return `unknown(${value ?? "none"})`;
+  return lookupMaster(nl, conf.master !== "" ? conf.master : defaultRouteInterface(nl), conf.mtu);
 }

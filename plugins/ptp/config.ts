@@ -1,6 +1,6 @@
 /**
- * ptp configuration (upstream plugins/main/ptp NetConf, upstream-matrix §2.2): the base NetConf
- * plus `ipMasq`, `ipMasqBackend` and `mtu`. No CNI_ARGS / runtimeConfig keys of its own.
+ * ptp configuration (upstream plugins/main/ptp NetConf): the base NetConf plus `ipMasq`,
+ * `ipMasqBackend` and `mtu`. No CNI_ARGS / runtimeConfig keys of its own.
  */
 import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
 import { t } from "../../shared/cni/decode.ts";

@@ -1,6 +1,6 @@
 /**
- * The routes ptp installs, as pure data (upstream-matrix §2.2 ADD steps 3–4). For an IPAM address
- * `10.1.2.5/24` with gateway `10.1.2.1`:
+ * The routes ptp installs, as pure data (upstream ptp.go setupContainerVeth / setupHostVeth). For
+ * an IPAM address `10.1.2.5/24` with gateway `10.1.2.1`:
  * - container: the kernel's connected route `10.1.2.0/24 dev eth0` is replaced by
  *   `10.1.2.1/32 dev eth0 scope link src 10.1.2.5` and `10.1.2.0/24 via 10.1.2.1 dev eth0 src 10.1.2.5`,
  *   so everything in the subnet (other containers) goes through the host;

@@ -1,7 +1,7 @@
 /**
- * tap configuration (upstream plugins/main/tap NetConf at HEAD, upstream-matrix §2.16): the base
- * NetConf plus `multiQueue`, `mtu`, `mac`, `owner`, `group`, `selinuxContext`, `bridge`, and the MAC
- * from config `mac` < CNI_ARGS `MAC` < `runtimeConfig.mac`. `args` is accepted and ignored.
+ * tap configuration (upstream plugins/main/tap NetConf at HEAD): the base NetConf plus `multiQueue`,
+ * `mtu`, `mac`, `owner`, `group`, `selinuxContext`, `bridge`, and the MAC from config `mac` <
+ * CNI_ARGS `MAC` < `runtimeConfig.mac`. `args` is accepted and ignored.
  */
 import { parseCniArgs } from "../../shared/cni/args.ts";
 import { t } from "../../shared/cni/decode.ts";

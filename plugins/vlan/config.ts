@@ -1,13 +1,12 @@
 /**
- * vlan configuration (upstream plugins/main/vlan NetConf, upstream-matrix §2.5): the base NetConf
- * plus `master` (required), `vlanId` (0–4094), `mtu` (0..master MTU), `linkInContainer`.
+ * vlan configuration (upstream plugins/main/vlan NetConf): the base NetConf plus `master`
+ * (required), `vlanId` (0–4094), `mtu` (0..master MTU), `linkInContainer`.
  */
 import { t } from "../../shared/cni/decode.ts";
-import { InternalError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
+import { InvalidConfigError } from "../../shared/cni/errors.ts";
 import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
 import { dnsFromWire } from "../../shared/cni/result/index.ts";
 import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
-import type { Handle, Link } from "../../shared/netlink/index.ts";
 
 const vlanSchema = t.object("NetConf", {
   ...netConfFields,
@@ -52,16 +51,4 @@ export function loadVlanConf(args: CmdArgs): VlanConf {
     ipamType: c.ipam?.type ?? "",
     dns: dnsFromWire(c.dns),
   };
-}
-
-/** The master through `nl` (host, or container with linkInContainer), with the MTU bound checked. */
-export function lookupVlanMaster(conf: VlanConf, nl: Handle): Link {
-  let master: Link;
-  try {
-    master = nl.linkByName(conf.master);
-  } catch (err) {
-    throw new InternalError(`failed to lookup master ${JSON.stringify(conf.master)}: ${messageOf(err)}`, { cause: err });
-  }
-  if (conf.mtu > master.mtu) throw new InvalidConfigError(`invalid MTU ${conf.mtu}, must be [0, master MTU(${master.mtu})]`);
-  return master;
 }

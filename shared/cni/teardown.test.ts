@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { InvalidConfigError, TryAgainLaterError } from "./errors.ts";
-import { teardown, TeardownError, Undo, type TeardownStep } from "./teardown.ts";
+import { ipamStep, IPAM_STEP, teardown, TeardownError, Undo, type TeardownStep } from "./teardown.ts";
+import type { CmdArgs } from "./types.ts";
 
 function recorder(fail: Record<string, unknown> = {}): { steps: TeardownStep[]; ran: string[] } {
   const ran: string[] = [];
@@ -59,5 +60,19 @@ describe("Undo (ADD)", () => {
   test("an unknown step name is a programming error", () => {
     const { steps } = recorder();
     expect(() => new Undo(steps).reached("nope")).toThrow(TypeError);
+  });
+});
+
+describe("ipamStep", () => {
+  const args = { command: "DEL", containerID: "c", netns: "", ifName: "eth0", args: "", path: "", stdinData: new Uint8Array(), config: {}, cniVersion: "1.0.0", env: {} } satisfies CmdArgs;
+
+  test("without an IPAM type it does nothing", async () => {
+    const step = ipamStep("", args);
+    expect(step.name).toBe(IPAM_STEP);
+    await step.run();
+  });
+
+  test("with one it runs IPAM DEL, whose failure (here: no CNI_PATH) is the step's own", async () => {
+    await expect(Promise.resolve(ipamStep("host-local", args).run())).rejects.toThrow("no paths provided");
   });
 });

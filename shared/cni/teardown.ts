@@ -15,22 +15,43 @@
  * Steps must be idempotent: DEL runs them when nothing, or only part, was ever created.
  *
  * ```ts
- * const steps = (ctx) => [
- *   { name: "IPAM", run: () => delegate(ipamType, args, "DEL") },
- *   { name: "container link", run: () => deleteContainerLink(args, ctx.linkIndex) },
+ * const steps = (created?) => [
+ *   ipamStep(ipamType, args),
+ *   { name: "container link", run: () => deleteContainerLink(args, created) },
  * ];
- * // DEL:  await teardown(steps({}));
- * // ADD:  const undo = new Undo(steps(ctx)); … undo.reached("container link"); …
- * //       catch (err) { return undo.rollback(err); }
+ * // DEL:  await teardown(steps());
+ * // ADD:  const undo = new Undo(steps(created)); … undo.reached("container link"); …
+ * //       catch (err) { return await undo.rollback(err); }
  * ```
+ *
+ * `return await` (not `return`): handles the steps use are often `using` declarations of the same
+ * function, which a plain `return` would dispose of before the rollback has run.
  */
 import { messageOf } from "../error/annotate.ts";
+import { delegate } from "./invoke.ts";
 import { writeAllSync } from "./stdio.ts";
+import type { CmdArgs } from "./types.ts";
 
 /** One thing to remove. `name` says what, for messages ("container link", "IPAM address"). */
 export interface TeardownStep {
   readonly name: string;
   run(): void | Promise<void>;
+}
+
+/** Name of the {@link ipamStep}. */
+export const IPAM_STEP = "IPAM";
+
+/**
+ * IPAM DEL (nothing when `ipamType` is ""): the first step of every plugin that delegates to IPAM,
+ * so a dhcp lease is released while the container link still exists.
+ */
+export function ipamStep(ipamType: string, args: CmdArgs): TeardownStep {
+  return {
+    name: IPAM_STEP,
+    run: async () => {
+      if (ipamType !== "") await delegate(ipamType, args, "DEL");
+    },
+  };
 }
 
 /** Several teardown steps failed; `errors` holds each failure in step order. */

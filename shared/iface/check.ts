@@ -1,10 +1,14 @@
 /**
- * CHECK helpers (upstream `ip.ValidateExpectedInterfaceIPs`, `ip.ValidateExpectedRoute` and the
- * plugins' `validateCniContainerInterface`), comparing a prevResult with the kernel state seen
- * through a Handle in the container netns. Messages are upstream's.
+ * CHECK of a container interface (upstream's `cmdCheck` of ptp, macvlan, ipvlan, vlan, dummy, tap and
+ * host-device, with `ip.ValidateExpectedInterfaceIPs`, `ip.ValidateExpectedRoute` and the plugins'
+ * `validateCniContainerInterface`): the prevResult compared with the kernel state seen through a
+ * Handle in the container netns. {@link checkContainerLink} is the one skeleton; each plugin adds
+ * what only it knows (master, mode, VLAN id, ...). Messages are upstream's, in each plugin's wording.
  */
 import { InternalError, messageOf } from "../cni/errors.ts";
-import type { IPConfig, Interface, Result, Route } from "../cni/types.ts";
+import { delegate } from "../cni/invoke.ts";
+import { prevResultFrom } from "../cni/netconf.ts";
+import type { CmdArgs, IPConfig, Interface, Result, Route } from "../cni/types.ts";
 import type { Handle, Link, RouteEntry } from "../netlink/index.ts";
 import { formatIP, parseIP } from "../ip/addr.ts";
 import { networkAddress, parseCIDR, type CIDR } from "../ip/cidr.ts";
@@ -89,41 +93,93 @@ export function validateExpectedRoutes(nl: Handle, routes: readonly Route[]): vo
   }
 }
 
-export interface ExpectedLink {
-  /** IFLA_INFO_KIND the link must have ("veth", "macvlan", ...). */
-  kind?: string;
-  /** MAC the link must have (case-insensitive); empty or undefined = not checked. */
-  mac?: string;
-  /** Prefix of the "not found" and MAC messages (upstream ptp: `"ptp: "`, bridge: `""`). */
-  prefix?: string;
-  /** Kind as named in the error (upstream ptp: `"veth/p2p"`); defaults to `kind`. */
-  kindLabel?: string;
+/**
+ * How one upstream plugin words its CHECK messages (each carries its own copy of the code, and the
+ * copies drifted): the texts are upstream's "Required prevResult missing", "Container Interface name
+ * in prevResult: X not found", ... with these variations.
+ */
+export interface CheckWording {
+  /** Before "Required prevResult missing" (upstream ptp, vlan, dummy: `"<type>: "`). */
+  prevResultPrefix?: string;
+  /** Before the link's "… not found" and "… Mac … doesn't match" messages (upstream ptp, vlan). */
+  linkPrefix?: string;
+  /** Every message starts lower-case (upstream macvlan). */
+  lowerCase?: boolean;
 }
 
-/** The container link exists, has the expected kind and MAC (upstream validateCniContainerInterface). */
-export function validateLinkKind(nl: Handle, ifName: string, expected: ExpectedLink): Link {
-  const prefix = expected.prefix ?? "";
+function worded(w: CheckWording, text: string): string {
+  return w.lowerCase === true ? text.charAt(0).toLowerCase() + text.slice(1) : text;
+}
+
+/** The parsed prevResult; `Required prevResult missing` when there is none. */
+export function requirePrevResult(args: CmdArgs, w: CheckWording = {}): Result {
+  const prev = prevResultFrom(args);
+  if (prev === undefined) throw new InternalError(worded(w, `${w.prevResultPrefix ?? ""}Required prevResult missing`));
+  return prev;
+}
+
+/** The prevResult's interface named CNI_IFNAME whose sandbox is CNI_NETNS. */
+export function containerInterfaceOf(prev: Result, args: CmdArgs, w: CheckWording = {}): Interface {
+  const iface = (prev.interfaces ?? []).find((i) => i.name === args.ifName && (i.sandbox ?? "") === args.netns);
+  // Upstream prints the sandbox of the entry it did not find: always empty.
+  if (iface === undefined) throw new InternalError(worded(w, `Sandbox in prevResult  doesn't match configured netns: ${args.netns}`));
+  if (iface.name === "") throw new InternalError(worded(w, `Container interface name missing in prevResult: ${iface.name}`));
+  return iface;
+}
+
+/** What the container link must be. */
+export interface ExpectedLink {
+  /** IFLA_INFO_KIND ("veth", "macvlan", …); undefined = any (host-device). */
+  kind?: string;
+  /** The kind as upstream names it in the error (ptp: "veth/p2p", tap: "tap"); defaults to `kind`. */
+  kindLabel?: string;
+  wording?: CheckWording;
+}
+
+/** The container link of `iface` exists, has the expected kind and the MAC the result recorded. */
+export function validateContainerLink(nl: Handle, iface: Interface, expected: ExpectedLink): Link {
+  const w = expected.wording ?? {};
+  const prefix = w.linkPrefix ?? "";
   let link: Link;
   try {
-    link = nl.linkByName(ifName);
+    link = nl.linkByName(iface.name);
   } catch (err) {
-    throw new InternalError(`${prefix}Container Interface name in prevResult: ${ifName} not found`, { cause: err });
+    throw new InternalError(worded(w, `${prefix}Container Interface name in prevResult: ${iface.name} not found`), { cause: err });
   }
   if (expected.kind !== undefined && link.kind !== expected.kind) {
-    throw new InternalError(`Error: Container interface ${link.name} not of type ${expected.kindLabel ?? expected.kind}`);
+    throw new InternalError(worded(w, `Error: Container interface ${link.name} not of type ${expected.kindLabel ?? expected.kind}`));
   }
-  if (expected.mac !== undefined && expected.mac !== "" && expected.mac.toLowerCase() !== (link.mac ?? "").toLowerCase()) {
-    throw new InternalError(`${prefix}Interface ${ifName} Mac ${expected.mac} doesn't match container Mac: ${link.mac ?? ""}`);
+  const mac = iface.mac ?? "";
+  if (mac !== "" && mac.toLowerCase() !== (link.mac ?? "").toLowerCase()) {
+    throw new InternalError(worded(w, `${prefix}Interface ${iface.name} Mac ${mac} doesn't match container Mac: ${link.mac ?? ""}`));
   }
   return link;
 }
 
-/** The prevResult interface named `ifName` whose sandbox is `sandbox`, with its index. */
-export function findResultInterface(result: Result, ifName: string, sandbox: string): { index: number; iface: Interface } | undefined {
-  const list = result.interfaces ?? [];
-  for (let index = 0; index < list.length; index++) {
-    const iface = list[index];
-    if (iface !== undefined && iface.name === ifName && (iface.sandbox ?? "") === sandbox) return { index, iface };
-  }
-  return undefined;
+/** One plugin's CHECK: the shared steps plus what only it knows. */
+export interface ContainerLinkCheck extends ExpectedLink {
+  /** `ipam.type`; "" = no IPAM CHECK. */
+  ipamType: string;
+  /** The master must still exist (macvlan, ipvlan, vlan); runs before the link is looked at. */
+  master?(): void;
+  /** What else the link must be: mode, VLAN id, MTU, up (macvlan, ipvlan, vlan, dummy). */
+  validate?(link: Link, iface: Interface): void;
+}
+
+/**
+ * CHECK of the container interface, in upstream's order: IPAM CHECK, prevResult, its interface in
+ * this sandbox, the master, the link (kind, MAC, `validate`), the addresses, the routes. Returns
+ * the prevResult (ptp and bridge also check their masquerade rules against it).
+ */
+export async function checkContainerLink(args: CmdArgs, nl: Handle, spec: ContainerLinkCheck): Promise<Result> {
+  const w = spec.wording ?? {};
+  if (spec.ipamType !== "") await delegate(spec.ipamType, args, "CHECK");
+  const prev = requirePrevResult(args, w);
+  const iface = containerInterfaceOf(prev, args, w);
+  spec.master?.();
+  const link = validateContainerLink(nl, iface, spec);
+  spec.validate?.(link, iface);
+  validateExpectedInterfaceIPs(nl, args.ifName, prev.ips ?? []);
+  validateExpectedRoutes(nl, prev.routes ?? []);
+  return prev;
 }

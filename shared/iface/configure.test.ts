@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import type { Result } from "../cni/types.ts";
 import { Handle } from "../netlink/index.ts";
 import { createScratchNetns, runIn, skipUnlessRoot, type ScratchNetns } from "../netns/testing.ts";
-import { findResultInterface, validateExpectedInterfaceIPs, validateExpectedRoutes, validateLinkKind } from "./check.ts";
+import { validateContainerLink, validateExpectedInterfaceIPs, validateExpectedRoutes } from "./check.ts";
 import { configureIface } from "./configure.ts";
 import { setupVeth } from "./veth.ts";
 
@@ -79,9 +79,7 @@ describe.skipIf(SKIP)("configureIface + CHECK helpers", () => {
     // CHECK helpers agree with what was configured.
     validateExpectedInterfaceIPs(contNl, "eth0", result.ips!);
     validateExpectedRoutes(contNl, [result.routes![0]!, result.routes![1]!, result.routes![2]!]);
-    expect(validateLinkKind(contNl, "eth0", { kind: "veth" }).name).toBe("eth0");
-    expect(findResultInterface(result, "eth0", cont.path)?.index).toBe(1);
-    expect(findResultInterface(result, "eth0", "/other")).toBeUndefined();
+    expect(validateContainerLink(contNl, result.interfaces![1]!, { kind: "veth" }).name).toBe("eth0");
   });
 
   test("IPv6 addresses survive link down (keep_addr_on_down)", () => {
@@ -161,11 +159,20 @@ describe.skipIf(SKIP)("configureIface + CHECK helpers", () => {
     );
     // gateway mismatch on an existing destination
     expect(errorText(() => validateExpectedRoutes(contNl, [{ dst: "192.168.50.0/24", gw: "10.20.0.8" }]))).toContain("not found in routing table");
-    expect(errorText(() => validateLinkKind(contNl, "eth0", { kind: "macvlan" }))).toBe("Error: Container interface eth0 not of type macvlan");
-    expect(errorText(() => validateLinkKind(contNl, "eth0", { mac: "02:00:00:00:00:01", prefix: "ptp: " }))).toMatch(
+    const eth0 = { name: "eth0", sandbox: cont.path };
+    const ptp = { linkPrefix: "ptp: " };
+    expect(errorText(() => validateContainerLink(contNl, eth0, { kind: "macvlan" }))).toBe("Error: Container interface eth0 not of type macvlan");
+    expect(errorText(() => validateContainerLink(contNl, eth0, { kind: "tun", kindLabel: "tap" }))).toBe("Error: Container interface eth0 not of type tap");
+    expect(errorText(() => validateContainerLink(contNl, { ...eth0, mac: "02:00:00:00:00:01" }, { wording: ptp }))).toMatch(
       /^ptp: Interface eth0 Mac 02:00:00:00:00:01 doesn't match container Mac: [0-9a-f:]{17}$/,
     );
-    expect(errorText(() => validateLinkKind(contNl, "eth9", { prefix: "ptp: " }))).toBe("ptp: Container Interface name in prevResult: eth9 not found");
+    expect(errorText(() => validateContainerLink(contNl, { ...eth0, name: "eth9" }, { wording: ptp }))).toBe("ptp: Container Interface name in prevResult: eth9 not found");
+    expect(errorText(() => validateContainerLink(contNl, { ...eth0, name: "eth9" }, { wording: { lowerCase: true } }))).toBe(
+      "container Interface name in prevResult: eth9 not found",
+    );
+    // The recorded MAC is compared case-insensitively.
+    const mac = validateContainerLink(contNl, eth0, {}).mac!;
+    expect(validateContainerLink(contNl, { ...eth0, mac: mac.toUpperCase() }, { kind: "veth" }).name).toBe("eth0");
   });
 
   test("DAD failure is reported instead of returning a tentative address", () => {

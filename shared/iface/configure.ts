@@ -1,13 +1,14 @@
 /**
- * Applying an IPAM result to one interface (upstream `ipam.ConfigureIface`, HEAD, upstream-matrix
- * §1.11): addresses whose `interface` index names `ifName` (IPs without an index are skipped),
- * the IPv6 sysctls before the first IPv6 address, link up, IPv6 DAD settle (bounded), then the
- * routes, each falling back to the first gateway of its family, with priority→metric, table and
- * scope, added with "append" so equal destinations form ECMP routes.
+ * Applying an IPAM result to one interface (upstream pkg/ipam/ipam_linux.go `ConfigureIface`, HEAD):
+ * addresses whose `interface` index names `ifName` (IPs without an index are skipped), the IPv6
+ * sysctls before the first IPv6 address, link up, IPv6 DAD settle (bounded), then the routes, each
+ * falling back to the first gateway of its family, with priority→metric, table and scope, added
+ * with "append" so equal destinations form ECMP routes.
  *
  * The netlink work uses `nl` (a socket already inside the container netns); only the /proc/sys
  * writes enter `ns`, each in its own short synchronous window.
  */
+import { annotate, annotateError } from "../error/annotate.ts";
 import { InternalError, messageOf } from "../cni/errors.ts";
 import { writeAllSync } from "../cni/stdio.ts";
 import type { Result } from "../cni/types.ts";
@@ -53,17 +54,14 @@ function enableIPv6(ns: NetNS, ifName: string): void {
     try {
       withNetNS(ns, () => sysctlSet(key, "0"));
     } catch (err) {
-      throw new InternalError(
-        `failed to enable IPv6 for interface ${JSON.stringify(iface)} (${key.replaceAll("/", ".")}=${value}): ${messageOf(err)}`,
-        { cause: err },
-      );
+      throw annotateError(`failed to enable IPv6 for interface ${JSON.stringify(iface)} (${key.replaceAll("/", ".")}=${value})`, err);
     }
   }
   const keep = `net/ipv6/conf/${ifName}/keep_addr_on_down`;
   try {
     withNetNS(ns, () => sysctlSet(keep, "1", { ignoreMissing: true }));
   } catch (err) {
-    throw new InternalError(`failed to set ${keep.replaceAll("/", ".")}=1: ${messageOf(err)}`, { cause: err });
+    throw annotateError(`failed to set ${keep.replaceAll("/", ".")}=1`, err);
   }
 }
 
@@ -76,7 +74,7 @@ export function configureIface(o: ConfigureIfaceOptions): void {
   try {
     link = nl.linkByName(ifName);
   } catch (err) {
-    throw new InternalError(`failed to lookup ${JSON.stringify(ifName)}: ${messageOf(err)}`, { cause: err });
+    throw annotateError(`failed to lookup ${JSON.stringify(ifName)}`, err);
   }
 
   let v4gw: string | undefined;
@@ -96,7 +94,7 @@ export function configureIface(o: ConfigureIfaceOptions): void {
     try {
       nl.addrAdd(link.index, { address: formatIP(addr.ip), prefixLen: addr.prefixLen, family: addr.ip.family });
     } catch (err) {
-      throw new InternalError(`failed to add IP addr ${goIPConfig(ipc)} to ${JSON.stringify(ifName)}: ${messageOf(err)}`, { cause: err });
+      throw annotateError(`failed to add IP addr ${goIPConfig(ipc)} to ${JSON.stringify(ifName)}`, err);
     }
     const gw = ipc.gateway;
     if (gw !== undefined && gw !== "") {
@@ -108,14 +106,14 @@ export function configureIface(o: ConfigureIfaceOptions): void {
   try {
     nl.linkSetUp(link.index);
   } catch (err) {
-    throw new InternalError(`failed to set ${JSON.stringify(ifName)} UP: ${messageOf(err)}`, { cause: err });
+    throw annotateError(`failed to set ${JSON.stringify(ifName)} UP`, err);
   }
 
   if (v6gw !== undefined) {
     try {
       settleIPv6(nl, link.index, IPV6_SETTLE_TIMEOUT_MS);
     } catch (err) {
-      throw new InternalError(`failed while waiting for addresses to settle: ${messageOf(err)}`, { cause: err });
+      throw annotateError(`failed while waiting for addresses to settle`, err);
     }
   }
 
@@ -136,14 +134,7 @@ export function configureIface(o: ConfigureIfaceOptions): void {
       ...(r.mtu !== undefined && r.mtu > 0 ? { mtu: r.mtu } : {}),
       ...(r.advmss !== undefined && r.advmss > 0 ? { advmss: r.advmss } : {}),
     };
-    try {
-      nl.routeAppend(spec);
-    } catch (err) {
-      throw new InternalError(
-        `failed to add route '${goIPNet(r.dst)} via ${goIP(gw)} dev ${ifName} metric ${r.priority ?? 0} ` +
-          `(Scope: ${goScope(scope)}, Table: ${table})': ${messageOf(err)}`,
-        { cause: err },
-      );
-    }
+    const route = `'${goIPNet(r.dst)} via ${goIP(gw)} dev ${ifName} metric ${r.priority ?? 0} (Scope: ${goScope(scope)}, Table: ${table})'`;
+    annotate(`failed to add route ${route}`, () => nl.routeAppend(spec));
   }
 }

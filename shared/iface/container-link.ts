@@ -1,16 +1,30 @@
 /**
- * Helpers for plugins that create one link for the container from a host device (macvlan, ipvlan,
- * vlan, dummy, tap; upstream creates each with a random temporary name — "due to kernel bug ... it
- * might collide with the name on the host" — and renames it inside the container).
+ * The container's link: how macvlan, ipvlan, vlan, dummy and tap give the container one new link,
+ * and how every interface plugin removes the container link it made.
+ *
+ * ADD ({@link addContainerLink}, upstream's cmdAdd of those five plugins): create the link under a
+ * random temporary name so that it lands in the container netns (upstream: "due to kernel bug ... it
+ * might collide with the name on the host"), rename it to CNI_IFNAME there, let the plugin configure
+ * it, then the addresses — from IPAM ADD, from a chained prevResult (ipvlan), or none (L2: the link
+ * is just set up) — with arp/ndisc notify and ConfigureIface. A failure rolls back through the same
+ * steps DEL runs ({@link containerLinkTeardown}: IPAM DEL, delete the link — the one this ADD created,
+ * by index, never a same-named link that was there before).
+ *
+ * The plugin supplies only what differs ({@link ContainerLinkSpec}): how the link is created, extra
+ * settings, where addresses come from, and what goes into the result.
  */
-import { InternalError, messageOf } from "../cni/errors.ts";
+import { InternalError, InvalidConfigError } from "../cni/errors.ts";
 import { openNetnsForDel } from "../cni/container-netns.ts";
-import { delegate } from "../cni/invoke.ts";
-import type { CmdArgs, Interface } from "../cni/types.ts";
+import { delegateAdd } from "../cni/invoke.ts";
+import { ipamStep, IPAM_STEP, teardown, Undo, type TeardownStep } from "../cni/teardown.ts";
+import type { CmdArgs, DNS, Interface, Result } from "../cni/types.ts";
+import { resultFamily } from "../cni/version.ts";
+import { annotate, annotateError } from "../error/annotate.ts";
 import { Handle, isNotFound, type Link } from "../netlink/index.ts";
 import { withNetNS, type NetNS } from "../netns/index.ts";
 import { sysctlSet } from "../sysctl/index.ts";
-import { resultFamily } from "../cni/version.ts";
+import { configureIface } from "./configure.ts";
+import { randomVethName } from "./link-names.ts";
 
 /**
  * A result without IPs cannot be printed for cniVersion 0.1.0/0.2.0 (`cannot convert: no valid IP
@@ -20,57 +34,26 @@ export function refuseL2ForOldVersions(isLayer3: boolean, cniVersion: string): v
   if (!isLayer3 && resultFamily(cniVersion) === "020") throw new InternalError("cannot convert: no valid IP addresses");
 }
 
+/** vlan and dummy work only with IPAM: `<kind> interface requires an IPAM configuration` (code 7). */
+export function requireIpam(kind: string, ipamType: string): void {
+  if (ipamType === "") throw new InvalidConfigError(`${kind} interface requires an IPAM configuration`);
+}
+
 /**
- * `ip link set dev TMP name IFNAME` in the container, returning the renamed link. On failure the
- * temporary link is deleted and the error reads `failed to rename <kind> to "<ifName>": <why>`.
+ * The master of a macvlan, ipvlan or vlan link, looked up through `nl` (the host's handle, or the
+ * container's with `linkInContainer`): `failed to lookup master "x": …`. With `mtu`, the link's MTU
+ * must not exceed the master's: `invalid MTU N, must be [0, master MTU(M)]` (code 7).
  */
-export function renameContainerLink(nl: Handle, tmpName: string, ifName: string, kind: string): Link {
-  let link: Link;
-  try {
-    link = nl.linkByName(tmpName);
-  } catch (err) {
-    throw new InternalError(`failed to find the new ${kind} ${JSON.stringify(tmpName)} in the container: ${messageOf(err)}`, { cause: err });
-  }
-  if (tmpName !== ifName) {
-    try {
-      nl.linkSetName(link.index, ifName);
-    } catch (err) {
-      deleteLinkQuietly(nl, link.index);
-      throw new InternalError(`failed to rename ${kind} to ${JSON.stringify(ifName)}: ${messageOf(err)}`, { cause: err });
-    }
-  }
-  try {
-    return nl.linkByIndex(link.index);
-  } catch (err) {
-    throw new InternalError(`failed to refetch ${kind} ${JSON.stringify(ifName)}: ${messageOf(err)}`, { cause: err });
-  }
+export function lookupMaster(nl: Handle, name: string, mtu = 0): Link {
+  const master = annotate(`failed to lookup master ${JSON.stringify(name)}`, () => nl.linkByName(name));
+  if (mtu > master.mtu) throw new InvalidConfigError(`invalid MTU ${mtu}, must be [0, master MTU(${master.mtu})]`);
+  return master;
 }
 
-/** `ip link del dev X`, ignoring every error (rollback paths). */
-export function deleteLinkQuietly(nl: Handle, index: number): void {
-  try {
-    nl.linkDel(index);
-  } catch {
-    // already gone, or nothing better to do during a rollback; the runtime's DEL retries
-  }
-}
-
-/** `ip link del dev NAME` when it exists; false when it was not there. */
-export function deleteLinkByName(nl: Handle, name: string): boolean {
-  let link: Link;
-  try {
-    link = nl.linkByName(name);
-  } catch (err) {
-    if (isNotFound(err)) return false;
-    throw new InternalError(`failed to lookup ${JSON.stringify(name)}: ${messageOf(err)}`, { cause: err });
-  }
-  try {
-    nl.linkDel(link.index);
-  } catch (err) {
-    if (isNotFound(err)) return false;
-    throw new InternalError(`failed to delete ${JSON.stringify(name)}: ${messageOf(err)}`, { cause: err });
-  }
-  return true;
+/** The name of a kernel mode value (MACVLAN_MODE_*, IPVLAN_MODE_*) in `byName`, for CHECK's messages. */
+export function kernelModeName(value: number | undefined, byName: Readonly<Record<string, number>>): string {
+  for (const [name, v] of Object.entries(byName)) if (v === value) return name;
+  return `unknown(${value ?? "none"})`;
 }
 
 /** The result entry for a container link. */
@@ -79,41 +62,176 @@ export function containerInterface(link: Link, sandbox: string): Interface {
 }
 
 /**
- * `net.ipv4.conf.IF.arp_notify=1` and (optionally) `net.ipv6.conf.IF.ndisc_notify=1` in `ns`, so
- * neighbours learn the new address quickly; errors are ignored, as upstream does.
+ * Writes sysctls of the container netns (`[key, value]`, keys relative to /proc/sys), ignoring
+ * every failure: the link settings upstream sets without checking (arp_notify, accept_dad, ...).
  */
-export function enableNeighbourNotify(ns: NetNS, ifName: string, opts: { ndisc: boolean }): void {
-  const keys = [`net/ipv4/conf/${ifName}/arp_notify`];
-  if (opts.ndisc) keys.push(`net/ipv6/conf/${ifName}/ndisc_notify`);
-  for (const key of keys) {
+export function setSysctlsQuietly(ns: NetNS, entries: readonly (readonly [string, string])[]): void {
+  for (const [key, value] of entries) {
     try {
-      withNetNS(ns, () => sysctlSet(key, "1", { ignoreMissing: true }));
+      withNetNS(ns, () => sysctlSet(key, value, { ignoreMissing: true }));
     } catch {
-      // best effort
+      // best effort, as upstream
     }
   }
 }
 
-/** Looks a link up; undefined when it does not exist. */
-export function findLink(nl: Handle, name: string): Link | undefined {
-  try {
-    return nl.linkByName(name);
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
+/**
+ * `net.ipv4.conf.IF.arp_notify=1` and (optionally) `net.ipv6.conf.IF.ndisc_notify=1` in `ns`, so
+ * neighbours learn the new address quickly; errors are ignored, as upstream does.
+ */
+export function enableNeighbourNotify(ns: NetNS, ifName: string, opts: { ndisc: boolean }): void {
+  const entries: [string, string][] = [[`net/ipv4/conf/${ifName}/arp_notify`, "1"]];
+  if (opts.ndisc) entries.push([`net/ipv6/conf/${ifName}/ndisc_notify`, "1"]);
+  setSysctlsQuietly(ns, entries);
+}
+
+/** The link a running ADD created: where (its handle) and, once it exists, its index. */
+export interface CreatedLink {
+  nl: Handle;
+  index?: number;
+}
+
+/** Name of the teardown step that deletes the container link. */
+export const CONTAINER_LINK_STEP = "container link";
+
+/**
+ * Deletes the container link: the one this ADD created (`created`, by index), else (DEL) CNI_IFNAME
+ * in CNI_NETNS; a netns or link already gone is fine. Returns the global-unicast addresses the link
+ * carried, as CIDRs (DEL only; bridge and ptp hand them to the masquerade teardown).
+ */
+export function deleteContainerLink(args: CmdArgs, created?: CreatedLink): string[] {
+  if (created !== undefined) {
+    if (created.index === undefined) return [];
+    try {
+      created.nl.linkDel(created.index);
+    } catch (err) {
+      if (!isNotFound(err)) throw annotateError(`failed to delete ${JSON.stringify(args.ifName)}`, err);
+    }
+    return [];
   }
+  const ns = openNetnsForDel(args.netns);
+  if (ns === undefined) return [];
+  using owned = ns;
+  using nl = Handle.open(owned);
+  return delLinkByNameAddr(nl, args.ifName);
+}
+
+/** Go's `IP.IsGlobalUnicast` on our text form: not unspecified, loopback, multicast, link-local or broadcast. */
+function isGlobalUnicast(family: 4 | 6, address: string): boolean {
+  if (family === 4) {
+    const [a = 0, b = 0] = address.split(".").map(Number);
+    if (address === "0.0.0.0" || address === "255.255.255.255") return false;
+    if (a === 127 || a >= 224) return false;
+    return !(a === 169 && b === 254);
+  }
+  const lower = address.toLowerCase();
+  if (lower === "::" || lower === "::1") return false;
+  if (lower.startsWith("ff")) return false;
+  return !/^fe[89ab]/.test(lower);
 }
 
 /**
- * DEL for plugins that own exactly one container link (macvlan, ipvlan, vlan, dummy, tap): IPAM DEL
- * first (when an IPAM type is configured), then delete CNI_IFNAME in the container. A netns that is
- * gone or unset, or a link that is already gone, means there is nothing left to delete.
+ * `ip link del IFNAME` (a veth takes its peer along), returning the global-unicast addresses it
+ * carried as CIDRs (`10.1.2.3/24`), like upstream `ip.DelLinkByNameAddr`. A missing link returns [].
  */
-export async function delIpamThenContainerLink(args: CmdArgs, ipamType: string): Promise<void> {
-  if (ipamType !== "") await delegate(ipamType, args, "DEL");
-  const ns = openNetnsForDel(args.netns);
-  if (ns === undefined) return;
-  using owned = ns;
-  using nl = Handle.open(owned);
-  deleteLinkByName(nl, args.ifName);
+export function delLinkByNameAddr(nl: Handle, ifName: string): string[] {
+  const link = annotate(`failed to lookup ${JSON.stringify(ifName)}`, () => nl.linkFind(ifName));
+  if (link === undefined) return [];
+  const cidrs = annotate(`failed to get IP addresses for ${JSON.stringify(ifName)}`, () =>
+    nl
+      .addrList({ index: link.index })
+      .filter((a) => isGlobalUnicast(a.family, a.address))
+      .map((a) => `${a.address}/${a.prefixLen}`),
+  );
+  try {
+    nl.linkDel(link.index);
+  } catch (err) {
+    if (!isNotFound(err)) throw annotateError(`failed to delete ${JSON.stringify(ifName)}`, err);
+  }
+  return cidrs;
+}
+
+/**
+ * The teardown of a plugin that owns one container link (macvlan, ipvlan, vlan, dummy, tap), in
+ * DEL's order: IPAM DEL first (a dhcp lease is released while the link still exists), then the link.
+ * `created` is given by ADD (rollback), absent on DEL.
+ */
+export function containerLinkTeardown(args: CmdArgs, ipamType: string, created?: CreatedLink): TeardownStep[] {
+  return [
+    ipamStep(ipamType, args),
+    {
+      name: CONTAINER_LINK_STEP,
+      run: () => {
+        deleteContainerLink(args, created);
+      },
+    },
+  ];
+}
+
+/** DEL of macvlan, ipvlan, vlan, dummy and tap: every step of {@link containerLinkTeardown}, failures reported together. */
+export async function delContainerLink(args: CmdArgs, ipamType: string): Promise<void> {
+  await teardown(containerLinkTeardown(args, ipamType));
+}
+
+/** What one container-link plugin does differently. */
+export interface ContainerLinkSpec {
+  /** The link's type as the messages name it: "macvlan", "ipvlan", "vlan", "dummy", "tap". */
+  kind: string;
+  /** Creates the link, named `tmpName`, so that it lands in the container netns. One call. */
+  create(tmpName: string): void;
+  /** Settings of the renamed link (its index) before the addresses (tap: MTU, MAC, bridge port, up). */
+  configure?(index: number): void;
+  /** `ipam.type`: IPAM ADD gives the addresses; "" = none (L2, or {@link chained}). */
+  ipamType: string;
+  /** ipvlan chained after another plugin: the prevResult whose IPs and routes are configured. */
+  chained?: Result;
+  /** arp_notify (and ndisc_notify) on the link before its addresses (macvlan, ipvlan; tap: arp only). */
+  neighbourNotify?: { ndisc: boolean };
+  /** The result's `dns`: the config's (undefined = none), or IPAM's (dummy, as upstream). */
+  dns: DNS | undefined | "ipam";
+}
+
+/** The container netns and a Handle whose socket lives in it. */
+export interface ContainerNetns {
+  ns: NetNS;
+  nl: Handle;
+}
+
+/** ADD of macvlan, ipvlan, vlan, dummy and tap (see the module comment); returns the result. */
+export async function addContainerLink(args: CmdArgs, container: ContainerNetns, spec: ContainerLinkSpec): Promise<Result> {
+  const { ns, nl } = container;
+  const created: CreatedLink = { nl };
+  const undo = new Undo(containerLinkTeardown(args, spec.ipamType, created));
+  try {
+    const tmpName = randomVethName();
+    annotate(`failed to create ${spec.kind}`, () => spec.create(tmpName));
+    const tmp = annotate(`failed to find the new ${spec.kind} ${JSON.stringify(tmpName)} in the container`, () => nl.linkByName(tmpName));
+    created.index = tmp.index;
+    undo.reached(CONTAINER_LINK_STEP);
+    annotate(`failed to rename ${spec.kind} to ${JSON.stringify(args.ifName)}`, () => nl.linkSetName(tmp.index, args.ifName));
+    spec.configure?.(tmp.index);
+    const link = annotate(`failed to refetch ${spec.kind} ${JSON.stringify(args.ifName)}`, () => nl.linkByIndex(tmp.index));
+
+    const result: Result = { interfaces: [containerInterface(link, args.netns)] };
+    let source = spec.chained;
+    if (source === undefined && spec.ipamType !== "") {
+      source = await delegateAdd(spec.ipamType, args);
+      undo.reached(IPAM_STEP);
+    }
+    if (source === undefined) {
+      annotate(`failed to set ${JSON.stringify(args.ifName)} UP`, () => nl.linkSetUp(link.index));
+    } else {
+      const ips = source.ips ?? [];
+      if (ips.length === 0) throw new InternalError("IPAM plugin returned missing IP config");
+      result.ips = ips.map((ip) => ({ ...ip, interface: 0 }));
+      if (source.routes !== undefined) result.routes = source.routes;
+      if (spec.neighbourNotify !== undefined) enableNeighbourNotify(ns, args.ifName, spec.neighbourNotify);
+      configureIface({ nl, ns, ifName: args.ifName, result });
+    }
+    const dns = spec.dns === "ipam" ? source?.dns : spec.dns;
+    if (dns !== undefined) result.dns = dns;
+    return result;
+  } catch (err) {
+    return await undo.rollback(err);
+  }
 }

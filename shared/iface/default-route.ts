@@ -3,7 +3,8 @@
  * ipvlan): the main table, both families, in kernel dump order (IPv4 first); a route without a
  * destination (or 0.0.0.0/0, ::/0) counts. A multipath default route yields its first nexthop's link.
  */
-import { InternalError, messageOf } from "../cni/errors.ts";
+import { annotateError } from "../error/annotate.ts";
+import { InternalError } from "../cni/errors.ts";
 import type { Handle } from "../netlink/index.ts";
 
 /** Name of the interface the first default route leaves through; throws `no default route interface found`. */
@@ -16,7 +17,7 @@ export function defaultRouteInterface(nl: Handle): string {
       try {
         return nl.linkByIndex(oif).name;
       } catch (err) {
-        throw new InternalError(`failed to look up the default route interface (ifindex ${oif}): ${messageOf(err)}`, { cause: err });
+        throw annotateError(`failed to look up the default route interface (ifindex ${oif})`, err);
       }
     }
   }

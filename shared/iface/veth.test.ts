@@ -5,7 +5,8 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { Handle } from "../netlink/index.ts";
 import { createScratchNetns, runIn, skipUnlessRoot, type ScratchNetns } from "../netns/testing.ts";
-import { delLinkByNameAddr, setupVeth } from "./veth.ts";
+import { delLinkByNameAddr } from "./container-link.ts";
+import { setupVeth } from "./veth.ts";
 
 const SKIP = skipUnlessRoot("shared/ip veth");
 
@@ -48,6 +49,14 @@ describe.skipIf(SKIP)("setupVeth", () => {
     expect(cl.ifindex).toBe(c.index);
     expect(hl.linkinfo.info_kind).toBe("veth");
     expect(runIn(host, ["sysctl", "-n", `net.ipv6.conf.${h.name}.accept_ra`]).trim()).toBe("0");
+  });
+
+  test("onCreated learns the container end's index as soon as the pair exists", () => {
+    const seen: number[] = [];
+    const { container: c } = setupVeth({ containerNl: contNl, hostNl, hostNs: host.ns, ifName: "eth0", onCreated: (i) => seen.push(i) });
+    expect(seen).toEqual([c.index]);
+    expect(() => setupVeth({ containerNl: contNl, hostNl, hostNs: host.ns, ifName: "eth0", onCreated: (i) => seen.push(i) })).toThrow("already exists");
+    expect(seen).toEqual([c.index]);
   });
 
   test("applies an explicit MAC and host name", () => {

@@ -1,5 +1,6 @@
 /**
- * Veth pairs for the interface plugins (upstream `pkg/ip/link_linux.go`: SetupVeth, DelLinkByNameAddr).
+ * Veth pairs for bridge and ptp (upstream `pkg/ip/link_linux.go` SetupVeth; removal is the shared
+ * container-link teardown, container-link.ts).
  *
  * The pair is created from a socket in the container netns: the first end, named CNI_IFNAME, stays
  * there; the peer is created directly in the host netns (IFLA_NET_NS_FD), so the container end never
@@ -7,13 +8,12 @@
  * set UP, and `accept_ra=0` (CVE-2020-10749: a container must not be able to reconfigure the host's
  * IPv6 with router advertisements). The container end is left DOWN for ConfigureIface.
  */
-import { InternalError, messageOf } from "../cni/errors.ts";
-import { Handle, isExists, isNotFound, type Link } from "../netlink/index.ts";
-import { withNetNS, type NetNS } from "../netns/index.ts";
-import { sysctlSet } from "../sysctl/index.ts";
+import { InternalError } from "../cni/errors.ts";
+import { annotate, annotateError } from "../error/annotate.ts";
+import { Handle, isExists, type Link } from "../netlink/index.ts";
+import type { NetNS } from "../netns/index.ts";
+import { setSysctlsQuietly } from "./container-link.ts";
 import { randomVethName } from "./link-names.ts";
-
-export { randomVethName } from "./link-names.ts";
 
 /** Name, ifindex (in its own netns) and MAC of one end of a pair. */
 export interface LinkInfo {
@@ -37,6 +37,8 @@ export interface SetupVethOptions {
   mac?: string;
   /** Fixed host-side name instead of a random one. */
   hostVethName?: string;
+  /** Called with the container end's index once the pair exists (before anything else can fail). */
+  onCreated?: (containerIndex: number) => void;
 }
 
 /** How many random host names are tried before giving up (upstream: 10). */
@@ -46,42 +48,19 @@ function linkInfo(l: Link): LinkInfo {
   return { name: l.name, index: l.index, mac: l.mac ?? "" };
 }
 
-function linkExists(nl: Handle, name: string): boolean {
-  try {
-    nl.linkByName(name);
-    return true;
-  } catch (err) {
-    if (isNotFound(err)) return false;
-    throw err;
-  }
-}
-
 /**
  * `ip link add IFNAME [mtu M] [address MAC] type veth peer name HOSTVETH netns HOST`, then in the
  * host: `ip link set HOSTVETH up` and `sysctl net.ipv6.conf.HOSTVETH.accept_ra=0` (errors ignored).
+ * `onCreated` learns the container end's index as soon as the pair exists, so that the caller's
+ * rollback (which deletes it by index) covers a failure of the steps after it.
  */
 export function setupVeth(o: SetupVethOptions): { host: LinkInfo; container: LinkInfo } {
   const hostName = createPair(o);
-  let container: Link;
-  let host: Link;
-  try {
-    container = o.containerNl.linkByName(o.ifName);
-    try {
-      host = o.hostNl.linkByName(hostName);
-    } catch (err) {
-      throw new InternalError(`failed to lookup ${JSON.stringify(hostName)} in ${JSON.stringify(o.hostNs.path)}: ${messageOf(err)}`, { cause: err });
-    }
-    try {
-      o.hostNl.linkSetUp(host.index);
-    } catch (err) {
-      throw new InternalError(`failed to set ${JSON.stringify(hostName)} up: ${messageOf(err)}`, { cause: err });
-    }
-  } catch (err) {
-    // Do not leave a half-configured pair behind (upstream does).
-    delLinkQuietly(o.containerNl, o.ifName);
-    throw err;
-  }
-  disableAcceptRA(o.hostNs, hostName);
+  const container = annotate(`failed to lookup ${JSON.stringify(o.ifName)}`, () => o.containerNl.linkByName(o.ifName));
+  o.onCreated?.(container.index);
+  let host = annotate(`failed to lookup ${JSON.stringify(hostName)} in ${JSON.stringify(o.hostNs.path)}`, () => o.hostNl.linkByName(hostName));
+  annotate(`failed to set ${JSON.stringify(hostName)} up`, () => o.hostNl.linkSetUp(host.index));
+  setSysctlsQuietly(o.hostNs, [[`net/ipv6/conf/${hostName}/accept_ra`, "0"]]);
   host = o.hostNl.linkByIndex(host.index);
   return { host: linkInfo(host), container: linkInfo(container) };
 }
@@ -100,8 +79,8 @@ function createPair(o: SetupVethOptions): string {
       });
       return peerName;
     } catch (err) {
-      if (!isExists(err)) throw new InternalError(`failed to make veth pair: ${messageOf(err)}`, { cause: err });
-      const retry = o.hostVethName === undefined && !linkExists(o.containerNl, o.ifName) && linkExists(o.hostNl, peerName);
+      if (!isExists(err)) throw annotateError("failed to make veth pair", err);
+      const retry = o.hostVethName === undefined && o.containerNl.linkFind(o.ifName) === undefined && o.hostNl.linkFind(peerName) !== undefined;
       if (retry) continue;
       throw new InternalError(
         `container veth name (${JSON.stringify(o.ifName)}) peer provided (${JSON.stringify(peerName)}) already exists`,
@@ -110,64 +89,4 @@ function createPair(o: SetupVethOptions): string {
     }
   }
   throw new InternalError("failed to find a unique veth name");
-}
-
-/** `sysctl -w net.ipv6.conf.NAME.accept_ra=0` in `ns`; errors ignored (no IPv6, link gone). */
-function disableAcceptRA(ns: NetNS, name: string): void {
-  try {
-    withNetNS(ns, () => sysctlSet(`net/ipv6/conf/${name}/accept_ra`, "0", { ignoreMissing: true }));
-  } catch {
-    // as upstream: best effort
-  }
-}
-
-function delLinkQuietly(nl: Handle, name: string): void {
-  try {
-    nl.linkDel(nl.linkByName(name).index);
-  } catch {
-    // already gone
-  }
-}
-
-/** Go's `IP.IsGlobalUnicast` on our text form: not unspecified, loopback, multicast, link-local or broadcast. */
-function isGlobalUnicast(family: 4 | 6, address: string): boolean {
-  if (family === 4) {
-    const [a = 0, b = 0] = address.split(".").map(Number);
-    if (address === "0.0.0.0" || address === "255.255.255.255") return false;
-    if (a === 127 || a >= 224) return false;
-    return !(a === 169 && b === 254);
-  }
-  const lower = address.toLowerCase();
-  if (lower === "::" || lower === "::1") return false;
-  if (lower.startsWith("ff")) return false;
-  return !/^fe[89ab]/.test(lower);
-}
-
-/**
- * `ip link del IFNAME` (removes the whole pair), returning the global-unicast addresses it carried as
- * CIDRs (`10.1.2.3/24`), like upstream DelLinkByNameAddr. A missing link returns [].
- */
-export function delLinkByNameAddr(nl: Handle, ifName: string): string[] {
-  let link: Link;
-  try {
-    link = nl.linkByName(ifName);
-  } catch (err) {
-    if (isNotFound(err)) return [];
-    throw new InternalError(`failed to lookup ${JSON.stringify(ifName)}: ${messageOf(err)}`, { cause: err });
-  }
-  let cidrs: string[];
-  try {
-    cidrs = nl
-      .addrList({ index: link.index })
-      .filter((a) => isGlobalUnicast(a.family, a.address))
-      .map((a) => `${a.address}/${a.prefixLen}`);
-  } catch (err) {
-    throw new InternalError(`failed to get IP addresses for ${JSON.stringify(ifName)}: ${messageOf(err)}`, { cause: err });
-  }
-  try {
-    nl.linkDel(link.index);
-  } catch (err) {
-    if (!isNotFound(err)) throw new InternalError(`failed to delete ${JSON.stringify(ifName)}: ${messageOf(err)}`, { cause: err });
-  }
-  return cidrs;
 }

@@ -3,8 +3,8 @@
  *
  * Only the calling thread switches (setns). Bun runs asynchronous fs work and timers on pool
  * threads that stay in the original namespace, so the callback must be strictly synchronous: no
- * awaiting, no asynchronous fs, no timers (platform.md §2f). A Promise-returning callback does not type-check, and a thenable
- * result throws at runtime (after the namespace has been restored).
+ * awaiting, no asynchronous fs, no timers. A Promise-returning callback does not type-check, and a
+ * thenable result throws at runtime (after the namespace has been restored).
  */
 
 import { openSync, closeSync } from "node:fs";

@@ -2,3 +2,4 @@
 export { NetnsError, NetnsNotFoundError, NotANetnsError } from "./errors.ts";
 export { NetNS, THREAD_NETNS_PATH, checkNetnsPath, isSameNetNS } from "./netns.ts";
 export { withNetNS, type NotThenable } from "./enter.ts";
+export { createTempNetNS } from "./temp.ts";

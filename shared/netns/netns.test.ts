@@ -6,6 +6,7 @@ import { statfs } from "../sys/libc.ts";
 import { NetnsError, NetnsNotFoundError, NotANetnsError } from "./errors.ts";
 import { NetNS, checkNetnsPath, isSameNetNS } from "./netns.ts";
 import { withNetNS } from "./enter.ts";
+import { createTempNetNS } from "./temp.ts";
 import { createScratchNetns, skipUnlessRoot, type ScratchNetns } from "./testing.ts";
 
 const ownNs = () => readlinkSync("/proc/thread-self/ns/net");
@@ -165,6 +166,21 @@ describe.skipIf(skipUnlessRoot("withNetNS (setns needs CAP_SYS_ADMIN)"))("withNe
     using again = NetNS.open(scratch.path);
     expect(isSameNetNS(cur, scratch.ns)).toBe(false);
     expect(isSameNetNS(again, scratch.ns)).toBe(true);
+  });
+
+  test("createTempNetNS: a new namespace, held only by its handle; the thread stays where it was", () => {
+    const before = ownNs();
+    using cur = NetNS.current();
+    const temp = createTempNetNS();
+    try {
+      expect(ownNs()).toBe(before);
+      expect(isSameNetNS(temp, cur)).toBe(false);
+      expect(isSameNetNS(temp, scratch.ns)).toBe(false);
+      expect(readlinkSync(`/proc/self/fd/${temp.fd}`)).toMatch(/^net:\[\d+\]$/);
+      expect(withNetNS(temp, () => ownNs())).toBe(readlinkSync(`/proc/self/fd/${temp.fd}`));
+    } finally {
+      temp.close();
+    }
   });
 
   test("a failed switch back aborts the process with a message on stderr", () => {

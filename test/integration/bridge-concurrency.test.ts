@@ -1,5 +1,5 @@
 /**
- * bridge under concurrency (probe P15, user-pain §1.6): 50 parallel ADDs racing to create one new
+ * bridge under concurrency: 50 parallel ADDs racing to create one new
  * bridge, then 50 parallel DELs — no failure, no duplicate address, and nothing left behind (links,
  * masquerade rules, reservations).
  */

@@ -1,6 +1,5 @@
 /**
- * bridge VLAN options (upstream-matrix §2.1 vlan / vlanTrunk / preserveDefaultVlan, §5.1 VLAN
- * scenarios; user-pain §1.6): runs only in the VM lane (Debian's stock kernel has bridge
+ * bridge VLAN options (`vlan`, `vlanTrunk`, `preserveDefaultVlan`): runs only in the VM lane (Debian's stock kernel has bridge
  * vlan_filtering; the build host does not). Asserted with `bridge -j vlan show` and `ip -d -j link`.
  */
 import { describe, expect, test } from "bun:test";

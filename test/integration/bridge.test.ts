@@ -1,5 +1,5 @@
 /**
- * bridge (upstream-matrix §2.1, §5.1; user-pain §1.5, §1.6, probes P07, P11–P13, P17, P22, P31):
+ * bridge:
  * every option against the real binary, table-driven across spec versions (0.1.0/0.2.0 results via
  * conversion; CHECK only from 0.4.0), checked with `ip -j [-d]`, nft/iptables listings, host-local's
  * store and real pings between namespaces.
@@ -220,7 +220,7 @@ describe.skipIf(!sandboxed())("bridge", () => {
 
     const ns3 = await createContainerNetns();
     expectCniError(await ours("bridge", inv("ADD", ns3.path, { ...conf2, hairpinMode: true })), {
-      code: 999,
+      code: 7,
       msg: "cannot set hairpin mode and promiscuous mode at the same time",
     });
   });
@@ -253,7 +253,7 @@ describe.skipIf(!sandboxed())("bridge", () => {
 
     const dataDir = makeTempDir();
     const withIpam = bridgeConfig({ cniVersion: "1.1.0", bridge, dataDir, subnets: [subnet], extra: { disableContainerInterface: true } });
-    expectCniError(await ours("bridge", inv("ADD", ns.path, withIpam)), { code: 999, msg: "cannot use IPAM when DisableContainerInterface flag is set" });
+    expectCniError(await ours("bridge", inv("ADD", ns.path, withIpam)), { code: 7, msg: "cannot use IPAM when DisableContainerInterface flag is set" });
     expect(findLink(ns.path, "eth0")).toBeUndefined();
     expect(reservationFiles(netDir(dataDir))).toEqual([]);
   });
@@ -403,6 +403,51 @@ describe.skipIf(!sandboxed())("bridge", () => {
       }
     });
   }
+
+  test("DEL carries on after a failed IPAM DEL: veth, spoof-check and masquerade rules go, the IPAM error is reported", async () => {
+    const { bridge, subnet } = fresh();
+    const dataDir = makeTempDir();
+    const conf = bridgeConfig({ name: "brdel", cniVersion: "1.0.0", bridge, dataDir, subnets: [subnet], extra: { ipMasq: true, macspoofchk: true } });
+    const ns = await createContainerNetns();
+    const result = await add(conf, ns.path, { containerID: "ipamdel" });
+    const hostVeth = result.interfaces[1].name;
+    const masq = () => iptablesNat().includes(`--comment "name: \\"brdel\\" id: \\"ipamdel\\""`);
+    const spoof = () => nftRuleset().some((o) => o.rule?.comment === "macspoofchk-ipamdel-eth0");
+    expect(masq()).toBe(true);
+    expect(spoof()).toBe(true);
+    const broken = { ...conf, ipam: { ...(conf.ipam as Record<string, unknown>), type: "nosuchipam" } };
+    expectCniError(await del(broken, ns.path, { containerID: "ipamdel" }), { code: 999, msg: 'failed to find plugin "nosuchipam"' });
+    expect(linkNames(ns.path)).toEqual(["lo"]);
+    expect(findLink(undefined, hostVeth)).toBeUndefined();
+    expect(masq()).toBe(false);
+    expect(spoof()).toBe(false);
+    expect(reservationFiles(netDir(dataDir, "brdel")).length).toBe(1);
+    expectSuccess(await del(conf, ns.path, { containerID: "ipamdel" }), { silent: true });
+    expect(reservationFiles(netDir(dataDir, "brdel"))).toEqual([]);
+  });
+
+  test("a failure after IPAM ADD rolls back through the DEL steps: veth, spoof-check rules and the lease go", async () => {
+    const { bridge, subnet } = fresh();
+    const dataDir = makeTempDir();
+    // The route's gateway is unreachable: ConfigureIface fails after the veth, spoof-check and IPAM.
+    const conf = bridgeConfig({
+      cniVersion: "1.0.0",
+      bridge,
+      dataDir,
+      subnets: [subnet],
+      routes: [{ dst: "172.16.0.0/16", gw: "192.0.2.1" }],
+      extra: { macspoofchk: true },
+    });
+    const ns = await createContainerNetns();
+    expectCniError(await ours("bridge", inv("ADD", ns.path, conf, { containerID: "rollback" })), {
+      code: 999,
+      msg: "failed to add route '{172.16.0.0 ffff0000} via 192.0.2.1 dev eth0",
+    });
+    expect(linkNames(ns.path)).toEqual(["lo"]);
+    expect(bridgePorts(bridge)).toEqual([]);
+    expect(nftRuleset().some((o) => o.rule?.comment === "macspoofchk-rollback-eth0" || o.chain?.name?.startsWith("cni-br-iface-rollback"))).toBe(false);
+    expect(reservationFiles(netDir(dataDir))).toEqual([]);
+  });
 
   test("P07: a missing netns is code 8 and reserves nothing; DEL with it succeeds", async () => {
     const { bridge, subnet } = fresh();

@@ -1,5 +1,5 @@
 /**
- * dummy (upstream-matrix §2.16, §5.16) — VM lane (this host's kernel has no dummy): ADD/CHECK/DEL
+ * dummy — VM lane (this host's kernel has no dummy): ADD/CHECK/DEL
  * across spec versions, a link named like one in the host netns, IPAM required, CHECK failures,
  * DNS from IPAM, DEL robustness, STATUS. The Debian 1.1.1 binaries have no dummy (no interop test).
  */

@@ -1,5 +1,5 @@
 /**
- * host-device (upstream-matrix §2.7, §5.7; user-pain §2.4, P11, P27) with the built binary: a veth
+ * host-device with the built binary: a veth
  * end in the throwaway host netns plays the host device. Selection by name and MAC; moved into the
  * container, renamed, UP, MAC preserved, alias = host name; DEL returns it under its name (DOWN, alias
  * cleared); DEL twice / never added / netns gone / CNI_NETNS unset succeed; a same-named host device
@@ -224,6 +224,42 @@ describe.skipIf(!sandboxed())("host-device", () => {
     expect(run.status).toBe(1);
     expect(linkDetails(undefined, dev.name)?.flags).toContain("UP");
     expect(linkDetails(ns.path, "net1")).toBeUndefined();
+  });
+
+  test("DEL carries on after a failed IPAM DEL: the device goes back, the IPAM error is reported", async () => {
+    const dev = hostVeth(uniqueName("hdi"));
+    const mac = linkDetails(undefined, dev.name)!.address!;
+    const ns = await createContainerNetns();
+    const id = cid("ipamdel");
+    const dataDir = makeTempDir("hostdev-store-");
+    const conf = hostDeviceConf({ cniVersion: "1.0.0", top: { device: dev.name }, ipam: { dataDir, subnet: "10.83.0.0/24" } });
+    expectResult(await execPlugin("host-device", inv("ADD", ns.path, conf, id)));
+    const broken = { ...conf, ipam: { ...(conf.ipam as Record<string, unknown>), type: "nosuchipam" } };
+    expectCniError(await execPlugin("host-device", inv("DEL", ns.path, broken, id)), { code: 999, msg: 'failed to find plugin "nosuchipam"' });
+    expectMovedOut(ns.path, "net1", dev.name, mac);
+    expect(Object.keys(reservations(join(dataDir, "hostdev-net")))).toEqual(["10.83.0.2"]);
+    expectSuccess(await execPlugin("host-device", inv("DEL", ns.path, conf, id)), { silent: true });
+    expect(reservations(join(dataDir, "hostdev-net"))).toEqual({});
+  });
+
+  test("a failure after IPAM ADD rolls back through the DEL steps: the lease goes, the device is back in the host, UP", async () => {
+    const dev = hostVeth(uniqueName("hdq"));
+    const mac = linkDetails(undefined, dev.name)!.address!;
+    const ns = await createContainerNetns();
+    const dataDir = makeTempDir("hostdev-store-");
+    // The route's gateway is unreachable: ConfigureIface fails after the move and IPAM ADD.
+    const conf = hostDeviceConf({
+      cniVersion: "1.0.0",
+      top: { device: dev.name },
+      ipam: { dataDir, subnet: "10.84.0.0/24", routes: [{ dst: "172.16.0.0/16", gw: "192.0.2.1" }] },
+    });
+    expectCniError(await execPlugin("host-device", inv("ADD", ns.path, conf, cid("rollback"))), { code: 999, msg: "failed to add route '{172.16.0.0 ffff0000} via 192.0.2.1 dev net1" });
+    const back = linkDetails(undefined, dev.name);
+    expect(back).toMatchObject({ address: mac });
+    expect(back!.flags).toContain("UP");
+    expect(back!.ifalias ?? "").toBe("");
+    expect(linkDetails(ns.path, "net1")).toBeUndefined();
+    expect(reservations(join(dataDir, "hostdev-net"))).toEqual({});
   });
 
   describe("unsafe devices", () => {

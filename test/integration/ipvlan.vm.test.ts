@@ -1,5 +1,5 @@
 /**
- * ipvlan (upstream-matrix §2.4, §5.4) — VM lane (this host's kernel has no ipvlan): ADD/CHECK/DEL
+ * ipvlan — VM lane (this host's kernel has no ipvlan): ADD/CHECK/DEL
  * across spec versions and linkInContainer, l2 and l3 pairs pinging each other, chained mode
  * (prevResult IPs and master, no IPAM), default-route master, DEL with the master gone, errors,
  * STATUS, and interop with the Go reference (Debian 1.1.1, /usr/lib/cni/ipvlan).

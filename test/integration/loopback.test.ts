@@ -1,7 +1,7 @@
 /**
- * loopback (upstream-matrix §2.6, §5.6): `lo` up on ADD, down on DEL, CHECK, STATUS/GC, and the
+ * loopback: `lo` up on ADD, down on DEL, CHECK, STATUS/GC, and the
  * result shape for every spec version — including upstream's quirk that a 0.x config gets the 1.x
- * result shape with a 0.x label (§1.8), and the real 0.1.0 shape when cniVersion is missing.
+ * result shape with a 0.x label, and the real 0.1.0 shape when cniVersion is missing.
  */
 import { describe, expect, test } from "bun:test";
 import { useFixtureCleanup } from "../harness/cleanup.ts";

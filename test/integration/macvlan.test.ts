@@ -1,5 +1,5 @@
 /**
- * macvlan (upstream-matrix §2.3, §5.3): every option across spec versions with linkInContainer
+ * macvlan: every option across spec versions with linkInContainer
  * false / true / absent, checked with `ip -d -j` and real traffic: two containers on one master
  * reach each other in bridge mode and not in private mode. MAC precedence, MTU bounds, bcqueuelen,
  * default-route master, CHECK failures, DEL with the master or the netns gone, STATUS, and interop
@@ -354,6 +354,37 @@ describe.skipIf(!sandboxed())("macvlan", () => {
       expectSuccess(await execPlugin("macvlan", inv(how === "gone" ? ns.path : undefined, "DEL", conf, cid)), { silent: true });
       expect(reservations(join(dataDir, net))).toEqual({});
     }
+  });
+
+  test("DEL carries on after a failed IPAM DEL: the link goes, the IPAM error is reported", async () => {
+    const { cid, net } = ids("ipamdel");
+    const master = makeVethMaster();
+    const ns = await createContainerNetns();
+    const dataDir = makeTempDir("mv-store-");
+    const conf = linkPluginConf({ type: "macvlan", name: net, dataDir, subnet: "10.81.0.0/24", master: master.name });
+    expectResult(await execPlugin("macvlan", inv(ns.path, "ADD", conf, cid)));
+    const broken = { ...conf, ipam: { ...(conf.ipam as Record<string, unknown>), type: "nosuchipam" } };
+    expectCniError(await execPlugin("macvlan", inv(ns.path, "DEL", broken, cid)), { code: 999, msg: 'failed to find plugin "nosuchipam"' });
+    expect(listLinks(ns.path).map((l) => l.ifname)).toEqual(["lo"]);
+    expect(Object.keys(reservations(join(dataDir, net)))).toEqual(["10.81.0.2"]);
+    expectSuccess(await execPlugin("macvlan", inv(ns.path, "DEL", conf, cid)), { silent: true });
+    expect(reservations(join(dataDir, net))).toEqual({});
+  });
+
+  test("a failure after IPAM ADD rolls back through the DEL steps: the lease and the link go", async () => {
+    const { cid, net } = ids("rollback");
+    const master = makeVethMaster();
+    const ns = await createContainerNetns();
+    const dataDir = makeTempDir("mv-store-");
+    // The route's gateway is unreachable: ConfigureIface fails after the link exists and IPAM ran.
+    const conf = linkPluginConf({
+      type: "macvlan", name: net, dataDir, subnet: "10.82.0.0/24", master: master.name,
+      ipam: { routes: [{ dst: "172.16.0.0/16", gw: "192.0.2.1" }] },
+    });
+    expectCniError(await execPlugin("macvlan", inv(ns.path, "ADD", conf, cid)), { code: 999, msg: "failed to add route '{172.16.0.0 ffff0000} via 192.0.2.1 dev eth0" });
+    expect(listLinks(ns.path).map((l) => l.ifname)).toEqual(["lo"]);
+    expect(listLinks(undefined).map((l) => l.ifname).filter((x) => /^veth[0-9a-f]{8}$/.test(x))).toEqual([]);
+    expect(reservations(join(dataDir, net))).toEqual({});
   });
 
   test("STATUS: delegates to IPAM when set, succeeds for L2; refused before 1.1.0", async () => {

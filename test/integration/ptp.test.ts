@@ -1,5 +1,5 @@
 /**
- * ptp (upstream-matrix §2.2, §5.2): ADD/CHECK/DEL across every spec version (0.1.0/0.2.0 through
+ * ptp: ADD/CHECK/DEL across every spec version (0.1.0/0.2.0 through
  * result conversion; CHECK only from 0.4.0) for IPv4, IPv6 and dual stack, checked with `ip -j`,
  * /proc/sys, iptables-save / nft and real pings; ipMasq in both backends; DNS override rules; DEL
  * robustness (twice, netns gone, CNI_NETNS unset: the masquerade rules still go — upstream #810);
@@ -334,6 +334,25 @@ describe.skipIf(!sandboxed())("ptp", () => {
     expect(listLinks(undefined).map((l) => l.ifname).sort()).toEqual(before);
     expect(reservations(join(dataDir, net))).toEqual({});
     expect(iptablesMasqLines(net, cid)).toEqual([]);
+  });
+
+  test("DEL carries on after a failed IPAM DEL: the pair and the masquerade rules go, the IPAM error is reported", async () => {
+    const { cid, net } = ids("ipamdel");
+    const dataDir = makeTempDir("ptp-store-");
+    const conf = ptpConf({ name: net, dataDir, subnets: ["10.73.0.0/24"], ipMasq: true });
+    const ns = await createContainerNetns();
+    const result = expectResult(await execPlugin("ptp", inv(ns.path, "ADD", conf, cid)));
+    const hostVeth = result.interfaces[0].name;
+    expect(iptablesMasqLines(net, cid).length).toBeGreaterThan(0);
+    const broken = { ...conf, ipam: { ...(conf.ipam as Record<string, unknown>), type: "nosuchipam" } };
+    expectCniError(await execPlugin("ptp", inv(ns.path, "DEL", broken, cid)), { code: 999, msg: 'failed to find plugin "nosuchipam"' });
+    expect(listLinks(ns.path).map((l) => l.ifname)).toEqual(["lo"]);
+    expect(hostLink(hostVeth)).toBeUndefined();
+    expect(iptablesMasqLines(net, cid)).toEqual([]);
+    // The lease is still held; a DEL with a working IPAM releases it.
+    expect(Object.keys(reservations(join(dataDir, net)))).toEqual(["10.73.0.2"]);
+    expectSuccess(await execPlugin("ptp", inv(ns.path, "DEL", conf, cid)), { silent: true });
+    expect(reservations(join(dataDir, net))).toEqual({});
   });
 
   test("an IPAM address without a gateway is a clear error and is released", async () => {

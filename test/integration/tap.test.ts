@@ -1,5 +1,5 @@
 /**
- * tap (upstream-matrix §2.16, §5.16): ADD/CHECK/DEL across spec versions, L2 and L3, checked with
+ * tap: ADD/CHECK/DEL across spec versions, L2 and L3, checked with
  * `ip -d -j` (tun type tap, multi_queue, vnet_hdr, owner/group), MAC precedence, MTU, a tap as the
  * port of a bridge inside the container, DEL robustness, STATUS. (No traffic test: a tap carries
  * frames only once a process such as a VMM attaches to it.) The Debian 1.1.1 binaries have no tap, so there is no interop test.

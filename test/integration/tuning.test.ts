@@ -185,6 +185,22 @@ describe.skipIf(!sandboxed())("tuning (chained after ptp)", () => {
     expect(sysctlIn(ns.path, SOMAXCONN)).toBe(before);
   });
 
+  test("a failed ADD undoes, with DEL's restore steps, what it changed: sysctls, MAC, promisc; no backup file left", async () => {
+    const a = await attach("1.0.0", {});
+    const before = { somaxconn: sysctlIn(a.netns, SOMAXCONN), link: linkState(a.netns, "eth0") };
+    a.list.plugins[1] = { type: "tuning", dataDir: a.tuningDataDir, sysctl: { "net.core.somaxconn": "557" }, mac: NEW_MAC, promisc: true, mtu: 100_000 };
+    const conf = a.runner.buildPluginConfig(a.list, a.list.plugins[1]!, a.runner.calls[0]!.run.json as Record<string, unknown>, a.rt);
+    const run = await execPlugin("tuning", { command: "ADD", containerID: a.rt.containerID, netns: a.netns, ifName: "eth0", config: conf });
+    expectCniError(run, { code: 999, msg: /invalid argument/ });
+    expect(sysctlIn(a.netns, SOMAXCONN)).toBe(before.somaxconn);
+    const after = linkState(a.netns, "eth0");
+    expect(after.address).toBe(before.link.address);
+    expect(after.promiscuity).toBe(before.link.promiscuity);
+    expect(after.mtu).toBe(before.link.mtu);
+    expect(existsSync(a.tuningDataDir) ? readdirSync(a.tuningDataDir) : []).toEqual([]);
+    await a.runner.del(a.list, a.rt);
+  });
+
   test("DEL succeeds and drops the backup when the netns is gone or the interface is missing", async () => {
     const a = await attach("1.0.0", { mtu: 1400 });
     const file = join(a.tuningDataDir, `${a.rt.containerID}_eth0.json`);

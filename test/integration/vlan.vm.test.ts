@@ -1,5 +1,5 @@
 /**
- * vlan (upstream-matrix §2.5, §5.5) — VM lane (this host's kernel has no 8021q): ADD/CHECK/DEL across
+ * vlan — VM lane (this host's kernel has no 8021q): ADD/CHECK/DEL across
  * spec versions with and without linkInContainer, MTU (given, the master's, too large, negative),
  * VLAN id bounds, real traffic (a container reaches a peer on the same VLAN id through a veth master
  * and not one on another id), DEL with the master gone, STATUS, and interop with the Go reference.
