@@ -20,6 +20,7 @@ import { ipamStep, IPAM_STEP, teardown, Undo, type TeardownStep } from "../cni/t
 import type { CmdArgs, DNS, Interface, Result } from "../cni/types.ts";
 import { resultFamily } from "../cni/version.ts";
 import { annotate, annotateError } from "../error/annotate.ts";
+import { isGlobalUnicast, parseIP } from "../ip/ip.ts";
 import { Handle, isNotFound, type Link } from "../netlink/index.ts";
 import { withNetNS, type NetNS } from "../netns/index.ts";
 import { sysctlSet } from "../sysctl/index.ts";
@@ -116,20 +117,6 @@ export function deleteContainerLink(args: CmdArgs, created?: CreatedLink): strin
   return delLinkByNameAddr(nl, args.ifName);
 }
 
-/** Go's `IP.IsGlobalUnicast` on our text form: not unspecified, loopback, multicast, link-local or broadcast. */
-function isGlobalUnicast(family: 4 | 6, address: string): boolean {
-  if (family === 4) {
-    const [a = 0, b = 0] = address.split(".").map(Number);
-    if (address === "0.0.0.0" || address === "255.255.255.255") return false;
-    if (a === 127 || a >= 224) return false;
-    return !(a === 169 && b === 254);
-  }
-  const lower = address.toLowerCase();
-  if (lower === "::" || lower === "::1") return false;
-  if (lower.startsWith("ff")) return false;
-  return !/^fe[89ab]/.test(lower);
-}
-
 /**
  * `ip link del IFNAME` (a veth takes its peer along), returning the global-unicast addresses it
  * carried as CIDRs (`10.1.2.3/24`), like upstream `ip.DelLinkByNameAddr`. A missing link returns [].
@@ -140,7 +127,10 @@ export function delLinkByNameAddr(nl: Handle, ifName: string): string[] {
   const cidrs = annotate(`failed to get IP addresses for ${JSON.stringify(ifName)}`, () =>
     nl
       .addrList({ index: link.index })
-      .filter((a) => isGlobalUnicast(a.family, a.address))
+      .filter((a) => {
+        const ip = parseIP(a.address);
+        return ip !== null && isGlobalUnicast(ip);
+      })
       .map((a) => `${a.address}/${a.prefixLen}`),
   );
   try {

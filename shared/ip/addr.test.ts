@@ -7,6 +7,7 @@ import {
   ipFamily,
   ipFromBytes,
   ipToBytes,
+  isGlobalUnicast,
   makeIP,
   nextIP,
   parseIP,
@@ -182,4 +183,33 @@ describe("arithmetic", () => {
     expect(() => makeIP(4, 1n << 32n)).toThrow(RangeError);
     expect(() => makeIP(6, -1n)).toThrow(RangeError);
   });
+});
+
+describe("isGlobalUnicast (Go IP.IsGlobalUnicast)", () => {
+  const cases: [string, boolean][] = [
+    ["10.1.2.3", true],
+    ["240.0.0.1", true],
+    ["0.0.0.0", false],
+    ["255.255.255.255", false],
+    ["127.0.0.1", false],
+    ["224.0.0.1", false],
+    ["239.255.255.255", false],
+    ["169.254.1.1", false],
+    ["169.253.1.1", true],
+    ["2001:db8::1", true],
+    ["::", false],
+    ["::1", false],
+    ["ff02::1", false],
+    ["fe80::1", false],
+    ["febf::1", false],
+    ["fec0::1", true],
+    ["::ffff:127.0.0.1", false],
+  ];
+  for (const [text, want] of cases) {
+    test(`${text} → ${want}`, () => {
+      const ip = parseIP(text);
+      expect(ip).not.toBeNull();
+      expect(isGlobalUnicast(ip!)).toBe(want);
+    });
+  }
 });

@@ -91,6 +91,24 @@ function fromV6Value(v: bigint): IPAddr {
   return { family: 6, value: v };
 }
 
+/**
+ * Go's `IP.IsGlobalUnicast`: not unspecified, loopback (127/8, ::1), multicast (224/4, ff00::/8),
+ * link-local unicast (169.254/16, fe80::/10) or the IPv4 limited broadcast. Class E (240/4) counts.
+ */
+export function isGlobalUnicast(ip: IPAddr): boolean {
+  if (ip.family === 4) {
+    const v = ip.value;
+    if (v === 0n || v === V4_MAX) return false;
+    const a = v >> 24n;
+    if (a === 127n || (a >= 224n && a < 240n)) return false;
+    return v >> 16n !== 0xa9fen;
+  }
+  const v = ip.value;
+  if (v === 0n || v === 1n) return false;
+  if (v >> 120n === 0xffn) return false;
+  return v >> 118n !== 0x3fan;
+}
+
 /** The IPv4-mapped IPv6 form of an IPv4 address (`::ffff:a.b.c.d`) as a 128-bit value. */
 export function v4MappedValue(ip: IPAddr): bigint {
   return ip.family === 4 ? V4_MAPPED_PREFIX | ip.value : ip.value;
