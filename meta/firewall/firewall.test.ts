@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import type { CmdArgs, Command } from "../../shared/cni/types.ts";
 import { FakeIptables } from "../../shared/firewall/iptables/fake.ts";
 import { FakeNft } from "../../shared/firewall/nftables/fake.ts";
-import type { FirewallBackend, FirewallTarget } from "./backend.ts";
+import type { FirewalldBackend, FirewallTarget } from "./backend.ts";
 import { makeFirewallPlugin, type FirewallDeps } from "./firewall.ts";
 import { instanceComment, NFT_PRIV, NFT_TABLE } from "./nftables-backend.ts";
 
@@ -42,16 +42,18 @@ function setup(opts: { iptables?: boolean; nft?: boolean; firewalld?: boolean } 
   const nft = new FakeNft();
   (nft as { installed?: boolean }).installed = opts.nft ?? true;
   const fwd: FakeFirewalld = { calls: [], running: opts.firewalld ?? false };
-  const fwdBackend = (address: string): FirewallBackend => ({
-    name: "firewalld",
-    add: (t: FirewallTarget) => void fwd.calls.push(...t.addrs.map((a) => `${address} add ${t.conf.zone} ${a.host}`)),
-    check: (t: FirewallTarget) => void fwd.calls.push(...t.addrs.map((a) => `check ${t.conf.zone} ${a.host}`)),
-    del: (t: FirewallTarget) => void fwd.calls.push(...t.addrs.map((a) => `del ${t.conf.zone} ${a.host}`)),
+  const fwdBackend = (address: string): FirewalldBackend => ({
+    backend: "firewalld",
+    setup: async (t: FirewallTarget) => void fwd.calls.push(...t.addrs.map((a) => `${address} add ${t.conf.zone} ${a.host}`)),
+    check: async (t: FirewallTarget) => {
+      fwd.calls.push(...t.addrs.map((a) => `check ${t.conf.zone} ${a.host}`));
+      return [];
+    },
+    teardown: async (t: FirewallTarget) => void fwd.calls.push(...t.addrs.map((a) => `del ${t.conf.zone} ${a.host}`)),
     gc: () => {},
   });
   const deps: FirewallDeps = {
-    iptables: () => ipt,
-    nftables: () => nft,
+    drivers: () => ({ iptables: ipt, nftables: nft }),
     firewalld: fwdBackend,
     firewalldRunning: async () => fwd.running,
   };
@@ -129,7 +131,7 @@ describe("firewall plugin (fakes)", () => {
     ]);
   });
 
-  test("config errors: missing prevResult, unknown policy and backend; DEL stays lenient (P24)", async () => {
+  test("config errors: missing prevResult, unknown policy and backend; DEL stays lenient", async () => {
     const { plugin } = setup();
     await expect(plugin.add(cmd("ADD", { backend: "iptables" }))).rejects.toThrow("missing prevResult from earlier plugin");
     await expect(plugin.check!(cmd("CHECK", { backend: "iptables" }))).rejects.toThrow("missing prevResult from earlier plugin");

@@ -8,8 +8,8 @@
  * The bus is the D-Bus system bus: `DBUS_SYSTEM_BUS_ADDRESS` from the invocation's environment,
  * else `/var/run/dbus/system_bus_socket` (godbus's rule).
  */
-import { InternalError, messageOf } from "../../shared/cni/errors.ts";
-import type { FirewallBackend, FirewallTarget } from "./backend.ts";
+import { annotateError, messageOf } from "../../shared/error/annotate.ts";
+import type { FirewalldBackend, FirewallTarget } from "./backend.ts";
 import { connectBus, DEFAULT_SYSTEM_BUS, type DBusConnection } from "./dbus-client.ts";
 
 export const FIREWALLD_NAME = "org.fedoraproject.FirewallD1";
@@ -47,7 +47,7 @@ function zoneCall(conn: DBusConnection, member: string, zone: string, source: st
   return conn.call({ destination: FIREWALLD_NAME, path: FIREWALLD_PATH, interface: FIREWALLD_ZONE_INTERFACE, member, signature: "ss", body: [zone, source] });
 }
 
-export function firewalldBackend(address: string): FirewallBackend {
+export function firewalldBackend(address: string): FirewalldBackend {
   const withBus = async <T>(fn: (conn: DBusConnection) => Promise<T>): Promise<T> => {
     const conn = connectBus(address);
     try {
@@ -57,36 +57,37 @@ export function firewalldBackend(address: string): FirewallBackend {
     }
   };
   return {
-    name: "firewalld",
-    async add(t: FirewallTarget) {
+    backend: "firewalld",
+    async setup(t: FirewallTarget) {
       if (t.addrs.length === 0) return;
       await withBus(async (conn) => {
         for (const a of t.addrs) {
           try {
             await zoneCall(conn, "addSource", t.conf.zone, a.host);
           } catch (err) {
-            if (!messageOf(err).includes(ZONE_ALREADY_SET)) {
-              throw new InternalError(`failed to add the address ${a.host} to ${t.conf.zone} zone: ${messageOf(err)}`, { cause: err });
-            }
+            if (!messageOf(err).includes(ZONE_ALREADY_SET)) throw annotateError(`failed to add the address ${a.host} to ${t.conf.zone} zone`, err);
           }
         }
       });
     },
     async check(t: FirewallTarget) {
-      if (t.addrs.length === 0) return;
-      await withBus(async (conn) => {
+      if (t.addrs.length === 0) return [];
+      return withBus(async (conn) => {
+        const problems: string[] = [];
         for (const a of t.addrs) {
+          const context = `failed to find the address ${a.host} in ${t.conf.zone} zone`;
           let bound: unknown;
           try {
             bound = await zoneCall(conn, "querySource", t.conf.zone, a.host);
           } catch (err) {
-            throw new InternalError(`failed to find the address ${a.host} in ${t.conf.zone} zone: ${messageOf(err)}`, { cause: err });
+            throw annotateError(context, err);
           }
-          if (bound !== true) throw new InternalError(`failed to find the address ${a.host} in ${t.conf.zone} zone`);
+          if (bound !== true) problems.push(context);
         }
+        return problems;
       });
     },
-    async del(t: FirewallTarget) {
+    async teardown(t: FirewallTarget) {
       if (t.addrs.length === 0) return;
       try {
         await withBus(async (conn) => {

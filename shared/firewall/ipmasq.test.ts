@@ -2,9 +2,10 @@ import { describe, expect, test } from "bun:test";
 import { CNI_ERROR_CODES, InvalidConfigError } from "../cni/errors.ts";
 import { FakeIptables } from "./iptables/fake.ts";
 import { FakeNft } from "./nftables/fake.ts";
-import { checkIPMasq, gcIPMasq, parseMasqBackend, resolveMasqBackend, setupIPMasq, teardownIPMasq, type MasqDrivers } from "./ipmasq.ts";
+import { chooseBackend, type FirewallDrivers } from "./backend.ts";
+import { checkIPMasq, gcIPMasq, parseMasqBackend, setupIPMasq, teardownIPMasq } from "./ipmasq.ts";
 
-function fakes(): MasqDrivers & { iptables: FakeIptables; nftables: FakeNft } {
+function fakes(): FirewallDrivers & { iptables: FakeIptables; nftables: FakeNft } {
   return { iptables: new FakeIptables(), nftables: new FakeNft() };
 }
 
@@ -36,12 +37,12 @@ describe("backend choice", () => {
   });
   test("default: iptables unless only nftables is usable", () => {
     const d = fakes();
-    expect(resolveMasqBackend(undefined, d)).toBe("iptables");
+    expect(chooseBackend(undefined, d)).toBe("iptables");
     d.iptables.installed = false;
-    expect(resolveMasqBackend(undefined, d)).toBe("nftables");
+    expect(chooseBackend(undefined, d)).toBe("nftables");
     d.nftables.installed = false;
-    expect(resolveMasqBackend(undefined, d)).toBe("iptables");
-    expect(resolveMasqBackend("nftables", fakes())).toBe("nftables");
+    expect(chooseBackend(undefined, d)).toBe("iptables");
+    expect(chooseBackend("nftables", fakes())).toBe("nftables");
   });
 });
 
