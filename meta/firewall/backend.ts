@@ -27,7 +27,7 @@ export interface FirewalldBackend {
   readonly backend: "firewalld";
   setup(t: FirewallTarget): Promise<void>;
   check(t: FirewallTarget): Promise<string[]>;
-  teardown(t: FirewallTarget): Promise<void>;
+  teardown(t: FirewallTarget, expected: boolean): Promise<void>;
   gc(network: string, keep: readonly ValidAttachment[]): void;
 }
 

@@ -198,6 +198,30 @@ describe("firewall plugin (fakes)", () => {
     expect(new Set(left.map((r) => r.comment))).toEqual(new Set([instanceComment("net1", "keep", "eth0")]));
   });
 
+  test("hot path: ADD reads CNI-FORWARD and FORWARD only, DEL reads nothing; never a whole table", async () => {
+    const { ipt, plugin } = setup();
+    ipt.loadKubeProxyNat(4, 200, 10);
+    const prev = (ip: string) => ({ cniVersion: "1.0.0", interfaces: [{ name: "eth0", sandbox: "/x" }], ips: [{ address: ip, interface: 0 }] });
+    await plugin.add(cmd("ADD", { backend: "iptables", prevResult: prev("10.88.0.5/16") }, {}, "a"));
+    ipt.reads.length = 0;
+    ipt.transactions.length = 0;
+    await plugin.add(cmd("ADD", { backend: "iptables", prevResult: prev("10.88.0.6/16") }, {}, "b"));
+    expect(ipt.reads).toEqual(["4 filter CNI-FORWARD", "4 filter FORWARD"]);
+    expect(ipt.transactions).toHaveLength(1);
+    ipt.reads.length = 0;
+    await plugin.del(cmd("DEL", { backend: "iptables", prevResult: prev("10.88.0.6/16") }, {}, "b"));
+    expect(ipt.reads).toEqual([]);
+    expect(ipt.transactions).toHaveLength(2);
+    expect(filterLines(ipt, 4).filter((l) => l.includes("10.88.0."))).toEqual([
+      "-A CNI-FORWARD -d 10.88.0.5/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+      "-A CNI-FORWARD -s 10.88.0.5/32 -j ACCEPT",
+    ]);
+    // A repeated DEL: its restore fails, CNI-FORWARD is read, nothing is left to write.
+    await plugin.del(cmd("DEL", { backend: "iptables", prevResult: prev("10.88.0.6/16") }, {}, "b"));
+    expect(ipt.reads).toEqual(["4 filter CNI-FORWARD"]);
+    expect(ipt.transactions).toHaveLength(3);
+  });
+
   test("versions: 0.4.0 and later only", () => {
     expect(setup().plugin.versions).toEqual(["0.4.0", "1.0.0", "1.1.0"]);
   });

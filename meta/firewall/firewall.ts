@@ -99,7 +99,7 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
     const backend = await selectBackend(parseBackend(conf.backend, true), args, deps);
     // A backend whose tools are gone has nothing left to remove.
     if (backend.backend !== "firewalld" && !backend.available()) return;
-    await backend.teardown(target(conf, args, prevResultFrom(args), false));
+    await backend.teardown(target(conf, args, prevResultFrom(args), false), true);
   }
 
   function gc(args: CmdArgs): void {

@@ -2,6 +2,7 @@
  * The iptables backend (upstream iptables.go + ingresspolicy.go): the rules of iptables-rules.ts,
  * applied as ONE iptables-restore per IP family and call (upstream runs one iptables process per
  * rule), through the iptables variant that holds the host's rules (shared/firewall/iptables/driver.ts).
+ * ADD reads FORWARD and CNI-FORWARD only; DEL reads nothing unless its restore fails.
  *
  * ADD touches only the families that have addresses (plus, for an ingress policy, upstream's
  * findProtos families). CHECK reads only: it never creates chains (upstream does). DEL removes the
@@ -17,7 +18,10 @@ import type { IPFamily } from "../../shared/ip/ip.ts";
 import type { FirewallRules, FirewallTarget } from "./backend.ts";
 import { addressRules, adminJump, FILTER, FORWARD, forwardJump, isolationRules, PRIV_CHAIN, STAGE1, STAGE2 } from "./iptables-rules.ts";
 
-/** Plans the shared chains and this target's address rules (upstream setupChains + addRules). */
+/**
+ * Plans the shared chains and this target's address rules (upstream setupChains + addRules),
+ * reading FORWARD and CNI-FORWARD (the admin chain is known to exist when CNI-FORWARD jumps to it).
+ */
 export function planAdd(p: IptablesPlan, t: FirewallTarget, family: IPFamily): void {
   const addrs = t.addrs.filter((a) => a.family === family);
   if (addrs.length === 0) return;
@@ -94,12 +98,12 @@ export function iptablesFirewall(ipt: IptablesDriver): FirewallRules {
       requireTools(ipt);
       return withAddrs(t).flatMap((family) => readIptables(ipt, family, (tx) => checkFamily(tx.table(FILTER), t, family)));
     },
-    teardown(t) {
+    teardown(t, expected) {
       annotate("failed to remove firewall rules", () =>
         runAll(withAddrs(t), (family) => `IPv${family}`, (family) =>
           transactIptables(ipt, family, (tx) => {
             const p = tx.table(FILTER);
-            for (const a of t.addrs) if (a.family === family) for (const r of addressRules(a.host)) p.deleteRule(PRIV_CHAIN, r);
+            for (const a of t.addrs) if (a.family === family) for (const r of addressRules(a.host)) p.deleteRule(PRIV_CHAIN, r, expected);
           }),
         ),
       );

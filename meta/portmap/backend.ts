@@ -27,10 +27,16 @@ export interface PortmapTarget {
   refuseConflicts?(foreign: readonly ForeignPort[], family: IPFamily): void;
 }
 
-/** DEL: names derive from network + container ID, so nothing else is needed. */
+/**
+ * DEL: names derive from network + container ID, so nothing else is needed. What the runtime still
+ * passes narrows the work: the config's mappings (the rules ADD made can then be removed without
+ * reading them first) and the container's IP families (from prevResult).
+ */
 export interface PortmapDelTarget {
   network: string;
   containerID: string;
+  conf?: PortmapConfig;
+  families?: readonly IPFamily[];
 }
 
 /** portmap in one backend; DEL reports the ports it unforwarded (for the UDP conntrack flush). */

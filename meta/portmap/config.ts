@@ -9,6 +9,7 @@ import { loadNetConf, netConfFields, prevResultFrom } from "../../shared/cni/net
 import { t } from "../../shared/cni/decode.ts";
 import type { CmdArgs, Result } from "../../shared/cni/types.ts";
 import type { BackendName } from "../../shared/firewall/backend.ts";
+import type { ForwardedPort } from "./backend.ts";
 import { formatIP, parseCIDR, parseIP, type CIDR, type IPAddr, type IPFamily } from "../../shared/ip/ip.ts";
 
 export type PortProtocol = "tcp" | "udp" | "sctp";
@@ -190,4 +191,9 @@ export function hasHostDst(m: PortMapping): boolean {
 /** The hostIP in canonical text. */
 export function hostText(m: PortMapping): string {
   return m.hostAddr === undefined ? "" : formatIP(m.hostAddr);
+}
+
+/** What a mapping forwards, in the form DEL reports (as parseDnatRule reads it back). */
+export function forwardedPort(m: PortMapping): ForwardedPort {
+  return { protocol: m.protocol, hostPort: m.hostPort, hostIP: hasHostDst(m) ? hostText(m) : "" };
 }

@@ -1,13 +1,18 @@
 /**
  * portmap with iptables: ONE iptables-restore per IP family and call (nat, plus filter for the
  * localnet guard, in the same restore input), instead of upstream's process per rule. The rules are
- * those of iptables-rules.ts.
+ * those of iptables-rules.ts. On the hot path ADD reads CNI-HOSTPORT-DNAT only (plus another
+ * container's chain when it names one of our ports), DEL with the mappings reads nothing; the
+ * shared chains are asserted in the restore and read only when that fails (see chain.ts).
  */
 import type { IptablesPlan } from "../../shared/firewall/iptables/chain.ts";
 import type { IptablesDriver } from "../../shared/firewall/iptables/driver.ts";
 import { hasRule, ruleComment, ruleTarget, sameRules } from "../../shared/firewall/iptables/rule.ts";
 import { readIptables, transactIptables } from "../../shared/firewall/iptables/transact.ts";
+import { runAll } from "../../shared/firewall/backend.ts";
+import type { IPFamily } from "../../shared/ip/ip.ts";
 import type { ForeignPort, ForwardedPort, PortmapFeature } from "./backend.ts";
+import { forwardedPort, mappingsForFamily, type PortMapping, type PortmapConfig } from "./config.ts";
 import {
   GUARD_ENTRY_RULE,
   GUARD_RULE,
@@ -24,17 +29,23 @@ import {
   markMasqRule,
   oldSnatChainName,
   parseDnatComment,
+  parseDnatEntry,
   parseDnatRule,
   setMarkRule,
 } from "./iptables-rules.ts";
 
-/** Ports forwarded by other containers' CNI-DN chains in this nat table. */
-export function foreignPortsIptables(nat: IptablesPlan, myChain: string): ForeignPort[] {
+/**
+ * Ports forwarded by other containers' CNI-DN chains in this nat table that could clash with
+ * `mine`: only the chains whose entry rule names one of `mine`'s protocol/port pairs are read.
+ */
+export function foreignPortsIptables(nat: IptablesPlan, myChain: string, mine: readonly PortMapping[]): ForeignPort[] {
   const out: ForeignPort[] = [];
   const seen = new Set<string>();
   for (const entry of nat.rulesOf(TOP_LEVEL_DNAT_CHAIN)) {
     const target = ruleTarget(entry);
     if (target === undefined || target === myChain || !target.startsWith("CNI-DN-") || seen.has(target)) continue;
+    const sends = parseDnatEntry(entry);
+    if (sends !== undefined && !mine.some((m) => m.protocol === sends.protocol && sends.ports.includes(m.hostPort))) continue;
     seen.add(target);
     const owner = parseDnatComment(ruleComment(entry) ?? "");
     const ownerText = owner ? `container ${JSON.stringify(owner.containerID)} of network ${JSON.stringify(owner.network)}` : `iptables chain ${target}`;
@@ -46,12 +57,24 @@ export function foreignPortsIptables(nat: IptablesPlan, myChain: string): Foreig
   return out;
 }
 
-/** Removes the container's chains (CNI-DN-…, and upstream's older CNI-SN-…) and every jump to them. */
-function planUnforward(nat: IptablesPlan, network: string, containerID: string): ForwardedPort[] {
+/**
+ * Removes the container's chains (CNI-DN-…, and upstream's older CNI-SN-…) and every jump to them;
+ * returns the ports that were forwarded. With `conf` (the mappings), an optimistic plan deletes the
+ * entry rules ADD made without reading anything.
+ */
+function planUnforward(nat: IptablesPlan, network: string, containerID: string, family: IPFamily, conf?: PortmapConfig): ForwardedPort[] {
   const chain = dnatChainName(network, containerID);
+  const old = oldSnatChainName(network, containerID);
+  if (nat.optimistic && conf !== undefined && conf.mappings.length > 0) {
+    nat.deleteChain(chain, [TOP_LEVEL_DNAT_CHAIN], dnatEntryRules(conf, containerID, family).map((rule) => ({ chain: TOP_LEVEL_DNAT_CHAIN, rule })));
+    nat.deleteChain(old, [OLD_TOP_LEVEL_SNAT_CHAIN], []);
+    return mappingsForFamily(conf.mappings, family).map(forwardedPort);
+  }
+  // Without a CNI-DN chain there is nothing of this container (upstream's CNI-SN chains came with one).
+  if (!nat.hasChain(chain)) return [];
   const removed = nat.rulesOf(chain).flatMap((r) => parseDnatRule(r) ?? []);
   nat.deleteChain(chain, [TOP_LEVEL_DNAT_CHAIN]);
-  nat.deleteChain(oldSnatChainName(network, containerID), [OLD_TOP_LEVEL_SNAT_CHAIN]);
+  nat.deleteChain(old, [OLD_TOP_LEVEL_SNAT_CHAIN]);
   return removed;
 }
 
@@ -60,58 +83,66 @@ export function iptablesPortmap(ipt: IptablesDriver): PortmapFeature {
   return {
     backend: "iptables",
     available: () => ipt.available(),
-    /** Makes the family's rules for `t.container` exactly what `t.conf` asks for. */
+    /**
+     * Makes the family's rules for `t.container` exactly what `t.conf` asks for. Reads
+     * CNI-HOSTPORT-DNAT (conflicts, this container's entries); the shared chains and jumps are
+     * asserted (after the first container they are all there) and this container's chain is
+     * assumed new when no entry jumps to it.
+     */
     setup(t) {
       const { conf, containerID, container } = t;
       const family = container.ip.family;
       const chain = dnatChainName(conf.name, containerID);
       transactIptables(ipt, family, (tx) => {
         const nat = tx.table("nat");
-        t.refuseConflicts?.(foreignPortsIptables(nat, chain), family);
+        t.refuseConflicts?.(foreignPortsIptables(nat, chain, mappingsForFamily(conf.mappings, family)), family);
+        const current = nat.rulesOf(TOP_LEVEL_DNAT_CHAIN).filter((r) => ruleTarget(r) === chain);
         if (conf.snat && conf.externalSetMarkChain === undefined) {
-          nat.ensureChain({ table: "nat", name: SETMARK_CHAIN, rules: [setMarkRule(conf.markMasqBit)], entryRules: [] });
-          nat.ensureChain({ table: "nat", name: MARK_MASQ_CHAIN, rules: [markMasqRule(conf.markMasqBit)], entryRules: [] });
-          nat.ensureRule("POSTROUTING", MASQ_ENTRY_RULE, "first");
+          nat.ensureChain({ table: "nat", name: SETMARK_CHAIN, rules: [setMarkRule(conf.markMasqBit)], entryRules: [] }, "complete");
+          nat.ensureChain({ table: "nat", name: MARK_MASQ_CHAIN, rules: [markMasqRule(conf.markMasqBit)], entryRules: [] }, "complete");
+          nat.ensureRule("POSTROUTING", MASQ_ENTRY_RULE, "first", true);
         }
-        nat.ensureChain({
-          table: "nat",
-          name: TOP_LEVEL_DNAT_CHAIN,
-          rules: [],
-          entryRules: [
-            { chain: "PREROUTING", rule: TOP_LEVEL_ENTRY_RULE },
-            { chain: "OUTPUT", rule: TOP_LEVEL_ENTRY_RULE },
-          ],
-        });
+        nat.ensureChain(
+          {
+            table: "nat",
+            name: TOP_LEVEL_DNAT_CHAIN,
+            rules: [],
+            entryRules: [
+              { chain: "PREROUTING", rule: TOP_LEVEL_ENTRY_RULE },
+              { chain: "OUTPUT", rule: TOP_LEVEL_ENTRY_RULE },
+            ],
+          },
+          "complete",
+        );
         // The container chain is made exact: stale rules from an earlier ADD are replaced.
-        nat.replaceChain(chain, dnatChainRules(conf, container));
+        nat.replaceChain(chain, dnatChainRules(conf, container), current.length === 0);
         // Entry rules go first in CNI-HOSTPORT-DNAT (upstream HEAD: the newest container wins).
         const entries = dnatEntryRules(conf, containerID, family);
-        const current = nat.rulesOf(TOP_LEVEL_DNAT_CHAIN).filter((r) => ruleTarget(r) === chain);
         if (!sameRules(current, entries)) {
           for (const r of current) nat.deleteRule(TOP_LEVEL_DNAT_CHAIN, r);
           entries.forEach((r, i) => nat.insertAt(TOP_LEVEL_DNAT_CHAIN, i + 1, r));
         }
         if (t.guard && family === 4) {
           const filter = tx.table("filter");
-          filter.ensureChain({ table: "filter", name: LOCALNET_GUARD_CHAIN, rules: [GUARD_RULE], entryRules: [] });
-          filter.ensureRule("INPUT", GUARD_ENTRY_RULE, "first");
+          filter.ensureChain({ table: "filter", name: LOCALNET_GUARD_CHAIN, rules: [GUARD_RULE], entryRules: [] }, "complete");
+          filter.ensureRule("INPUT", GUARD_ENTRY_RULE, "first", true);
         }
       });
     },
     /**
-     * Removes the container's chains and every rule jumping to them, in both families, without
-     * needing the mappings. Returns the ports that were forwarded.
+     * Removes the container's chains and every rule jumping to them, in its families (both when
+     * unknown), without needing the mappings (when iptables is the `expected` backend, the mappings
+     * spare the reads). Returns the ports that were forwarded.
      */
-    teardown(t) {
-      const removed: ForwardedPort[] = [];
-      for (const family of [4, 6] as const) {
-        let ports: ForwardedPort[] = [];
+    teardown(t, expected) {
+      const ports = runAll<IPFamily, ForwardedPort[]>(t.families ?? [4, 6], (family) => `IPv${family}`, (family) => {
+        let removed: ForwardedPort[] = [];
         transactIptables(ipt, family, (tx) => {
-          ports = planUnforward(tx.table("nat"), t.network, t.containerID);
+          removed = planUnforward(tx.table("nat"), t.network, t.containerID, family, expected ? t.conf : undefined);
         });
-        removed.push(...ports);
-      }
-      return removed;
+        return removed;
+      });
+      return ports.flat();
     },
     /** Problems with the rules for `t.container` (empty: exactly as ADD made them). Reads only. */
     check(t) {
@@ -140,7 +171,7 @@ export function iptablesPortmap(ipt: IptablesDriver): PortmapFeature {
     /** Removes this network's CNI-DN chains whose container is not in `keep`. */
     gc(network, keep) {
       const kept = new Set(keep.map((a) => a.containerID));
-      for (const family of [4, 6] as const) {
+      runAll([4, 6] as const, (family) => `IPv${family}`, (family) =>
         transactIptables(ipt, family, (tx) => {
           const nat = tx.table("nat");
           const stale = new Set<string>();
@@ -150,9 +181,9 @@ export function iptablesPortmap(ipt: IptablesDriver): PortmapFeature {
             // Only chains named for this owner (the comment may have been cut at 255 characters).
             if (ruleTarget(entry) === dnatChainName(network, owner.containerID)) stale.add(owner.containerID);
           }
-          for (const containerID of stale) planUnforward(nat, network, containerID);
-        });
-      }
+          for (const containerID of stale) planUnforward(nat, network, containerID, family);
+        }),
+      );
     },
   };
 }

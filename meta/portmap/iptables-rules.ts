@@ -156,6 +156,15 @@ export function dnatChainRules(conf: PortmapConfig, container: CIDR): IptRule[] 
   return out;
 }
 
+/** What a CNI-HOSTPORT-DNAT entry rule (`-p P … --dports N,M … -j CNI-DN-…`) sends on; undefined when it does not read so. */
+export function parseDnatEntry(rule: readonly string[]): { protocol: string; ports: number[] } | undefined {
+  const p = rule.indexOf("-p");
+  const d = rule.indexOf("--dports");
+  if (p < 0 || d < 0 || rule[p - 1] === "!" || rule[d - 1] === "!") return undefined;
+  const ports = (rule[d + 1] ?? "").split(",").map((x) => Number.parseInt(x, 10));
+  return ports.every((n) => n > 0) ? { protocol: rule[p + 1] ?? "", ports } : undefined;
+}
+
 /** Reads a saved `… -p P … --dport N … -j DNAT …` rule; undefined for other rules. */
 export function parseDnatRule(rule: readonly string[]): ForwardedPort | undefined {
   let protocol = "";

@@ -196,10 +196,10 @@ export function nftablesPortmap(nft: NftDriver): PortmapFeature {
       t.refuseConflicts?.(foreignPortsNftables(state, t.containerID), family);
       nft.run(buildForwardTx(t.conf, t.containerID, t.container, rulesWithComment(state, t.containerID), t.guard ?? false));
     },
-    /** Deletes the container's rules (by comment) in both families; returns the ports they forwarded. */
+    /** Deletes the container's rules (by comment) in its families (both when unknown); returns the ports they forwarded. */
     teardown(t) {
       const removed: ForwardedPort[] = [];
-      for (const family of [4, 6] as const) {
+      for (const family of t.families ?? ([4, 6] as const)) {
         const mine = rulesWithComment(read(family), t.containerID);
         const tx = new NftTransaction(nftFamily(family), NFT_TABLE);
         for (const r of mine) {

@@ -3,6 +3,7 @@ import { FakeIptables } from "../../shared/firewall/iptables/fake.ts";
 import { FakeNft } from "../../shared/firewall/nftables/fake.ts";
 import { parseCIDR } from "../../shared/ip/ip.ts";
 import { containerIPs, validateMapping, type PortmapConfig } from "./config.ts";
+import type { ForeignPort } from "./backend.ts";
 import { findConflicts } from "./conflicts.ts";
 import { iptablesPortmap } from "./iptables-backend.ts";
 import type { CIDR } from "../../shared/ip/ip.ts";
@@ -25,7 +26,7 @@ const forwardPortsIptables = (ipt: FakeIptables, c: PortmapConfig, containerID: 
   iptablesPortmap(ipt).setup({ conf: c, containerID, container, guard: true });
 const checkPortsIptables = (ipt: FakeIptables, c: PortmapConfig, containerID: string, container: CIDR): string[] =>
   iptablesPortmap(ipt).check({ conf: c, containerID, container });
-const unforwardPortsIptables = (ipt: FakeIptables, network: string, containerID: string) => iptablesPortmap(ipt).teardown({ network, containerID });
+const unforwardPortsIptables = (ipt: FakeIptables, network: string, containerID: string) => iptablesPortmap(ipt).teardown({ network, containerID }, true);
 
 describe("portmap iptables rules", () => {
   test("matches the upstream 1.1.1 listing (chain name, entry rule incl. other-family ports, DN rules)", () => {
@@ -64,6 +65,40 @@ describe("portmap iptables rules", () => {
     forwardPortsIptables(ext, conf({ externalSetMarkChain: "KUBE-MARK-MASQ" }), "c", v4);
     expect(ext.dump(4)).toContain("-j KUBE-MARK-MASQ");
     expect(ext.dump(4)).not.toContain("CNI-HOSTPORT-SETMARK");
+  });
+
+  test("hot path on a kube-proxy-sized nat table: ADD reads CNI-HOSTPORT-DNAT only, DEL with the mappings reads nothing", () => {
+    const ipt = new FakeIptables();
+    ipt.loadKubeProxyNat(4, 200, 10);
+    forwardPortsIptables(ipt, conf(), "first", v4); // the node's first: shared chains created (read once)
+    ipt.reads.length = 0;
+    ipt.transactions.length = 0;
+    const c2 = conf({ mappings: [validateMapping({ hostPort: 8081, containerPort: 80, protocol: "tcp" })] });
+    forwardPortsIptables(ipt, c2, "second", parseCIDR("10.77.0.3/24")!);
+    expect(ipt.reads).toEqual(["4 nat CNI-HOSTPORT-DNAT"]);
+    expect(ipt.transactions).toHaveLength(1);
+    expect(checkPortsIptables(ipt, c2, "second", parseCIDR("10.77.0.3/24")!)).toEqual([]);
+    // A port someone else forwards makes that container's chain worth reading (conflict check).
+    ipt.reads.length = 0;
+    const seen: ForeignPort[] = [];
+    const c3 = conf({ mappings: [validateMapping({ hostPort: 8081, containerPort: 80, protocol: "tcp", hostIP: "10.1.1.1" })] });
+    iptablesPortmap(ipt).setup({ conf: c3, containerID: "third", container: parseCIDR("10.77.0.4/24")!, refuseConflicts: (f) => void seen.push(...f) });
+    expect(ipt.reads).toEqual(["4 nat CNI-HOSTPORT-DNAT", `4 nat ${dnatChainName("ptpnet", "second")}`]);
+    expect(seen).toEqual([{ protocol: "tcp", hostPort: 8081, hostIP: "", owner: 'container "second" of network "ptpnet"' }]);
+    // DEL with the mappings and families: one restore, nothing read; the ports come from the config.
+    ipt.reads.length = 0;
+    ipt.transactions.length = 0;
+    expect(iptablesPortmap(ipt).teardown({ network: "ptpnet", containerID: "second", conf: c2, families: [4] }, true)).toEqual([{ protocol: "tcp", hostPort: 8081, hostIP: "" }]);
+    expect(ipt.reads).toEqual([]);
+    expect(ipt.transactions).toHaveLength(1);
+    expect(ipt.dump(4)).not.toContain(dnatChainName("ptpnet", "second"));
+    expect(ipt.dump(4)).toContain(dnatChainName("ptpnet", "first"));
+    expect(ipt.dump(4).match(/^-A KUBE-SEP-/gm)).toHaveLength(2000);
+    // Again: the optimistic restore fails, the own chain is read and found gone.
+    ipt.reads.length = 0;
+    expect(iptablesPortmap(ipt).teardown({ network: "ptpnet", containerID: "second", conf: c2, families: [4] }, true)).toEqual([]);
+    expect(ipt.reads).toEqual([`4 nat ${dnatChainName("ptpnet", "second")}`]);
+    expect(ipt.reads.every((r) => !r.includes("KUBE"))).toBe(true);
   });
 
   test("GC removes only this network's chains of containers not kept", () => {

@@ -6,7 +6,7 @@
  */
 import { annotate } from "../../shared/error/annotate.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
-import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
+import { prevResultFrom, validAttachmentsOf } from "../../shared/cni/netconf.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import {
@@ -18,7 +18,7 @@ import {
   type FirewallDrivers,
 } from "../../shared/firewall/backend.ts";
 import type { CIDR, IPFamily } from "../../shared/ip/ip.ts";
-import type { ForeignPort, PortmapFeature } from "./backend.ts";
+import type { ForeignPort, PortmapDelTarget, PortmapFeature } from "./backend.ts";
 import { containerIPs, loadPortmapConfig, mappingsForFamily, requirePrevResult, type PortmapConfig } from "./config.ts";
 import { findConflicts } from "./conflicts.ts";
 import { flushUdpConntrack } from "./conntrack.ts";
@@ -73,8 +73,15 @@ export function makePortmapPlugin(getDrivers: () => FirewallDrivers = systemFire
 
   function del(args: CmdArgs): void {
     const conf = loadPortmapConfig(args);
-    const target = { network: conf.name, containerID: args.containerID };
-    const removed = annotate("failed to remove port mappings", () => teardownEverywhere(Object.values(portmapFeatures(getDrivers())), target));
+    const target: PortmapDelTarget = { network: conf.name, containerID: args.containerID, conf };
+    // prevResult, when the runtime passes it, names the container's families: ADD only wrote those.
+    const prev = prevResultFrom(args);
+    if (prev !== undefined) {
+      const ips = containerIPs(prev, args.ifName);
+      target.families = ([4, 6] as const).filter((f) => (f === 4 ? ips.v4 : ips.v6) !== undefined);
+    }
+    const d = getDrivers();
+    const removed = annotate("failed to remove port mappings", () => teardownEverywhere(Object.values(portmapFeatures(d)), target, chooseBackend(conf.backend, d)));
     const ports = udpPorts([...removed.flat(), ...conf.mappings]);
     for (const family of [4, 6] as const) flushUdpConntrack(family, ports);
     releaseRouteLocalnet(attachmentKey(conf, args.containerID));

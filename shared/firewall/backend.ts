@@ -59,8 +59,11 @@ export interface FirewallFeature<Target, DelTarget = Target, Removed = void> {
   setup(t: Target): void;
   /** Reads only; the problems found (empty: everything is in place). */
   check(t: Target): string[];
-  /** Removes the rules of `t`; idempotent, succeeds when they are already gone. */
-  teardown(t: DelTarget): Removed;
+  /**
+   * Removes the rules of `t`; idempotent, succeeds when they are already gone. `expected`: this is
+   * the backend the config selects, so its rules are most likely there (a plan may start from that).
+   */
+  teardown(t: DelTarget, expected: boolean): Removed;
   /** Removes the rules of `network` that belong to no attachment in `keep` (where the rules tell). */
   gc(network: string, keep: readonly ValidAttachment[]): void;
 }
@@ -101,9 +104,12 @@ function everyBackend<F extends { readonly backend: BackendName; available(): bo
   return ran.flatMap((r) => (r === undefined ? [] : [r.result]));
 }
 
-/** DEL: `teardown(t)` in every available backend (see module doc); the results of those that ran. */
-export function teardownEverywhere<D, R>(features: readonly FirewallFeature<unknown, D, R>[], t: D): R[] {
-  return everyBackend(features, (f) => f.teardown(t));
+/**
+ * DEL: `teardown(t)` in every available backend (see module doc), `chosen` being the one the
+ * config selects; the results of those that ran.
+ */
+export function teardownEverywhere<D, R>(features: readonly FirewallFeature<unknown, D, R>[], t: D, chosen: BackendName): R[] {
+  return everyBackend(features, (f) => f.teardown(t, f.backend === chosen));
 }
 
 /** GC: `gc(network, keep)` in every available backend (see module doc). */

@@ -6,8 +6,13 @@
  *   POSTROUTING:                            -s <ip>/32 (/128) -m comment --comment C -j CNI-…   (per address)
  * The ifname is ignored, as upstream does "for historical reasons". The ACCEPT rules always stay
  * ahead of the MASQUERADE rule, also when a second address is added later.
+ *
+ * Only the container's own chain and POSTROUTING are ever read: ADD reads the own chain (when it is
+ * new, nothing jumps to it yet) and writes one restore; DEL with the addresses reads nothing (the
+ * restore deletes exactly the jumps setup added, and fails if anything else still jumps there).
  */
 import { bitLength, formatCIDR, formatIP, networkAddress, type CIDR, type IPFamily } from "../ip/ip.ts";
+import { runAll } from "./backend.ts";
 import type { IptablesDriver } from "./iptables/driver.ts";
 import type { IptChain, IptRule } from "./iptables/chain.ts";
 import { commentMatch, missingRules } from "./iptables/rule.ts";
@@ -54,13 +59,20 @@ export function iptablesMasq(ipt: IptablesDriver): MasqFeature {
       }
     },
     /**
-     * Removes the chain of network+container and every rule jumping to it, in both families, with or
-     * without the addresses (the chain name is a hash of network+container, so addresses are never
-     * needed; this also removes upstream's older `-s <ip>/<prefix>` jump form).
+     * Removes the chain of network+container and every rule jumping to it. Without addresses, in
+     * both families (the chain name is a hash of network+container, so addresses are never needed;
+     * this also removes upstream's older `-s <ip>/<prefix>` jump form). With addresses, in their
+     * families only; when iptables is the `expected` backend, starting from the assumption that the
+     * jumps are the ones setup added.
      */
-    teardown(t) {
+    teardown(t, expected) {
       const name = formatChainName(t.network, t.containerID);
-      for (const family of [4, 6] as const) transactIptables(ipt, family, (tx) => tx.table(TABLE).deleteChain(name, [ENTRY_CHAIN]));
+      const known = t.ips !== undefined && t.ips.length > 0 ? byFamily(t.ips) : undefined;
+      const families = known ? [...known.keys()] : ([4, 6] as const);
+      runAll(families, (family) => `IPv${family}`, (family) => {
+        const jumps = known && expected ? masqChain(t.network, t.containerID, family, known.get(family)!).entryRules : undefined;
+        transactIptables(ipt, family, (tx) => tx.table(TABLE).deleteChain(name, [ENTRY_CHAIN], jumps));
+      });
     },
     check(t) {
       const problems: string[] = [];

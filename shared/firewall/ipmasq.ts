@@ -39,8 +39,11 @@ export interface MasqInstance {
   ips: CIDR[];
 }
 
+/** What teardown knows: the addresses only when the container's interface could still be read. */
+export type MasqDelTarget = Omit<MasqInstance, "ips"> & { ips?: CIDR[] };
+
 /** ipMasq in one backend; teardown needs no addresses. */
-export type MasqFeature = FirewallFeature<MasqInstance, Omit<MasqInstance, "ips">>;
+export type MasqFeature = FirewallFeature<MasqInstance, MasqDelTarget>;
 
 function features(d: FirewallDrivers): Record<BackendName, MasqFeature> {
   return { iptables: iptablesMasq(d.iptables), nftables: nftablesMasq(d.nftables) };
@@ -71,15 +74,19 @@ export function setupIPMasq(t: MasqTarget, backend: MasqBackendName | undefined,
 
 /**
  * Removes the attachment's masquerade rules from BOTH backends, idempotently and without needing
- * its addresses (`ips` is accepted but not needed). A backend whose tools are missing or
- * unsupported is skipped; other failures are reported together.
+ * its addresses; when given, `ips` (the addresses the container still has) narrow the iptables work
+ * to their IP families. `backend` (the raw `ipMasqBackend`; an unknown value is ignored, DEL must
+ * not fail on it) only says where the rules most likely are. A backend whose tools are missing or unsupported is skipped; other failures are
+ * reported together.
  */
 export function teardownIPMasq(
-  t: { network: string; containerID: string; ifName: string; ips?: string[] },
+  t: { network: string; containerID: string; ifName: string; ips?: string[]; backend?: string | undefined },
   d: FirewallDrivers = systemFirewallDrivers(),
 ): void {
-  const target = { network: t.network, containerID: t.containerID, ifName: t.ifName };
-  annotate(`failed to tear down IP masquerade for ${t.network}`, () => teardownEverywhere(Object.values(features(d)), target));
+  const ips = t.ips?.map((s) => parseCIDR(s)).filter((c): c is CIDR => c !== null);
+  const likely = t.backend === "iptables" || t.backend === "nftables" ? t.backend : undefined;
+  const target: MasqDelTarget = { network: t.network, containerID: t.containerID, ifName: t.ifName, ...(ips?.length ? { ips } : {}) };
+  annotate(`failed to tear down IP masquerade for ${t.network}`, () => teardownEverywhere(Object.values(features(d)), target, chooseBackend(likely, d)));
 }
 
 /** CHECK: the rules for `t.ips` exist in the backend in use; throws describing what is missing. */

@@ -11,8 +11,12 @@
  * An optimistic plan may skip a read by assuming the usual state, provided the restore itself
  * fails when the assumption is wrong: a chain assumed new is created with `-N` (fails when it
  * exists), a rule assumed present is asserted with `-C` or removed with `-D` (both fail when it is
- * absent). A failed optimistic restore changes nothing; the transaction is then planned again
- * without assumptions.
+ * absent), a chain to delete is declared first (`:CHAIN - [0:0]` creates or flushes it) so that
+ * `-X` only fails when a jump to it remains. A failed optimistic restore changes nothing; the
+ * transaction is then planned again without assumptions.
+ *
+ * Facts the kernel guarantees save reads too: a chain that did not exist has no jumps to it, and
+ * the target of a jump that was read exists.
  */
 import { ruleLine } from "./save-format.ts";
 import { canonicalRule, hasRule, ruleTarget, sameRule, sameRules } from "./rule.ts";
@@ -60,8 +64,11 @@ export class IptablesPlan {
     return this.changes === 0;
   }
 
-  /** Whether `name` exists (reads it). */
+  /** Whether `name` exists (reads it, unless a rule read elsewhere jumps to it). */
   hasChain(name: string): boolean {
+    const known = this.known.get(name);
+    if (known !== undefined) return known !== null;
+    for (const rules of this.known.values()) if (rules?.some((r) => ruleTarget(r) === name)) return true;
     return this.state(name) !== null;
   }
 
@@ -77,19 +84,19 @@ export class IptablesPlan {
   }
 
   /**
-   * Makes sure `rule` is in `chain`: when absent it is inserted first (upstream InsertUnique with
-   * prepend) or appended (AppendUnique). `assumePresent`: an optimistic plan asserts it with `-C`
-   * instead of reading the chain.
+   * Makes sure `rule` is in `chain` (created when missing): when absent it is inserted first
+   * (upstream InsertUnique with prepend) or appended (AppendUnique). `assumePresent`: an optimistic
+   * plan asserts it with `-C` instead of reading the chain.
    */
   ensureRule(chain: string, rule: IptRule, where: "first" | "last", assumePresent = false): void {
     if (this.assuming(chain, assumePresent)) {
       this.lines.push(ruleLine("-C", chain, rule));
       return;
     }
-    const list = this.mustRules(chain);
-    if (hasRule(list, rule)) return;
+    if (hasRule(this.rulesOf(chain), rule)) return;
+    this.ensureChainExists(chain);
     if (where === "first") this.insertAt(chain, 1, rule);
-    else this.change(ruleLine("-A", chain, rule), () => list.push(canonicalRule(rule)));
+    else this.append(chain, rule);
   }
 
   /** Inserts `rule` at 1-based `position` of `chain`. */
@@ -117,17 +124,24 @@ export class IptablesPlan {
   /**
    * Makes `spec` true: the chain exists, holds every rule of `spec.rules` (a missing rule goes
    * just before the first present rule that follows it in `spec.rules`, else at the end), and every
-   * entry rule is present in its chain. `assumeNew`: an optimistic plan creates the chain with `-N`
-   * and adds everything without reading (nothing can jump to a chain that did not exist).
+   * entry rule is present in its chain. An optimistic plan may assume the chain `"new"` (created
+   * with `-N`, everything added without reading) or `"complete"` (its rules and entry rules are
+   * asserted with `-C`).
    */
-  ensureChain(spec: IptChain, assumeNew = false): void {
-    if (this.assuming(spec.name, assumeNew)) {
+  ensureChain(spec: IptChain, assume?: "new" | "complete"): void {
+    if (assume === "complete" && this.assuming(spec.name, spec.rules.length > 0)) {
+      for (const rule of spec.rules) this.ensureRule(spec.name, rule, "last", true);
+      for (const e of spec.entryRules) this.ensureRule(e.chain, e.rule, "last", true);
+      return;
+    }
+    const isNew = this.assuming(spec.name, assume === "new") || !this.hasChain(spec.name);
+    if (isNew) {
+      // Nothing can jump to a chain that did not exist: its entry rules need no reading.
       this.create(spec.name);
       for (const rule of spec.rules) this.append(spec.name, rule);
       for (const e of spec.entryRules) this.appendUnread(e.chain, e.rule);
       return;
     }
-    this.ensureChainExists(spec.name);
     const list = this.mustRules(spec.name);
     spec.rules.forEach((rule, i) => {
       if (hasRule(list, rule)) return;
@@ -136,7 +150,7 @@ export class IptablesPlan {
       if (before < 0) this.append(spec.name, rule);
       else this.insertAt(spec.name, before + 1, rule);
     });
-    for (const e of spec.entryRules) this.ensureRule(e.chain, e.rule, "last");
+    for (const e of spec.entryRules) this.ensureRule(e.chain, e.rule, "last", assume === "complete");
   }
 
   /**
@@ -159,12 +173,14 @@ export class IptablesPlan {
   /**
    * Removes chain `name` entirely: every rule of the `referrers` chains that jumps or goes to it,
    * then its rules, then the chain. Absent chain: nothing to do. `assumeEntries`: an optimistic plan
-   * deletes exactly these jump rules with `-D` and then the chain, without reading anything (the
-   * final `-X` fails if any other jump to it remains).
+   * deletes exactly these jump rules with `-D`, then declares the chain (`:name - [0:0]` creates or
+   * flushes it, so it need not exist) and deletes it, without reading anything (the final `-X`
+   * fails if any other jump to it remains).
    */
   deleteChain(name: string, referrers: readonly string[], assumeEntries?: readonly { chain: string; rule: IptRule }[]): void {
     if (this.assuming(name, assumeEntries !== undefined)) {
       for (const e of assumeEntries!) this.deleteRule(e.chain, e.rule, true);
+      this.change(`:${name} - [0:0]`);
     } else {
       if (!this.hasChain(name)) return;
       for (const chain of referrers) {
@@ -174,8 +190,8 @@ export class IptablesPlan {
           if (ruleTarget(list[i]!) === name) this.change(ruleLine("-D", chain, list[i]!), () => list.splice(i, 1));
         }
       }
+      this.change(`-F ${name}`);
     }
-    this.change(`-F ${name}`);
     this.change(`-X ${name}`, () => this.known.set(name, null));
   }
 

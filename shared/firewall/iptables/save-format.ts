@@ -70,14 +70,6 @@ export function emptyTable(name: string): SavedTable {
   };
 }
 
-/**
- * The rules of `chain` in a read `table` (undefined when the table was not there): a built-in chain
- * always exists (empty in a missing table, as `iptables -S` reports it); undefined for an absent chain.
- */
-export function savedChain(t: SavedTable | undefined, table: string, chain: string): string[][] | undefined {
-  return t?.rules.get(chain) ?? (BUILTIN_CHAINS[table]?.includes(chain) ? [] : undefined);
-}
-
 /** Built-in chains per table, in iptables-save order. */
 export const BUILTIN_CHAINS: Readonly<Record<string, readonly string[]>> = {
   filter: ["INPUT", "FORWARD", "OUTPUT"],
