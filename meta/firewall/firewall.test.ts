@@ -4,6 +4,7 @@ import { FakeIptables } from "../../shared/firewall/iptables/fake.ts";
 import { FakeNft } from "../../shared/firewall/nftables/fake.ts";
 import type { FirewalldBackend, FirewallTarget } from "./backend.ts";
 import { makeFirewallPlugin, type FirewallDeps } from "./firewall.ts";
+import { busSocketsMissing } from "./firewalld-backend.ts";
 import { instanceComment, NFT_PRIV, NFT_TABLE } from "./nftables-backend.ts";
 
 const PREV = {
@@ -220,6 +221,14 @@ describe("firewall plugin (fakes)", () => {
     await plugin.del(cmd("DEL", { backend: "iptables", prevResult: prev("10.88.0.6/16") }, {}, "b"));
     expect(ipt.reads).toEqual(["4 filter CNI-FORWARD"]);
     expect(ipt.transactions).toHaveLength(3);
+  });
+
+  test("no system bus socket means no firewalld, decided without the D-Bus client", () => {
+    expect(busSocketsMissing("unix:path=/nonexistent/system_bus_socket")).toBe(true);
+    expect(busSocketsMissing("unix:path=/nonexistent/a;unix:guid=1,path=/nonexistent/b")).toBe(true);
+    expect(busSocketsMissing(`unix:path=${import.meta.path}`)).toBe(false);
+    expect(busSocketsMissing("unix:abstract=/tmp/dbus-x")).toBe(false);
+    expect(busSocketsMissing("unix:path=/nonexistent/a;tcp:host=localhost,port=1")).toBe(false);
   });
 
   test("versions: 0.4.0 and later only", () => {

@@ -8,6 +8,7 @@
  * The bus is the D-Bus system bus: `DBUS_SYSTEM_BUS_ADDRESS` from the invocation's environment,
  * else `/var/run/dbus/system_bus_socket` (godbus's rule).
  */
+import { existsSync } from "node:fs";
 import { annotateError, messageOf } from "../../shared/error/annotate.ts";
 import type { FirewalldBackend, FirewallTarget } from "./backend.ts";
 import { connectBus, DEFAULT_SYSTEM_BUS, type DBusConnection } from "./dbus-client.ts";
@@ -22,8 +23,21 @@ export function systemBusAddress(env: Readonly<Record<string, string | undefined
   return env.DBUS_SYSTEM_BUS_ADDRESS || DEFAULT_SYSTEM_BUS;
 }
 
+/**
+ * True when no entry of a D-Bus address list can connect because each is a `unix:path=` socket
+ * that does not exist — decided without loading the D-Bus client.
+ */
+export function busSocketsMissing(address: string): boolean {
+  return address.split(";").every((entry) => {
+    const m = /^unix:(?:.*,)?path=([^,]+)/.exec(entry);
+    return m !== null && !existsSync(decodeURIComponent(m[1]!));
+  });
+}
+
 /** Upstream isFirewalldRunning: the bus answers GetNameOwner for firewalld's well-known name. */
 export async function isFirewalldRunning(address: string): Promise<boolean> {
+  // The usual node has no system bus socket at all: no need to load the D-Bus client to find out.
+  if (busSocketsMissing(address)) return false;
   let conn: DBusConnection | undefined;
   try {
     conn = connectBus(address);
