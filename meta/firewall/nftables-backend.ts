@@ -111,10 +111,10 @@ export function checkNft(state: NftTableState | undefined, t: FirewallTarget): s
 /** The nftables implementation of the firewall plugin. */
 export function nftablesFirewall(nft: NftDriver): FirewallRules {
   const read = (): NftTableState | undefined => nft.listTable("inet", NFT_TABLE);
-  /** Deletes the cni-forward rules `keep` rejects (per-address rules are recognised by their comment). */
+  /** Deletes the cni-forward rules whose comment `drop` accepts (only that chain is read). */
   const deleteRules = (drop: (comment: string) => boolean): void => {
     const tx = new NftTransaction("inet", NFT_TABLE);
-    for (const r of read()?.rules ?? []) if (r.chain === NFT_PRIV && r.comment !== undefined && drop(r.comment)) tx.deleteRule(NFT_PRIV, r.handle);
+    for (const r of nft.listChain("inet", NFT_TABLE, NFT_PRIV) ?? []) if (r.comment !== undefined && drop(r.comment)) tx.deleteRule(NFT_PRIV, r.handle);
     nft.run(tx);
   };
   return {

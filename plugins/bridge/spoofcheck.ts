@@ -20,7 +20,7 @@
  */
 import { annotate } from "../../shared/error/annotate.ts";
 import { systemNft, type NftDriver } from "../../shared/firewall/nftables/driver.ts";
-import type { NftTableState } from "../../shared/firewall/nftables/state.ts";
+import type { NftRuleState } from "../../shared/firewall/nftables/state.ts";
 import { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
 
 export const SPOOFCHECK_TABLE = "nat";
@@ -53,9 +53,9 @@ function quoted(s: string): string {
   return `"${s}"`;
 }
 
-/** Deletes, in `tx`, the base-chain rules carrying `comment` (from `table`, as just read). */
-function deleteBaseRules(tx: NftTransaction, table: NftTableState | undefined, comment: string): void {
-  for (const r of table?.rules ?? []) {
+/** Deletes, in `tx`, the base-chain rules carrying `comment` (from `rules`, as just read). */
+function deleteBaseRules(tx: NftTransaction, rules: readonly NftRuleState[] | undefined, comment: string): void {
+  for (const r of rules ?? []) {
     if (r.chain === SPOOFCHECK_BASE_CHAIN && r.comment === comment) tx.deleteRule(SPOOFCHECK_BASE_CHAIN, r.handle);
   }
 }
@@ -80,7 +80,7 @@ export function buildSpoofCheckSetup(s: SpoofCheckSetup, existing: NftTransactio
 export function setupSpoofCheck(s: SpoofCheckSetup, driver: NftDriver = systemNft): void {
   annotate("failed to setup spoof-check", () => {
     const tx = new NftTransaction("bridge", SPOOFCHECK_TABLE);
-    deleteBaseRules(tx, driver.listTable("bridge", SPOOFCHECK_TABLE), spoofCheckNames(s).comment);
+    deleteBaseRules(tx, driver.listChain("bridge", SPOOFCHECK_TABLE, SPOOFCHECK_BASE_CHAIN), spoofCheckNames(s).comment);
     driver.run(buildSpoofCheckSetup(s, tx));
   });
 }
@@ -92,7 +92,7 @@ export function teardownSpoofCheck(t: SpoofCheckTarget, driver: NftDriver = syst
     const table = driver.listTable("bridge", SPOOFCHECK_TABLE);
     if (table === undefined) return;
     const tx = new NftTransaction("bridge", SPOOFCHECK_TABLE);
-    deleteBaseRules(tx, table, comment);
+    deleteBaseRules(tx, table.rules, comment);
     const chains = new Set(table.chains.map((c) => c.name));
     // The iface chain jumps to the mac chain: delete the referrer first.
     if (chains.has(ifaceChain)) tx.flushChain(ifaceChain).deleteChain(ifaceChain);

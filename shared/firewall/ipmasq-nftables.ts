@@ -27,11 +27,9 @@ export function masqRule(ip: CIDR): string {
   return `${fam} saddr == ${formatIP(ip.ip)} ${fam} daddr != ${net} masquerade`;
 }
 
-/** masq_checks rules whose comment starts with `prefix`. */
+/** masq_checks rules whose comment starts with `prefix` (only that chain is read). */
 function findRules(nft: NftDriver, prefix: string): NftRuleState[] {
-  const state = nft.listTable("inet", MASQ_TABLE);
-  if (state === undefined) return [];
-  return state.rules.filter((r) => r.chain === MASQ_CHAIN && r.comment !== undefined && r.comment.startsWith(prefix));
+  return (nft.listChain("inet", MASQ_TABLE, MASQ_CHAIN) ?? []).filter((r) => r.comment !== undefined && r.comment.startsWith(prefix));
 }
 
 /** A transaction deleting `rules` from masq_checks (empty when there are none). */
