@@ -98,8 +98,8 @@ export function iptablesPortmap(ipt: IptablesDriver): PortmapFeature {
         t.refuseConflicts?.(foreignPortsIptables(nat, chain, mappingsForFamily(conf.mappings, family)), family);
         const current = nat.rulesOf(TOP_LEVEL_DNAT_CHAIN).filter((r) => ruleTarget(r) === chain);
         if (conf.snat && conf.externalSetMarkChain === undefined) {
-          nat.ensureChain({ table: "nat", name: SETMARK_CHAIN, rules: [setMarkRule(conf.markMasqBit)], entryRules: [] }, "complete");
-          nat.ensureChain({ table: "nat", name: MARK_MASQ_CHAIN, rules: [markMasqRule(conf.markMasqBit)], entryRules: [] }, "complete");
+          nat.ensureChain({ table: "nat", name: SETMARK_CHAIN, rules: [setMarkRule(conf.markMasqBit)], entryRules: [] }, true);
+          nat.ensureChain({ table: "nat", name: MARK_MASQ_CHAIN, rules: [markMasqRule(conf.markMasqBit)], entryRules: [] }, true);
           nat.ensureRule("POSTROUTING", MASQ_ENTRY_RULE, "first", true);
         }
         nat.ensureChain(
@@ -112,7 +112,7 @@ export function iptablesPortmap(ipt: IptablesDriver): PortmapFeature {
               { chain: "OUTPUT", rule: TOP_LEVEL_ENTRY_RULE },
             ],
           },
-          "complete",
+          true,
         );
         // The container chain is made exact: stale rules from an earlier ADD are replaced.
         nat.replaceChain(chain, dnatChainRules(conf, container), current.length === 0);
@@ -124,7 +124,7 @@ export function iptablesPortmap(ipt: IptablesDriver): PortmapFeature {
         }
         if (t.guard && family === 4) {
           const filter = tx.table("filter");
-          filter.ensureChain({ table: "filter", name: LOCALNET_GUARD_CHAIN, rules: [GUARD_RULE], entryRules: [] }, "complete");
+          filter.ensureChain({ table: "filter", name: LOCALNET_GUARD_CHAIN, rules: [GUARD_RULE], entryRules: [] }, true);
           filter.ensureRule("INPUT", GUARD_ENTRY_RULE, "first", true);
         }
       });

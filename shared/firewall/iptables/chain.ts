@@ -124,19 +124,17 @@ export class IptablesPlan {
   /**
    * Makes `spec` true: the chain exists, holds every rule of `spec.rules` (a missing rule goes
    * just before the first present rule that follows it in `spec.rules`, else at the end), and every
-   * entry rule is present in its chain. An optimistic plan may assume the chain `"new"` (created
-   * with `-N`, everything added without reading) or `"complete"` (its rules and entry rules are
-   * asserted with `-C`).
+   * entry rule is present in its chain. A chain found missing is created and filled without reading
+   * its entry chains (nothing can jump to a chain that did not exist). `assumeComplete`: an
+   * optimistic plan asserts the rules and entry rules with `-C` instead of reading.
    */
-  ensureChain(spec: IptChain, assume?: "new" | "complete"): void {
-    if (assume === "complete" && this.assuming(spec.name, spec.rules.length > 0)) {
+  ensureChain(spec: IptChain, assumeComplete = false): void {
+    if (this.assuming(spec.name, assumeComplete && spec.rules.length > 0)) {
       for (const rule of spec.rules) this.ensureRule(spec.name, rule, "last", true);
       for (const e of spec.entryRules) this.ensureRule(e.chain, e.rule, "last", true);
       return;
     }
-    const isNew = this.assuming(spec.name, assume === "new") || !this.hasChain(spec.name);
-    if (isNew) {
-      // Nothing can jump to a chain that did not exist: its entry rules need no reading.
+    if (!this.hasChain(spec.name)) {
       this.create(spec.name);
       for (const rule of spec.rules) this.append(spec.name, rule);
       for (const e of spec.entryRules) this.appendUnread(e.chain, e.rule);
@@ -150,12 +148,13 @@ export class IptablesPlan {
       if (before < 0) this.append(spec.name, rule);
       else this.insertAt(spec.name, before + 1, rule);
     });
-    for (const e of spec.entryRules) this.ensureRule(e.chain, e.rule, "last", assume === "complete");
+    for (const e of spec.entryRules) this.ensureRule(e.chain, e.rule, "last", assumeComplete);
   }
 
   /**
    * Makes chain `name` hold exactly `rules` (created, or flushed and refilled when it differs),
-   * in linear time however many rules. `assumeNew`: as for {@link ensureChain}.
+   * in linear time however many rules. `assumeNew`: an optimistic plan creates it with `-N`
+   * without reading it.
    */
   replaceChain(name: string, rules: readonly IptRule[], assumeNew = false): void {
     if (this.assuming(name, assumeNew)) {

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { IptablesTransaction, type IptablesPlan } from "./chain.ts";
 import { FakeIptables } from "./fake.ts";
+import { transactIptables } from "./transact.ts";
 import { canonicalRule, sameRule } from "./rule.ts";
 import { parseSave, quoteToken, tokenize } from "./save-format.ts";
 import { detectIptablesMode, toolsFor, type VariantProbe } from "./variant.ts";
@@ -181,6 +182,56 @@ describe("plan → one restore transaction", () => {
     const none = natPlan(fake);
     none.deleteChain("CNI-9841daee412d46fd9f4b3874", ["POSTROUTING"]);
     expect(none.empty).toBe(true);
+  });
+  test("optimistic plans: assumptions are written so that the restore itself checks them", () => {
+    const fake = new FakeIptables();
+    const tx = new IptablesTransaction((t, chain) => fake.listChain(4, t, chain), true);
+    const p = tx.table("nat");
+    p.ensureRule("POSTROUTING", ["-j", "CNI-S"], "first", true);
+    p.ensureChain({ table: "nat", name: "CNI-S", rules: [["-j", "MASQUERADE"]], entryRules: [{ chain: "OUTPUT", rule: ["-j", "CNI-S"] }] }, true);
+    p.replaceChain("CNI-NEW", [["-j", "ACCEPT"]], true);
+    p.deleteRule("CNI-OLD", ["-j", "ACCEPT"], true);
+    p.deleteChain("CNI-GONE", ["POSTROUTING"], [{ chain: "PREROUTING", rule: ["-j", "CNI-GONE"] }]);
+    expect(fake.reads).toEqual([]);
+    expect(tx.render()).toBe(
+      [
+        "*nat",
+        "-C POSTROUTING -j CNI-S",
+        "-C CNI-S -j MASQUERADE",
+        "-C OUTPUT -j CNI-S",
+        "-N CNI-NEW",
+        "-A CNI-NEW -j ACCEPT",
+        "-D CNI-OLD -j ACCEPT",
+        "-D PREROUTING -j CNI-GONE",
+        ":CNI-GONE - [0:0]",
+        "-X CNI-GONE",
+        "COMMIT",
+        "",
+      ].join("\n"),
+    );
+    // None of it holds here: the restore fails as a whole and changes nothing.
+    const before = fake.dump(4);
+    expect(() => fake.restore(4, tx.render())).toThrow("line 2 failed");
+    expect(fake.dump(4)).toBe(before);
+    // Assumptions only replace reads: a chain already read is planned from what was read.
+    const exact = new IptablesTransaction((t, chain) => fake.listChain(4, t, chain), true).table("nat");
+    exact.rulesOf("POSTROUTING");
+    exact.ensureRule("POSTROUTING", ["-j", "ACCEPT"], "first", true);
+    expect(exact.render()).toBe("*nat\n-I POSTROUTING 1 -j ACCEPT\nCOMMIT\n");
+  });
+  test("transactIptables: a wrong assumption costs one failed restore, then the plan is made from reads", () => {
+    const fake = new FakeIptables();
+    fake.restore(4, "*nat\n-N CNI-X\n-A CNI-X -j ACCEPT\nCOMMIT\n");
+    fake.transactions.length = 0;
+    const plan = (tx: IptablesTransaction): void => tx.table("nat").replaceChain("CNI-X", [["-j", "RETURN"]], true);
+    transactIptables(fake, 4, plan);
+    expect(fake.transactions.map((t) => t.text)).toEqual(["*nat\n-N CNI-X\n-A CNI-X -j RETURN\nCOMMIT\n", "*nat\n-F CNI-X\n-A CNI-X -j RETURN\nCOMMIT\n"]);
+    expect(fake.listChain(4, "nat", "CNI-X")).toEqual([["-j", "RETURN"]]);
+    // An optimistic plan that would only assert is not sent: it is planned again from reads (nothing to do).
+    fake.transactions.length = 0;
+    transactIptables(fake, 4, (tx) => tx.table("nat").ensureRule("CNI-X", ["-j", "RETURN"], "last", true));
+    expect(fake.transactions).toEqual([]);
+    expect(fake.reads.at(-1)).toBe("4 nat CNI-X");
   });
   test("the fake rejects what iptables-restore rejects, atomically", () => {
     const fake = new FakeIptables();
