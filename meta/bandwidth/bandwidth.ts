@@ -1,6 +1,6 @@
 /**
  * bandwidth: a chained plugin that rate-limits the container's traffic with tc token bucket
- * filters (upstream plugins/meta/bandwidth, v1.1.1 / HEAD behaviour; upstream-matrix §2.13).
+ * filters (upstream plugins/meta/bandwidth, v1.1.1 / HEAD behaviour).
  *
  * - ingressRate/ingressBurst (bits/s, bits): traffic towards the container, TBF `1:` at the root
  *   of the host veth.
@@ -8,36 +8,17 @@
  *   the host veth's ingress hook to an IFB (`bwp` + 12 hex of sha512(network + containerID)),
  *   shaped by TBF `1:` on the IFB. The IFB is appended to the result's interfaces.
  * - runtimeConfig `bandwidth` (capability) is used only when none of the four keys is at the top.
+ * - `unshapedSubnets` / `shapedSubnets` (upstream v1.5.0–v1.5.1 only, reverted at HEAD): an HTB
+ *   root with a limited and an uncapped class and u32 prefix filters instead of the TBF
+ *   (subnets.ts, htb-setup.ts).
  * - CHECK compares the kernel's TBF rate/limit/buffer with the configured numbers; DEL removes the
- *   IFB. Every tc object is made over netlink (shared/netlink/tc-*.ts); no `tc` binary.
+ *   IFB. Every tc object is made over netlink (the Handle's tc methods); no `tc` binary.
  *
- * Deliberate differences from upstream (Go 1.1.1):
- * - a second interface of the same pod on the same network gets its own IFB (the upstream name is
- *   kept for the first; others hash the interface name too) instead of failing with
- *   `adding link: file exists`; our IFBs carry an alias `cni-bandwidth <containerID> <ifName>` so
- *   DEL and CHECK of one interface never touch the other's IFB;
- * - a re-ADD after a failed DEL replaces the leftover TBF, filter and IFB instead of failing with
- *   `create qdisc: file exists`; an existing ingress or clsact qdisc on the host veth is reused;
- * - the redirect filter holds one mirred action (as `tc` makes it), not the Go netlink library's
- *   two (stolen + pass); the second could never run;
- * - TBF requests carry the rate table iproute2 sends (Ethernet link layer), which the Go library
- *   omits; rate, limit and buffer are the same numbers, so `tc -s qdisc` shows the same values;
- * - DEL also removes this attachment's redirect filter and TBF from the host veth when the veth
- *   still exists (upstream leaves them, so a surviving veth redirected into a deleted IFB);
- * - CHECK also verifies that the host veth redirects to the IFB;
- * - validation failures are code 7 (InvalidNetworkConfig) with upstream's messages (Go: 999);
- * - no limits and no prevResult: prints an empty result instead of Go's panic;
- * - extension: `unshapedSubnets` / `shapedSubnets` (in upstream v1.5.0–v1.5.1 only, reverted at
- *   HEAD): an HTB root with a limited and an uncapped class and u32 prefix filters instead of the
- *   TBF (subnets.ts, htb-setup.ts). Without the keys the layout is exactly the TBF one above, so Go
- *   1.1.1 and HEAD can CHECK/DEL it; with them only this plugin can CHECK it (Go's DEL still works:
- *   it only deletes the IFB). Differences from the reverted v1.5 code: ingress matches the peer
- *   as source (v1.5: destination, i.e. the container itself); ceil = rate (v1.5: 2 × rate);
- *   explicit quantum; subnet lists are read independently of where the limits come from; CHECK
- *   also compares the filters; DEL does not validate the lists.
+ * Deliberate differences from upstream: DIFFERENCES.md, "bandwidth".
  */
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
-import { InternalError, messageOf } from "../../shared/cni/errors.ts";
+import { InternalError } from "../../shared/cni/errors.ts";
+import { annotate } from "../../shared/error/annotate.ts";
 import { prevResultFrom } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { versionsFrom } from "../../shared/cni/version.ts";
@@ -50,48 +31,37 @@ import type { SubnetSelection } from "./subnets.ts";
 import { tbfNumbers } from "./tbf-params.ts";
 import { redirectsTo, removeHostShaping, rootQdisc, setupRedirect, setupTbf, TBF_HANDLE } from "./tc-setup.ts";
 
-function tryLink(nl: Handle, name: string): Link | undefined {
-  try {
-    return nl.linkByName(name);
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}
-
 /** The IFB of (containerID, ifName) if it exists: the upstream name when it belongs to us, else the derived one. */
 function findIfb(nl: Handle, network: string, args: CmdArgs): Link | undefined {
-  const up = tryLink(nl, upstreamIfbName(network, args.containerID));
+  const up = nl.linkFind(upstreamIfbName(network, args.containerID));
   if (up !== undefined && ifbBelongsTo(up.alias, args.containerID, args.ifName)) return up;
-  return tryLink(nl, derivedIfbName(network, args.containerID, args.ifName));
+  return nl.linkFind(derivedIfbName(network, args.containerID, args.ifName));
 }
 
 /** Picks the IFB name for ADD, deleting a leftover of this same attachment. */
 function ifbNameForAdd(nl: Handle, network: string, args: CmdArgs): string {
   const upstream = upstreamIfbName(network, args.containerID);
-  const up = tryLink(nl, upstream);
+  const up = nl.linkFind(upstream);
   if (up === undefined) return upstream;
   if (ifbBelongsTo(up.alias, args.containerID, args.ifName)) {
     nl.linkDel(up.index); // leftover of a failed DEL
     return upstream;
   }
   const derived = derivedIfbName(network, args.containerID, args.ifName);
-  const old = tryLink(nl, derived);
+  const old = nl.linkFind(derived);
   if (old !== undefined) nl.linkDel(old.index);
   return derived;
 }
 
 /** Creates the IFB (upstream CreateIfb): host veth MTU and txqueuelen, alias, up. */
 function createIfb(nl: Handle, name: string, host: Link, args: CmdArgs): Link {
-  try {
+  return annotate("adding link", () => {
     nl.linkAddIfb({ name, mtu: host.mtu, ...(host.txqlen !== undefined ? { txqlen: host.txqlen } : {}) });
     const ifb = nl.linkByName(name);
     nl.linkSetAlias(ifb.index, ifbAlias(args.containerID, args.ifName));
     nl.linkSetUp(ifb.index);
     return nl.linkByName(name);
-  } catch (err) {
-    throw new InternalError(`adding link: ${messageOf(err)}`, { cause: err });
-  }
+  });
 }
 
 interface Attachment {

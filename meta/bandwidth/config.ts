@@ -1,5 +1,5 @@
 /**
- * bandwidth configuration (upstream plugins/meta/bandwidth PluginConf, upstream-matrix §2.13): the
+ * bandwidth configuration (upstream plugins/meta/bandwidth PluginConf): the
  * four limits at the top level or, only when none of them is present, in
  * `runtimeConfig.bandwidth`.
  *

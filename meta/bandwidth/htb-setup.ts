@@ -13,14 +13,13 @@
  * explicit quantum within the kernel's bounds (v1.5's 100 Gbit class made the kernel log
  * "quantum of class 10001 is big", one of the reasons for the revert).
  */
-import { InternalError, messageOf } from "../../shared/cni/errors.ts";
-import type { Handle, Link } from "../../shared/netlink/index.ts";
+import { InternalError } from "../../shared/cni/errors.ts";
+import { annotate } from "../../shared/error/annotate.ts";
+import type { Handle, Link, Qdisc, U32Key } from "../../shared/netlink/index.ts";
 import { ETH_P_IP, ETH_P_IPV6 } from "../../shared/netlink/constants/pkt-cls.ts";
-import { filterAddU32, filterList, type U32Key } from "../../shared/netlink/tc-filter.ts";
-import { classHtb, classList, parseHtbDefaultClass, qdiscHtb } from "../../shared/netlink/tc-htb.ts";
-import { formatTcHandle, tcHandle } from "../../shared/netlink/tc-msg.ts";
-import { qdiscDel, type Qdisc } from "../../shared/netlink/tc-qdisc.ts";
-import { u32PrefixKeys } from "../../shared/netlink/tc-u32-match.ts";
+import { parseHtbDefaultClass } from "../../shared/netlink/tc/htb.ts";
+import { formatTcHandle, tcHandle } from "../../shared/netlink/tc/msg.ts";
+import { u32PrefixKeys } from "../../shared/netlink/tc/u32-match.ts";
 import type { Prefix, SubnetSelection } from "./subnets.ts";
 import { bufferTicks, type TbfNumbers } from "./tbf-params.ts";
 
@@ -80,10 +79,10 @@ export function isOurRoot(q: Qdisc | undefined): boolean {
  * A leftover root of ours (TBF or HTB `1:`) is deleted first.
  */
 export function setupHtb(nl: Handle, index: number, current: Qdisc | undefined, n: TbfNumbers, s: SubnetSelection, field: PeerField, errPrefix: string): void {
-  try {
-    if (isOurRoot(current)) qdiscDel(nl, index, "root");
-    qdiscHtb(nl, "add", { index, handle: HTB_HANDLE, defaultClass: defaultMinor(s), r2q: 10 });
-    classHtb(nl, "add", {
+  annotate(errPrefix, () => {
+    if (isOurRoot(current)) nl.qdiscDel(index, "root");
+    nl.qdiscHtb("add", { index, handle: HTB_HANDLE, defaultClass: defaultMinor(s), r2q: 10 });
+    nl.classHtb("add", {
       index,
       classId: tcHandle(1, SHAPED_MINOR),
       parent: HTB_HANDLE,
@@ -94,7 +93,7 @@ export function setupHtb(nl: Handle, index: number, current: Qdisc | undefined, 
       quantum: quantumFor(n.rate),
     });
     const uncapped = bufferTicks(UNCAPPED_RATE, UNCAPPED_BURST);
-    classHtb(nl, "add", {
+    nl.classHtb("add", {
       index,
       classId: tcHandle(1, UNSHAPED_MINOR),
       parent: HTB_HANDLE,
@@ -104,10 +103,8 @@ export function setupHtb(nl: Handle, index: number, current: Qdisc | undefined, 
       cbuffer: uncapped,
       quantum: QUANTUM_MAX,
     });
-    for (const p of s.prefixes) filterAddU32(nl, { index, parent: HTB_HANDLE, ...wantedFilter(p, s, field) });
-  } catch (err) {
-    throw new InternalError(`${errPrefix}: ${messageOf(err)}`, { cause: err });
-  }
+    for (const p of s.prefixes) nl.filterAddU32({ index, parent: HTB_HANDLE, ...wantedFilter(p, s, field) });
+  });
 }
 
 function signature(f: WantedFilter): string {
@@ -121,7 +118,7 @@ export function checkHtb(nl: Handle, dev: Link, root: Qdisc | undefined, n: TbfN
   if (root.handle !== HTB_HANDLE) throw new InternalError(`htb qdisc on ${dev.name} is not 1:`);
   if (root.options === undefined || parseHtbDefaultClass(root.options) !== defaultMinor(s)) throw new InternalError("Default class does not match");
 
-  const classes = classList(nl, dev.index).filter((c) => c.kind === "htb" && (c.handle & 0xffff0000) === HTB_HANDLE);
+  const classes = nl.classList(dev.index).filter((c) => c.kind === "htb" && (c.handle & 0xffff0000) === HTB_HANDLE);
   if (classes.length !== 2) throw new InternalError(`Number of htb classes does not match for device ${dev.name} (${classes.length} != 2)`);
   const shaped = classes.find((c) => c.handle === tcHandle(1, SHAPED_MINOR))?.htb;
   const uncapped = classes.find((c) => c.handle === tcHandle(1, UNSHAPED_MINOR))?.htb;
@@ -132,7 +129,7 @@ export function checkHtb(nl: Handle, dev: Link, root: Qdisc | undefined, n: TbfN
     throw new InternalError(`Rate does not match for the uncapped class for device ${dev.name} (${uncapped.rate} != ${UNCAPPED_RATE})`);
   }
 
-  const found = filterList(nl, dev.index, HTB_HANDLE)
+  const found = nl.filterList(dev.index, HTB_HANDLE)
     .filter((f) => f.kind === "u32" && f.keys !== undefined)
     .map((f) => signature({ priority: f.priority, protocol: f.protocol, classId: f.classId ?? 0, keys: f.keys ?? [] }))
     .sort();

@@ -5,7 +5,7 @@
  * burst. CHECK compares the kernel's values against these, so they must match bit for bit
  * (including Go's float64 → uint32 truncations).
  */
-import { pschedTickInUsec } from "../../shared/netlink/tc-rate-table.ts";
+import { pschedTickInUsec } from "../../shared/netlink/tc/rate-table.ts";
 import type { Limit } from "./config.ts";
 
 /** Upstream latencyInMillis. */

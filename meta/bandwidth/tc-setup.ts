@@ -1,5 +1,5 @@
 /**
- * The tc objects the plugin manages, all over netlink (shared/netlink/tc-*.ts):
+ * The tc objects the plugin manages, all over netlink (Handle's tc methods, shared/netlink/tc/):
  * - ingress shaping: TBF `1:` at the root of the host veth (with subnet lists: the HTB of
  *   htb-setup.ts instead, on the host veth and on the IFB);
  * - egress shaping: an IFB (MTU and txqueuelen of the host veth, up), an ingress qdisc `ffff:` on
@@ -7,14 +7,13 @@
  *   all, classid 1:1) whose mirred action redirects to the IFB, and TBF `1:` at the IFB's root.
  * Leftovers of an earlier attachment (a failed DEL) are replaced rather than failing with EEXIST.
  */
-import { InternalError, messageOf } from "../../shared/cni/errors.ts";
-import { isExists, isNotFound, type Handle, type Link } from "../../shared/netlink/index.ts";
+import { annotate } from "../../shared/error/annotate.ts";
+import { isExists, isNotFound, type Filter, type Handle, type Link, type Qdisc } from "../../shared/netlink/index.ts";
 import { ETH_P_ALL } from "../../shared/netlink/constants/pkt-cls.ts";
 import { TC_H_MIN_INGRESS, TC_H_ROOT } from "../../shared/netlink/constants/pkt-sched.ts";
 import { TCA_EGRESS_REDIR } from "../../shared/netlink/constants/tc-act.ts";
-import { filterAddU32, filterDel, filterList, type Filter } from "../../shared/netlink/tc-filter.ts";
-import { tcHandle } from "../../shared/netlink/tc-msg.ts";
-import { INGRESS_HANDLE, qdiscIngress, qdiscList, qdiscTbf, qdiscDel, type Qdisc } from "../../shared/netlink/tc-qdisc.ts";
+import { tcHandle } from "../../shared/netlink/tc/msg.ts";
+import { INGRESS_HANDLE } from "../../shared/netlink/tc/qdisc.ts";
 import type { TbfNumbers } from "./tbf-params.ts";
 
 /** The TBF handle upstream uses (`1:`). */
@@ -24,7 +23,7 @@ const FILTER_CLASSID = tcHandle(1, 1);
 
 /** The root qdisc of a device, if any (dump entries whose parent is TC_H_ROOT). */
 export function rootQdisc(nl: Handle, index: number): Qdisc | undefined {
-  return qdiscList(nl, index).find((q) => q.parent === TC_H_ROOT);
+  return nl.qdiscList(index).find((q) => q.parent === TC_H_ROOT);
 }
 
 /**
@@ -34,25 +33,25 @@ export function rootQdisc(nl: Handle, index: number): Qdisc | undefined {
 export function setupTbf(nl: Handle, index: number, n: TbfNumbers, errPrefix: string): void {
   const current = rootQdisc(nl, index);
   const op = current?.kind === "tbf" && current.handle === TBF_HANDLE ? "replace" : "add";
-  try {
+  annotate(errPrefix, () => {
     // a leftover HTB of a subnet configuration (htb-setup.ts) cannot be replaced by a TBF in place
-    if (current?.kind === "htb" && current.handle === TBF_HANDLE) qdiscDel(nl, index, "root");
-    qdiscTbf(nl, op, { index, handle: TBF_HANDLE, parent: TC_H_ROOT, rate: n.rate, limit: n.limit, buffer: n.buffer });
-  } catch (err) {
-    throw new InternalError(`${errPrefix}: ${messageOf(err)}`, { cause: err });
-  }
+    if (current?.kind === "htb" && current.handle === TBF_HANDLE) nl.qdiscDel(index, "root");
+    nl.qdiscTbf(op, { index, handle: TBF_HANDLE, parent: TC_H_ROOT, rate: n.rate, limit: n.limit, buffer: n.buffer });
+  });
 }
 
 /** Where filters attach on the host veth's ingress hook: an ingress qdisc (`ffff:`) or clsact (`ffff:fff2`). */
 function ingressParent(nl: Handle, host: Link): number {
-  const hook = qdiscList(nl, host.index).find((q) => q.handle === INGRESS_HANDLE && (q.kind === "ingress" || q.kind === "clsact"));
+  const hook = nl.qdiscList(host.index).find((q) => q.handle === INGRESS_HANDLE && (q.kind === "ingress" || q.kind === "clsact"));
   if (hook?.kind === "clsact") return tcHandle(0xffff, TC_H_MIN_INGRESS);
   if (hook?.kind === "ingress") return INGRESS_HANDLE;
-  try {
-    qdiscIngress(nl, "add", host.index);
-  } catch (err) {
-    if (!isExists(err)) throw new InternalError(`create ingress qdisc: ${messageOf(err)}`, { cause: err });
-  }
+  annotate("create ingress qdisc", () => {
+    try {
+      nl.qdiscIngress("add", host.index);
+    } catch (err) {
+      if (!isExists(err)) throw err;
+    }
+  });
   return INGRESS_HANDLE;
 }
 
@@ -69,28 +68,21 @@ function ourFilterPrios(filters: readonly Filter[]): number[] {
 /** Host veth → IFB: ingress hook, then the match-all redirect filter (replacing a leftover one). */
 export function setupRedirect(nl: Handle, host: Link, ifbIndex: number): void {
   const parent = ingressParent(nl, host);
-  let filters: Filter[];
-  try {
-    filters = filterList(nl, host.index, parent);
-  } catch (err) {
-    throw new InternalError(`add filter: ${messageOf(err)}`, { cause: err });
-  }
-  for (const prio of ourFilterPrios(filters)) filterDel(nl, host.index, parent, prio, ETH_P_ALL);
+  const filters = annotate("add filter", () => nl.filterList(host.index, parent));
+  for (const prio of ourFilterPrios(filters)) nl.filterDel(host.index, parent, prio, ETH_P_ALL);
   const taken = new Set(filters.filter((f) => !isOurRedirect(f)).map((f) => f.priority));
   let priority = 1;
   while (taken.has(priority)) priority++;
-  try {
-    filterAddU32(nl, {
+  annotate("add filter", () =>
+    nl.filterAddU32({
       index: host.index,
       parent,
       priority,
       protocol: ETH_P_ALL,
       classId: FILTER_CLASSID,
       actions: [{ kind: "mirred", ifindex: ifbIndex, eaction: TCA_EGRESS_REDIR }],
-    });
-  } catch (err) {
-    throw new InternalError(`add filter: ${messageOf(err)}`, { cause: err });
-  }
+    }),
+  );
 }
 
 /** Whether the host veth's ingress hook redirects to `ifbIndex` (CHECK). */
@@ -98,7 +90,7 @@ export function redirectsTo(nl: Handle, host: Link, ifbIndex: number): boolean {
   for (const parent of [INGRESS_HANDLE, tcHandle(0xffff, TC_H_MIN_INGRESS)]) {
     let filters: Filter[];
     try {
-      filters = filterList(nl, host.index, parent);
+      filters = nl.filterList(host.index, parent);
     } catch {
       continue;
     }
@@ -117,14 +109,14 @@ export function removeHostShaping(nl: Handle, host: Link, o: { ifbIndex: number 
   for (const parent of [INGRESS_HANDLE, tcHandle(0xffff, TC_H_MIN_INGRESS)]) {
     let filters: Filter[];
     try {
-      filters = filterList(nl, host.index, parent);
+      filters = nl.filterList(host.index, parent);
     } catch {
       continue;
     }
     const mine = filters.filter((f) => isOurRedirect(f) && (ifbIndex === undefined || f.actions.some((a) => a.mirred?.ifindex === ifbIndex)));
     for (const prio of new Set(mine.map((f) => f.priority))) {
       try {
-        filterDel(nl, host.index, parent, prio, ETH_P_ALL);
+        nl.filterDel(host.index, parent, prio, ETH_P_ALL);
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
@@ -134,7 +126,7 @@ export function removeHostShaping(nl: Handle, host: Link, o: { ifbIndex: number 
   const root = rootQdisc(nl, host.index);
   if ((root?.kind === "tbf" || root?.kind === "htb") && root.handle === TBF_HANDLE) {
     try {
-      qdiscDel(nl, host.index, "root");
+      nl.qdiscDel(host.index, "root");
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }

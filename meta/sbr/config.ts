@@ -1,5 +1,5 @@
 /**
- * sbr configuration (upstream plugins/meta/sbr PluginConf at HEAD, upstream-matrix §2.14): the base
+ * sbr configuration (upstream plugins/meta/sbr PluginConf at HEAD): the base
  * NetConf plus `table`, `gateways` (at most one static gateway per family) and `addSourceHints`,
  * and the selection of the prevResult addresses that belong to CNI_IFNAME.
  */

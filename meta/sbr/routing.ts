@@ -3,11 +3,10 @@
  * pick tables, add `from <ip>/32 lookup <table>` rules, the default route via the gateway in each
  * table, move the interface's main-table routes there, and on DEL remove the rules again.
  */
-import { InternalError, messageOf } from "../../shared/cni/errors.ts";
+import { annotate, annotateError } from "../../shared/error/annotate.ts";
 import { containsIP, formatIP, networkAddress, parseIP, type IPAddr } from "../../shared/ip/ip.ts";
-import { isNotFound, type Handle, type RouteEntry, type RouteSpec } from "../../shared/netlink/index.ts";
+import { isNotFound, routeSpecOf, ruleSpecOf, type Handle } from "../../shared/netlink/index.ts";
 import { RT_SCOPE_LINK, RT_TABLE_MAIN, RT_TABLE_UNSPEC } from "../../shared/netlink/constants/rtnetlink.ts";
-import { ruleAdd, ruleDel, ruleList, ruleSpecOf, type RuleEntry } from "../../shared/netlink/rule.ts";
 import type { SbrAddress, SbrConfig } from "./config.ts";
 
 /** Upstream's first candidate table id. */
@@ -32,33 +31,9 @@ function inSubnet(a: SbrAddress, text: string | undefined): boolean {
   return ip !== null && containsIP(a.cidr.ip, a.cidr.prefixLen, ip);
 }
 
-/** A listed route as a spec that re-creates it elsewhere (`table`) or deletes it (as listed). */
-function specOf(r: RouteEntry, table: number): RouteSpec {
-  return {
-    family: r.family,
-    ...(r.dst !== undefined ? { dst: r.dst } : {}),
-    ...(r.gw !== undefined ? { gw: r.gw } : {}),
-    ...(r.oif !== undefined ? { oif: r.oif } : {}),
-    ...(r.src !== undefined ? { src: r.src } : {}),
-    ...(r.priority !== undefined ? { priority: r.priority } : {}),
-    ...(r.mtu !== undefined ? { mtu: r.mtu } : {}),
-    ...(r.advmss !== undefined ? { advmss: r.advmss } : {}),
-    table,
-    scope: r.scope,
-    protocol: r.protocol,
-    type: r.type,
-  };
-}
-
 /** `table` configured: only `ip rule add from <ip>/32 lookup <table>` per address. */
 export function addRulesOnly(nl: Handle, addrs: readonly SbrAddress[], table: number): void {
-  for (const a of addrs) {
-    try {
-      ruleAdd(nl, { src: hostPrefix(a.cidr.ip), table });
-    } catch (err) {
-      throw new InternalError(`failed to add rule: ${messageOf(err)}`, { cause: err });
-    }
-  }
+  for (const a of addrs) annotate("failed to add rule", () => nl.ruleAdd({ src: hostPrefix(a.cidr.ip), table }));
 }
 
 /**
@@ -68,46 +43,29 @@ export function addRulesOnly(nl: Handle, addrs: readonly SbrAddress[], table: nu
  * main table (with addSourceHints, subnet routes stay there with a `src` hint instead).
  */
 export function setupSourceRouting(nl: Handle, conf: SbrConfig, ifName: string, addrs: readonly SbrAddress[]): number[] {
-  const rules = ruleList(nl);
+  const rules = annotate("Failed to list all rules", () => nl.ruleList());
   // Every table counts (upstream looks only at main-table routes, so a table used by another agent
   // without a rule yet could be taken).
-  const allRoutes = nl.routeList({ table: RT_TABLE_UNSPEC });
+  const allRoutes = annotate("Failed to list all routes", () => nl.routeList({ table: RT_TABLE_UNSPEC }));
   let table = nextFreeTable(rules, allRoutes, FIRST_TABLE_ID);
 
-  let index: number;
-  try {
-    index = nl.linkByName(ifName).index;
-  } catch (err) {
-    throw new InternalError(`Cannot find network interface ${ifName}: ${messageOf(err)}`, { cause: err });
-  }
-  const ifRoutes = nl.routeList({ table: RT_TABLE_MAIN, oif: index }).filter((r) => r.multipath === undefined);
+  const index = annotate(`Cannot find network interface ${ifName}`, () => nl.linkByName(ifName).index);
+  const ifRoutes = annotate("Unable to list routes", () => nl.routeList({ table: RT_TABLE_MAIN, oif: index })).filter((r) => r.multipath === undefined);
   const tables: number[] = [];
   const taken: { table: number }[] = [...allRoutes];
 
   for (const a of addrs) {
-    try {
-      ruleAdd(nl, { src: hostPrefix(a.cidr.ip), table });
-    } catch (err) {
-      throw new InternalError(`Failed to add rule: ${messageOf(err)}`, { cause: err });
-    }
+    annotate("Failed to add rule", () => nl.ruleAdd({ src: hostPrefix(a.cidr.ip), table }));
     const gw = (a.cidr.ip.family === 4 ? conf.gateway4 : conf.gateway6) ?? a.gateway;
     if (gw !== undefined) {
-      try {
-        nl.routeAdd({ family: a.cidr.ip.family, gw: formatIP(gw), oif: index, table });
-      } catch (err) {
-        throw new InternalError(`Failed to add default route to ${formatIP(gw)}: ${messageOf(err)}`, { cause: err });
-      }
+      annotate(`Failed to add default route to ${formatIP(gw)}`, () => nl.routeAdd({ family: a.cidr.ip.family, gw: formatIP(gw), oif: index, table }));
     }
     const staticGw = (a.cidr.ip.family === 4 ? conf.gateway4 : conf.gateway6) !== undefined;
     for (const r of ifRoutes) {
       // A static gateway's default route must not be overwritten by the interface's own default.
       if (staticGw && r.dst === undefined && r.family === a.cidr.ip.family) continue;
       if (!(inSubnet(a, r.src) || inSubnet(a, r.gw) || (r.src === undefined && r.gw === undefined))) continue;
-      try {
-        nl.routeReplace(specOf(r, table));
-      } catch (err) {
-        throw new InternalError(`Failed to readd route: ${messageOf(err)}`, { cause: err });
-      }
+      annotate("Failed to readd route", () => nl.routeReplace(routeSpecOf(r, table)));
     }
     tables.push(table);
     taken.push({ table });
@@ -132,7 +90,7 @@ export function setupSourceRouting(nl: Handle, conf: SbrConfig, ifName: string, 
     for (const r of ifRoutes) {
       if (r.scope === RT_SCOPE_LINK) continue;
       try {
-        nl.routeDel(specOf(r, RT_TABLE_MAIN));
+        nl.routeDel(routeSpecOf(r));
       } catch {
         // upstream only logs this
       }
@@ -142,10 +100,10 @@ export function setupSourceRouting(nl: Handle, conf: SbrConfig, ifName: string, 
 
   for (const r of ifRoutes) {
     try {
-      nl.routeDel(specOf(r, RT_TABLE_MAIN));
+      nl.routeDel(routeSpecOf(r));
     } catch (err) {
       if (isNotFound(err)) continue;
-      throw new InternalError(`Failed to delete route: ${messageOf(err)}`, { cause: err });
+      throw annotateError("Failed to delete route", err);
     }
   }
   return tables;
@@ -158,12 +116,7 @@ export function setupSourceRouting(nl: Handle, conf: SbrConfig, ifName: string, 
  * Continues past failures and reports the last one, as upstream.
  */
 export function removeRules(nl: Handle, table: number | undefined, linkAddrs: readonly string[], resultAddrs: readonly IPAddr[]): void {
-  let rules: RuleEntry[];
-  try {
-    rules = ruleList(nl);
-  } catch (err) {
-    throw new InternalError(`Failed to list all rules to tidy: ${messageOf(err)}`, { cause: err });
-  }
+  const rules = annotate(table === undefined ? "Failed to list all rules to tidy" : `failed to list rules of table ${table} to tidy`, () => nl.ruleList());
   const exact = new Set(resultAddrs.map((ip) => `${formatIP(ip)}/${ip.family === 4 ? 32 : 128}`));
   const any = new Set(linkAddrs);
   let last: unknown;
@@ -172,10 +125,10 @@ export function removeRules(nl: Handle, table: number | undefined, linkAddrs: re
     if (table !== undefined && r.table !== table) continue;
     if (!any.has(r.src.address) && !exact.has(`${r.src.address}/${r.src.prefixLen}`)) continue;
     try {
-      ruleDel(nl, ruleSpecOf(r));
+      nl.ruleDel(ruleSpecOf(r));
     } catch (err) {
       if (!isNotFound(err)) last = err;
     }
   }
-  if (last !== undefined) throw new InternalError(`Failed to delete rule ${messageOf(last)}`, { cause: last });
+  if (last !== undefined) throw annotateError("Failed to delete rule", last);
 }

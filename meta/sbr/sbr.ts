@@ -1,42 +1,25 @@
 /**
- * sbr: source-based routing for a chained interface (upstream plugins/meta/sbr at HEAD,
- * upstream-matrix §2.14). For each address of CNI_IFNAME in the prevResult: a rule
- * `from <ip>/32 lookup <table>` (tables from 100 up, first free), a default route via the gateway
- * in that table, and the interface's main-table routes moved there. `table` adds only the rules;
- * `gateways` gives a static gateway per family; `addSourceHints` keeps subnet routes in main with a
- * `src` hint. Everything runs under an exclusive flock on the netns file, like upstream (so Go and
- * TS instances serialise against each other). Output = prevResult.
+ * sbr: source-based routing for a chained interface (upstream plugins/meta/sbr at HEAD). For each
+ * address of CNI_IFNAME in the prevResult: a rule `from <ip>/32 lookup <table>` (tables from 100
+ * up, first free), a default route via the gateway in that table, and the interface's main-table
+ * routes moved there. `table` adds only the rules; `gateways` gives a static gateway per family;
+ * `addSourceHints` keeps subnet routes in main with a `src` hint. Everything runs under an
+ * exclusive flock on the netns file, like upstream (so Go and TS instances serialise against each
+ * other). Output = prevResult.
  *
- * Deliberate differences from upstream (Go 1.1.1 / HEAD):
- * - DEL succeeds when CNI_NETNS is unset or gone (upstream fails, and creates an empty regular file
- *   at a missing path through its lock), and when the interface is gone: then the rules for the
- *   prevResult's addresses (exact /32, /128) are removed (upstream 1.1.1 fails, HEAD leaves them);
- * - CHECK verifies the rules (and, without `table`, the default route of each table); upstream's
- *   CHECK does nothing;
- * - table selection also counts routes in non-main tables (upstream only sees main-table routes);
- * - `table` must be 1..2^32-1; no log lines on stderr.
+ * Deliberate differences from upstream: DIFFERENCES.md, "sbr".
  */
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
 import { prevResultFrom } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
+import { annotate } from "../../shared/error/annotate.ts";
 import { formatIP } from "../../shared/ip/ip.ts";
 import { Handle } from "../../shared/netlink/index.ts";
-import { ruleList } from "../../shared/netlink/rule.ts";
-import type { NetNS } from "../../shared/netns/index.ts";
-import { LOCK_EX } from "../../shared/sys/constants.ts";
-import { libc } from "../../shared/sys/index.ts";
+import { lockFd } from "../../shared/sys/fd-lock.ts";
 import { loadSbrConfig, relevantAddresses, type SbrAddress } from "./config.ts";
 import { addRulesOnly, removeRules, setupSourceRouting } from "./routing.ts";
-
-/**
- * Takes upstream's lock: an exclusive flock on the netns file itself, held until `ns` is closed.
- * The file is the one already opened (and validated) as `ns`; nothing is ever created.
- */
-function lockNetns(ns: NetNS): void {
-  libc.flock(ns.fd, LOCK_EX);
-}
 
 function add(args: CmdArgs): Result {
   const conf = loadSbrConfig(args);
@@ -45,7 +28,8 @@ function add(args: CmdArgs): Result {
   const addrs = relevantAddresses(prev, args.ifName);
 
   using ns = openContainerNetns(args.netns);
-  lockNetns(ns);
+  // Upstream's lock: an exclusive flock on the netns file itself (the one just opened; nothing is created).
+  using _lock = lockFd(ns.fd);
   using nl = Handle.open(ns);
   if (conf.table !== undefined) addRulesOnly(nl, addrs, conf.table);
   else setupSourceRouting(nl, conf, args.ifName, addrs);
@@ -59,7 +43,7 @@ function check(args: CmdArgs): void {
   const addrs = relevantAddresses(prev, args.ifName);
   using ns = openContainerNetns(args.netns);
   using nl = Handle.open(ns);
-  const rules = ruleList(nl);
+  const rules = nl.ruleList();
   for (const a of addrs) {
     const ip = formatIP(a.cidr.ip);
     const full = a.cidr.ip.family === 4 ? 32 : 128;
@@ -92,15 +76,11 @@ function del(args: CmdArgs): void {
   const ns = openNetnsForDel(args.netns);
   if (ns === undefined) return;
   using owned = ns;
-  lockNetns(owned);
+  using _lock = lockFd(owned.fd);
   using nl = Handle.open(owned);
-  let linkAddrs: string[] = [];
-  try {
-    const link = nl.linkByName(args.ifName);
-    linkAddrs = nl.addrList({ index: link.index }).map((a) => a.address);
-  } catch {
-    // the interface is gone: fall back to the prevResult's addresses
-  }
+  // When the interface is gone, only the prevResult's addresses say which rules are ours.
+  const link = annotate(`Failed to get link ${args.ifName}`, () => nl.linkFind(args.ifName));
+  const linkAddrs = link === undefined ? [] : annotate("Failed to list all addrs", () => nl.addrList({ index: link.index })).map((a) => a.address);
   removeRules(nl, conf.table, linkAddrs, resultAddresses(args).map((a) => a.cidr.ip));
 }
 

@@ -1,31 +1,24 @@
 /**
  * vrf: a chained meta plugin that puts CNI_IFNAME into a VRF inside the container netns (upstream
- * plugins/meta/vrf at HEAD, upstream-matrix §2.16). ADD finds or creates the VRF `vrfname` (with
- * `table`, or the lowest table ≥ 1 no other VRF in the netns uses), sets it up and enslaves the
- * interface, keeping its global IPv6 addresses (the kernel drops them on enslaving) and moving its
- * universe-scope routes into the VRF's table. CHECK: the VRF exists and holds the interface. DEL:
- * releases the interface and deletes the VRF when no member remains. Output = prevResult.
+ * plugins/meta/vrf at HEAD). ADD finds or creates the VRF `vrfname` (with `table`, or the lowest
+ * table ≥ 1 no other VRF in the netns uses), sets it up and enslaves the interface, keeping its
+ * global IPv6 addresses (the kernel drops them on enslaving) and moving its universe-scope routes
+ * into the VRF's table. CHECK: the VRF exists and holds the interface. DEL: releases the
+ * interface and deletes the VRF when no member remains. Output = prevResult.
  *
- * Deliberate differences from upstream:
- * - DEL succeeds when the interface is already gone (upstream fails with `resetMaster: could not
- *   get link by name …` while the VRF exists) and still deletes an empty VRF;
- * - IPv6 addresses the kernel dropped are re-added with NODAD (they already passed DAD), so they
- *   can at once be the source of the moved routes; the wait for their prefix routes in the VRF
- *   table is a blocking sleep (same 10 ms doubling, 8 retries) and does not fail when it runs out;
- * - before moving routes, ADD waits (≤ 10 s) for DAD of the addresses the kernel kept to finish, so
- *   routes with an IPv6 `src` (ptp's) can be moved (upstream fails with "Invalid source address").
+ * Deliberate differences from upstream: DIFFERENCES.md, "vrf".
  */
 import { t } from "../../shared/cni/decode.ts";
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
-import { InternalError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
+import { InternalError, InvalidConfigError } from "../../shared/cni/errors.ts";
 import { loadNetConf, netConfFields, prevResultFrom } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { versionsFrom } from "../../shared/cni/version.ts";
+import { annotate } from "../../shared/error/annotate.ts";
 import { settleIPv6, sleepSync } from "../../shared/iface/settle.ts";
-import { Handle, isExists, type Link, type RouteEntry } from "../../shared/netlink/index.ts";
+import { Handle, isExists, routeSpecOf, type Link } from "../../shared/netlink/index.ts";
 import { IFA_F_NODAD } from "../../shared/netlink/constants/if-addr.ts";
 import { RT_SCOPE_UNIVERSE, RT_TABLE_MAIN } from "../../shared/netlink/constants/rtnetlink.ts";
-import { vrfAdd, vrfList, type VrfLink } from "../../shared/netlink/vrf.ts";
 
 const vrfSchema = t.object("VRFNetConf", { ...netConfFields, vrfname: t.string(), table: t.uint32() });
 
@@ -45,6 +38,13 @@ function loadVrfConfig(args: CmdArgs): VrfConfig {
   return { vrfName, table: c.table ?? 0 };
 }
 
+/** A VRF device and its routing table. */
+interface Vrf {
+  index: number;
+  name: string;
+  table: number;
+}
+
 /** The lowest table ≥ 1 that no VRF in the list uses (upstream findFreeRoutingTableID). */
 export function freeVrfTable(vrfs: readonly { table: number }[]): number {
   const used = new Set(vrfs.map((v) => v.table));
@@ -53,17 +53,20 @@ export function freeVrfTable(vrfs: readonly { table: number }[]): number {
   return table;
 }
 
-function findByName(nl: Handle, name: string): Link | undefined {
-  try {
-    return nl.linkByName(name);
-  } catch {
-    return undefined;
-  }
+/** The VRFs among the listed links. */
+function vrfsOf(links: readonly Link[]): Vrf[] {
+  return links.filter((l) => l.kind === "vrf").map((l) => ({ index: l.index, name: l.name, table: l.vrfTable ?? 0 }));
+}
+
+/** The VRF named `name` in the handle's netns, if there is one. */
+function findVrf(nl: Handle, name: string): Vrf | undefined {
+  return vrfsOf(nl.linkList()).find((v) => v.name === name);
 }
 
 /** Finds or creates (and sets up) the VRF. */
-function ensureVrf(nl: Handle, conf: VrfConfig): VrfLink {
-  const vrfs = vrfList(nl);
+function ensureVrf(nl: Handle, conf: VrfConfig): Vrf {
+  const links = nl.linkList();
+  const vrfs = vrfsOf(links);
   const existing = vrfs.find((v) => v.name === conf.vrfName);
   if (existing !== undefined) {
     if (conf.table !== 0 && conf.table !== existing.table) {
@@ -71,66 +74,39 @@ function ensureVrf(nl: Handle, conf: VrfConfig): VrfLink {
     }
     return existing;
   }
-  if (findByName(nl, conf.vrfName) !== undefined) throw new InternalError(`Netlink ${conf.vrfName} is not a VRF`);
+  if (links.some((l) => l.name === conf.vrfName)) throw new InternalError(`Netlink ${conf.vrfName} is not a VRF`);
   const table = conf.table !== 0 ? conf.table : freeVrfTable(vrfs);
-  vrfAdd(nl, conf.vrfName, table);
+  annotate(`could not add VRF ${conf.vrfName}`, () => nl.linkAddVrf({ name: conf.vrfName, table }));
   const link = nl.linkByName(conf.vrfName);
-  nl.linkSetUp(link.index);
+  annotate(`could not set link up for VRF ${conf.vrfName}`, () => nl.linkSetUp(link.index));
   return { index: link.index, name: conf.vrfName, table };
 }
 
-function routeSpecIn(r: RouteEntry, table: number) {
-  return {
-    family: r.family,
-    ...(r.dst !== undefined ? { dst: r.dst } : {}),
-    ...(r.gw !== undefined ? { gw: r.gw } : {}),
-    ...(r.oif !== undefined ? { oif: r.oif } : {}),
-    ...(r.src !== undefined ? { src: r.src } : {}),
-    ...(r.priority !== undefined ? { priority: r.priority } : {}),
-    table,
-    scope: r.scope,
-    protocol: r.protocol,
-    type: r.type,
-  };
-}
-
 /** Upstream addInterface: enslave, keep IPv6 addresses, move universe routes into the table. */
-function enslave(nl: Handle, ifName: string, vrf: VrfLink): void {
-  let link: Link;
-  try {
-    link = nl.linkByName(ifName);
-  } catch (err) {
-    throw new InternalError(`failed getting link ${ifName}: ${messageOf(err)}`, { cause: err });
-  }
-  if (link.masterIndex !== undefined && link.masterIndex !== 0) {
-    const master = (() => {
-      try {
-        return nl.linkByIndex(link.masterIndex!).name;
-      } catch {
-        return String(link.masterIndex);
-      }
-    })();
-    throw new InternalError(`interface ${ifName} has already a master set: ${master}`);
+function enslave(nl: Handle, ifName: string, vrf: Vrf): void {
+  const link = annotate(`failed getting link ${ifName}`, () => nl.linkByName(ifName));
+  const masterIndex = link.masterIndex;
+  if (masterIndex !== undefined && masterIndex !== 0) {
+    const master = annotate(`interface ${ifName} has already a master set, could not retrieve the name`, () => nl.linkByIndex(masterIndex));
+    throw new InternalError(`interface ${ifName} has already a master set: ${master.name}`);
   }
   const v6 = nl.addrList({ index: link.index, family: 6 }).filter((a) => a.scope === RT_SCOPE_UNIVERSE);
   const routes = nl.routeList({ table: RT_TABLE_MAIN, oif: link.index }).filter((r) => r.scope === RT_SCOPE_UNIVERSE && r.multipath === undefined);
-  try {
-    nl.linkSetMaster(link.index, vrf.index);
-  } catch (err) {
-    throw new InternalError(`could not set vrf ${vrf.name} as master of ${ifName}: ${messageOf(err)}`, { cause: err });
-  }
+  annotate(`could not set vrf ${vrf.name} as master of ${ifName}`, () => nl.linkSetMaster(link.index, vrf.index));
 
   // Enslaving to a VRF flushes IPv6 addresses: put back the ones that went away.
   const after = new Set(nl.addrList({ index: link.index, family: 6 }).map((a) => `${a.address}/${a.prefixLen}`));
   const readded = v6.filter((a) => !after.has(`${a.address}/${a.prefixLen}`));
   for (const a of readded) {
-    try {
-      // NODAD: the address already passed DAD before it was enslaved; a tentative address could
-      // not serve as the source of the routes re-added below ("Invalid source address").
-      nl.addrAdd(link.index, { address: a.address, prefixLen: a.prefixLen, family: 6, flags: IFA_F_NODAD });
-    } catch (err) {
-      if (!isExists(err)) throw new InternalError(`could not restore address ${a.address}/${a.prefixLen} to ${ifName} @ ${vrf.name}: ${messageOf(err)}`, { cause: err });
-    }
+    annotate(`could not restore address ${a.address}/${a.prefixLen} to ${ifName} @ ${vrf.name}`, () => {
+      try {
+        // NODAD: the address already passed DAD before it was enslaved; a tentative address could
+        // not serve as the source of the routes re-added below ("Invalid source address").
+        nl.addrAdd(link.index, { address: a.address, prefixLen: a.prefixLen, family: 6, flags: IFA_F_NODAD });
+      } catch (err) {
+        if (!isExists(err)) throw err;
+      }
+    });
   }
   if (readded.length > 0) {
     let wait = 10;
@@ -143,13 +119,7 @@ function enslave(nl: Handle, ifName: string, vrf: VrfLink): void {
   }
   // Enslaving restarts DAD on kept IPv6 addresses; a tentative address cannot be a route's source.
   if (v6.length > 0) settleIPv6(nl, link.index, IPV6_SETTLE_MS);
-  for (const r of routes) {
-    try {
-      nl.routeReplace(routeSpecIn(r, vrf.table));
-    } catch (err) {
-      throw new InternalError(`could not add route to ${ifName} @ ${vrf.name}: ${messageOf(err)}`, { cause: err });
-    }
-  }
+  for (const r of routes) annotate(`could not add route to ${ifName} @ ${vrf.name}`, () => nl.routeReplace(routeSpecOf(r, vrf.table)));
 }
 
 function add(args: CmdArgs): Result {
@@ -158,12 +128,7 @@ function add(args: CmdArgs): Result {
   if (prev === undefined) throw new InternalError("missing prevResult from earlier plugin");
   using ns = openContainerNetns(args.netns);
   using nl = Handle.open(ns);
-  try {
-    const vrf = ensureVrf(nl, conf);
-    enslave(nl, args.ifName, vrf);
-  } catch (err) {
-    throw new InternalError(`cmdAdd failed: ${messageOf(err)}`, { cause: err });
-  }
+  annotate("cmdAdd failed", () => enslave(nl, args.ifName, ensureVrf(nl, conf)));
   return prev;
 }
 
@@ -172,9 +137,9 @@ function check(args: CmdArgs): void {
   if (prevResultFrom(args) === undefined) throw new InternalError("missing prevResult from earlier plugin");
   using ns = openContainerNetns(args.netns);
   using nl = Handle.open(ns);
-  const vrf = vrfList(nl).find((v) => v.name === conf.vrfName);
+  const vrf = findVrf(nl, conf.vrfName);
   if (vrf === undefined) throw new InternalError(`failed to find vrf ${conf.vrfName}`);
-  const link = findByName(nl, args.ifName);
+  const link = nl.linkFind(args.ifName);
   if (link === undefined || link.masterIndex !== vrf.index) {
     throw new InternalError(`failed to find ${args.ifName} associated to vrf ${conf.vrfName}`);
   }
@@ -186,24 +151,14 @@ function del(args: CmdArgs): void {
   if (ns === undefined) return;
   using owned = ns;
   using nl = Handle.open(owned);
-  const vrf = vrfList(nl).find((v) => v.name === conf.vrfName);
+  const vrf = findVrf(nl, conf.vrfName);
   if (vrf === undefined) return;
-  const link = findByName(nl, args.ifName);
+  const link = nl.linkFind(args.ifName);
   if (link !== undefined && link.masterIndex === vrf.index) {
-    try {
-      nl.linkSetNoMaster(link.index);
-    } catch (err) {
-      throw new InternalError(`failed to reset master of ${args.ifName}: ${messageOf(err)}`, { cause: err });
-    }
+    annotate(`failed to reset master of ${args.ifName}`, () => nl.linkSetNoMaster(link.index));
   }
   const members = nl.linkList().filter((l) => l.masterIndex === vrf.index);
-  if (members.length === 0) {
-    try {
-      nl.linkDel(vrf.index);
-    } catch (err) {
-      throw new InternalError(`failed deleting vrf ${conf.vrfName}: ${messageOf(err)}`, { cause: err });
-    }
-  }
+  if (members.length === 0) annotate(`failed deleting vrf ${conf.vrfName}`, () => nl.linkDel(vrf.index));
 }
 
 export const vrfPlugin: PluginSpec = {

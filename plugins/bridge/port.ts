@@ -5,7 +5,6 @@
  */
 import { InternalError, messageOf } from "../../shared/cni/errors.ts";
 import type { Handle } from "../../shared/netlink/index.ts";
-import { bridgeVlanAdd, bridgeVlanDel, bridgeVlanList } from "../../shared/netlink/bridge-vlan.ts";
 
 export interface PortOptions {
   hairpin: boolean;
@@ -24,29 +23,29 @@ function wrap(msg: string, err: unknown): InternalError {
 
 /** Removes every VLAN entry the port has (`bridge vlan del dev X vid V master` for each). */
 export function removePortVlans(nl: Handle, index: number): void {
-  const entries = bridgeVlanList(nl).get(index) ?? [];
-  for (const e of entries) bridgeVlanDel(nl, index, { vid: e.vid });
+  const entries = nl.bridgeVlanList().get(index) ?? [];
+  for (const e of entries) nl.bridgeVlanDel(index, { vid: e.vid });
 }
 
 /** Adds the access VLAN and trunk VIDs to a port (a trunk without access VLAN keeps VID 1 as PVID). */
 export function addPortVlans(nl: Handle, index: number, name: string, o: Pick<PortOptions, "vlan" | "trunk">): void {
   if (o.vlan !== 0) {
     try {
-      bridgeVlanAdd(nl, index, { vid: o.vlan, pvid: true, untagged: true });
+      nl.bridgeVlanAdd(index, { vid: o.vlan, pvid: true, untagged: true });
     } catch (err) {
       throw wrap(`failed to setup vlan tag on interface ${JSON.stringify(name)}`, err);
     }
   }
   for (const vid of o.trunk) {
     try {
-      bridgeVlanAdd(nl, index, { vid });
+      nl.bridgeVlanAdd(index, { vid });
     } catch (err) {
       throw wrap(`failed to setup vlan tag on interface ${JSON.stringify(name)}`, err);
     }
   }
   if (o.vlan === 0 && o.trunk.length > 0) {
     try {
-      bridgeVlanAdd(nl, index, { vid: 1, pvid: true, untagged: true });
+      nl.bridgeVlanAdd(index, { vid: 1, pvid: true, untagged: true });
     } catch (err) {
       throw wrap(`failed to setup vlan tag on interface ${JSON.stringify(name)}`, err);
     }

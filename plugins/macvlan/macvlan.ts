@@ -31,14 +31,14 @@ import { configureIface } from "../../shared/iface/configure.ts";
 import { containerInterface, deleteLinkQuietly, enableNeighbourNotify, renameContainerLink } from "../../shared/iface/container-link.ts";
 import { randomVethName } from "../../shared/iface/link-names.ts";
 import { Handle, type Link } from "../../shared/netlink/index.ts";
-import { MACVLAN_MODE_BY_NAME, macvlanCreate } from "../../shared/netlink/macvlan.ts";
+import { MACVLAN_MODE_BY_NAME } from "../../shared/netlink/link-add.ts";
 import { NetNS } from "../../shared/netns/index.ts";
 import { loadMacvlanConf, macvlanModeName, parseMacvlanConf, resolveMaster, type MacvlanConf } from "./config.ts";
 
 function createMacvlan(conf: MacvlanConf, master: Link, masterNl: Handle, containerNl: Handle, ns: NetNS, ifName: string): Link {
   const tmpName = randomVethName();
   try {
-    macvlanCreate(masterNl, {
+    masterNl.linkAddMacvlan({
       name: tmpName,
       parentIndex: master.index,
       mode: conf.mode,

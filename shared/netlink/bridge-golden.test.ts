@@ -1,11 +1,12 @@
 /**
- * Golden bytes for the bridge request builders (bridge-vlan.ts, bridge-link.ts) against what
- * iproute2's `bridge` / `ip` sent (test/fixtures/netlink/bridge-iproute2-requests.json);
- * nlmsg_seq and nlmsg_pid (bytes 8..15) are ignored. Plus decoding of a VLAN dump reply.
+ * Golden bytes for the bridge request builders (bridge-vlan.ts, and `ip link set type bridge` in
+ * link-set.ts) against what iproute2's `bridge` / `ip` sent
+ * (test/fixtures/netlink/bridge-iproute2-requests.json); nlmsg_seq and nlmsg_pid (bytes 8..15) are
+ * ignored. Plus decoding of a VLAN dump reply.
  */
 import { describe, expect, test } from "bun:test";
 import fixtures from "../../test/fixtures/netlink/bridge-iproute2-requests.json";
-import { buildBridgeChangeRequest } from "./bridge-link.ts";
+import { linkSetRequests } from "./link-set.ts";
 import { buildBridgeVlanAddRequest, buildBridgeVlanDelRequest, buildBridgeVlanDumpRequest, parseBridgeVlanLink } from "./bridge-vlan.ts";
 import { buildMessage, fromHex, toHex } from "./codec.ts";
 import { BRIDGE_VLAN_INFO_PVID, BRIDGE_VLAN_INFO_RANGE_BEGIN, BRIDGE_VLAN_INFO_RANGE_END, BRIDGE_VLAN_INFO_UNTAGGED, IFLA_BRIDGE_VLAN_INFO } from "./constants/if-bridge.ts";
@@ -22,8 +23,8 @@ const ours: Record<string, () => Uint8Array> = {
   "bridge-vlan-add-tagged": () => buildBridgeVlanAddRequest(vA, { vid: 200 }),
   "bridge-vlan-del": () => buildBridgeVlanDelRequest(vA, { vid: 1 }),
   "bridge-vlan-show": () => buildBridgeVlanDumpRequest(),
-  "bridge-set-vlan-filtering": () => buildBridgeChangeRequest(br1, { vlanFiltering: true }),
-  "bridge-set-vlan-default-pvid": () => buildBridgeChangeRequest(br1, { vlanDefaultPvid: 0 }),
+  "bridge-set-vlan-filtering": () => linkSetRequests.bridge(br1, { vlanFiltering: true }),
+  "bridge-set-vlan-default-pvid": () => linkSetRequests.bridge(br1, { vlanDefaultPvid: 0 }),
 };
 
 function withoutSeqPid(b: Uint8Array): string {

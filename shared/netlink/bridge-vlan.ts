@@ -6,6 +6,7 @@
  *
  * These need a kernel with CONFIG_BRIDGE_VLAN_FILTERING; without it the kernel answers
  * EOPNOTSUPP to adds (deletes of absent entries succeed, listings are empty).
+ * Callers use the Handle methods.
  */
 
 import { AF_BRIDGE } from "../sys/constants.ts";
@@ -24,7 +25,7 @@ import {
 import { IFLA_AF_SPEC, IFLA_EXT_MASK } from "./constants/if-link.ts";
 import { NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST } from "./constants/netlink.ts";
 import { IFINFOMSG_SIZE, RTEXT_FILTER_BRVLAN, RTM_DELLINK, RTM_GETLINK, RTM_NEWLINK, RTM_SETLINK } from "./constants/rtnetlink.ts";
-import type { Handle } from "./handle.ts";
+import type { NetlinkSocket } from "./socket.ts";
 import { writeIfinfomsg } from "./link.ts";
 
 /** One VLAN entry: `bridge vlan add dev X vid VID [pvid] [untagged] [master|self]`. */
@@ -124,19 +125,19 @@ export function parseBridgeVlanLink(payload: Uint8Array): { index: number; vlans
 }
 
 /** Equivalent to `bridge vlan add dev X vid VID [pvid] [untagged] master`. */
-export function bridgeVlanAdd(handle: Handle, index: number, spec: BridgeVlanSpec): void {
-  handle.socket.request(buildBridgeVlanAddRequest(index, spec), `index=${index} vid=${spec.vid}`);
+export function bridgeVlanAdd(sock: NetlinkSocket, index: number, spec: BridgeVlanSpec): void {
+  sock.request(buildBridgeVlanAddRequest(index, spec), `index=${index} vid=${spec.vid}`);
 }
 
 /** Equivalent to `bridge vlan del dev X vid VID master`. */
-export function bridgeVlanDel(handle: Handle, index: number, spec: BridgeVlanSpec): void {
-  handle.socket.request(buildBridgeVlanDelRequest(index, spec), `index=${index} vid=${spec.vid}`);
+export function bridgeVlanDel(sock: NetlinkSocket, index: number, spec: BridgeVlanSpec): void {
+  sock.request(buildBridgeVlanDelRequest(index, spec), `index=${index} vid=${spec.vid}`);
 }
 
 /** Equivalent to `bridge vlan show`: ifindex → its VLAN entries (ports without entries are omitted). */
-export function bridgeVlanList(handle: Handle): Map<number, BridgeVlanEntry[]> {
+export function bridgeVlanList(sock: NetlinkSocket): Map<number, BridgeVlanEntry[]> {
   const out = new Map<number, BridgeVlanEntry[]>();
-  for (const m of handle.socket.request(buildBridgeVlanDumpRequest(), "bridge vlan dump")) {
+  for (const m of sock.request(buildBridgeVlanDumpRequest(), "bridge vlan dump")) {
     if (m.type !== RTM_NEWLINK) continue;
     const { index, vlans } = parseBridgeVlanLink(m.payload);
     if (vlans.length > 0) out.set(index, [...(out.get(index) ?? []), ...vlans]);

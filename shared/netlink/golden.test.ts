@@ -19,6 +19,7 @@ import {
   buildMacvlanAddRequest,
   buildVethAddRequest,
   buildVlanAddRequest,
+  buildVrfAddRequest,
 } from "./link-add.ts";
 import { buildLinkDelRequest, linkSetRequests } from "./link-set.ts";
 import { buildRouteAddRequest, buildRouteAppendRequest, buildRouteDelRequest, buildRouteReplaceRequest } from "./route.ts";
@@ -56,6 +57,8 @@ const ours: Record<string, () => Uint8Array> = {
   "link-add-macvlan": () => buildMacvlanAddRequest({ name: "mv0", parentIndex: vC, mode: "bridge" }),
   "link-add-macvlan-netns": () =>
     buildMacvlanAddRequest({ name: "mv1", parentIndex: vC, mode: "bridge", mtu: 1400, mac: "02:00:00:00:00:04", netnsFd: fd }),
+  "link-add-macvlan-bcqueuelen": () => buildMacvlanAddRequest({ name: "mv2", parentIndex: vC, mode: "bridge", bcQueueLen: 100 }),
+  "link-add-vrf": () => buildVrfAddRequest({ name: "vrf-blue", table: 10 }),
   "link-add-ifb": () => buildIfbAddRequest({ name: "ifb0" }),
   "link-add-ifb-txq": () => buildIfbAddRequest({ name: "ifb1", mtu: 1400, txqlen: 1000 }),
   "link-add-vlan": () => buildVlanAddRequest({ name: "vl0", parentIndex: vC, vlanId: 5 }),

@@ -1,7 +1,7 @@
 /**
  * `Handle`: a NETLINK_ROUTE socket bound to one network namespace, and every rtnetlink operation
- * as a method on it. There is no module-level default handle: code always says which namespace it
- * acts on.
+ * (links, addresses, routes, rules, bridge VLANs, tc) as a method on it. There is no module-level
+ * default handle: code always says which namespace it acts on.
  *
  * ```ts
  * using ns = NetNS.open(args.netns);
@@ -10,16 +10,17 @@
  * nl.addrAdd(eth0.index, { address: "10.1.2.3", prefixLen: 24 });
  * ```
  *
- * The methods are thin delegates to the functions in link.ts, link-add.ts, link-set.ts, addr.ts
- * and route.ts (which take the socket and hold the doc comments with `ip` equivalents, the
- * request builders and the decoders). Errors: {@link NetlinkError} (a SyscallError with errno and
- * the kernel's extended-ACK text), {@link LinkNotFoundError}; test them with `isNotFound` /
- * `isExists`, never by message.
+ * Each method is a one-line delegate to the function of the same name in the per-object file
+ * (link.ts, link-add.ts, link-set.ts, addr.ts, route.ts, rule.ts, bridge-vlan.ts, tc/*.ts), which
+ * takes the socket and sits next to its pure request builder and decoder (golden-tested against
+ * iproute2). Errors: {@link NetlinkError} (a SyscallError with errno and the kernel's extended-ACK
+ * text), {@link LinkNotFoundError}; test them with `isNotFound` / `isExists`, never by message.
  */
 
 import { withNetNS, type NetNS } from "../netns/index.ts";
 import { addrAdd, addrDel, addrList, addrReplace, type Addr, type AddrFilter, type AddrSpec } from "./addr.ts";
-import { linkByIndex, linkByName, linkList, type Link } from "./link.ts";
+import { bridgeVlanAdd, bridgeVlanDel, bridgeVlanList, type BridgeVlanEntry, type BridgeVlanSpec } from "./bridge-vlan.ts";
+import { linkByIndex, linkByName, linkFind, linkList, type Link } from "./link.ts";
 import {
   linkAddBridge,
   linkAddDummy,
@@ -28,6 +29,7 @@ import {
   linkAddMacvlan,
   linkAddVeth,
   linkAddVlan,
+  linkAddVrf,
   type BridgeOptions,
   type DummyOptions,
   type IfbOptions,
@@ -35,11 +37,13 @@ import {
   type MacvlanOptions,
   type VethOptions,
   type VlanOptions,
+  type VrfOptions,
 } from "./link-add.ts";
 import {
   linkDel,
   linkSetAlias,
   linkSetAllmulti,
+  linkSetBridge,
   linkSetDown,
   linkSetHairpin,
   linkSetIsolated,
@@ -52,9 +56,14 @@ import {
   linkSetPromisc,
   linkSetTxqlen,
   linkSetUp,
+  type BridgeChange,
 } from "./link-set.ts";
 import { routeAdd, routeAppend, routeDel, routeList, routeReplace, type RouteEntry, type RouteFilter, type RouteSpec } from "./route.ts";
+import { ruleAdd, ruleDel, ruleList, type RuleEntry, type RuleSpec } from "./rule.ts";
 import { NetlinkSocket } from "./socket.ts";
+import { filterAddU32, filterDel, filterList, type Filter, type U32FilterSpec } from "./tc/filter.ts";
+import { classHtb, classList, qdiscHtb, type HtbClassSpec, type HtbQdiscSpec, type TcClass } from "./tc/htb.ts";
+import { qdiscClsactAdd, qdiscDel, qdiscIngress, qdiscList, qdiscTbf, type Qdisc, type QdiscOp, type TbfSpec } from "./tc/qdisc.ts";
 
 export class Handle {
   readonly #sock: NetlinkSocket;
@@ -72,11 +81,6 @@ export class Handle {
     return new Handle(sock);
   }
 
-  /** The underlying socket, for operations not (yet) wrapped here. */
-  get socket(): NetlinkSocket {
-    return this.#sock;
-  }
-
   close(): void {
     this.#sock.close();
   }
@@ -90,11 +94,15 @@ export class Handle {
   linkByName(name: string): Link {
     return linkByName(this.#sock, name);
   }
+  /** `ip link show dev NAME`, or undefined when there is no such link (other errors throw). */
+  linkFind(name: string): Link | undefined {
+    return linkFind(this.#sock, name);
+  }
   /** Link with this ifindex; throws LinkNotFoundError. */
   linkByIndex(index: number): Link {
     return linkByIndex(this.#sock, index);
   }
-  /** `ip link show`. */
+  /** `ip -d link show`. */
   linkList(): Link[] {
     return linkList(this.#sock);
   }
@@ -108,7 +116,7 @@ export class Handle {
   linkAddBridge(o: BridgeOptions): void {
     linkAddBridge(this.#sock, o);
   }
-  /** `ip link add link PARENT NAME [netns FD] type macvlan mode MODE`. */
+  /** `ip link add link PARENT NAME [netns FD] type macvlan mode MODE [bcqueuelen Q]`. */
   linkAddMacvlan(o: MacvlanOptions): void {
     linkAddMacvlan(this.#sock, o);
   }
@@ -119,6 +127,10 @@ export class Handle {
   /** `ip link add link PARENT NAME [netns FD] type vlan id ID`. */
   linkAddVlan(o: VlanOptions): void {
     linkAddVlan(this.#sock, o);
+  }
+  /** `ip link add NAME type vrf table T` (the device starts down). */
+  linkAddVrf(o: VrfOptions): void {
+    linkAddVrf(this.#sock, o);
   }
   /** `ip link add NAME type dummy`. */
   linkAddDummy(o: DummyOptions): void {
@@ -182,6 +194,10 @@ export class Handle {
   linkSetAllmulti(index: number, on: boolean): void {
     linkSetAllmulti(this.#sock, index, on);
   }
+  /** `ip link set dev BR type bridge [vlan_filtering 0|1] [vlan_default_pvid N]`. */
+  linkSetBridge(index: number, change: BridgeChange): void {
+    linkSetBridge(this.#sock, index, change);
+  }
   /** `bridge link set dev X hairpin on|off` (X must be a bridge port). */
   linkSetHairpin(index: number, on: boolean): void {
     linkSetHairpin(this.#sock, index, on);
@@ -189,6 +205,20 @@ export class Handle {
   /** `bridge link set dev X isolated on|off` (X must be a bridge port). */
   linkSetIsolated(index: number, on: boolean): void {
     linkSetIsolated(this.#sock, index, on);
+  }
+
+  // ---- bridge VLANs --------------------------------------------------------------------------
+  /** `bridge vlan add dev X vid VID [pvid] [untagged] master|self`. */
+  bridgeVlanAdd(index: number, spec: BridgeVlanSpec): void {
+    bridgeVlanAdd(this.#sock, index, spec);
+  }
+  /** `bridge vlan del dev X vid VID master|self`. */
+  bridgeVlanDel(index: number, spec: BridgeVlanSpec): void {
+    bridgeVlanDel(this.#sock, index, spec);
+  }
+  /** `bridge vlan show`: ifindex → its VLAN entries (ports without entries are left out). */
+  bridgeVlanList(): Map<number, BridgeVlanEntry[]> {
+    return bridgeVlanList(this.#sock);
   }
 
   // ---- addresses -----------------------------------------------------------------------------
@@ -229,5 +259,65 @@ export class Handle {
   /** `ip route del ...`. */
   routeDel(r: RouteSpec): void {
     routeDel(this.#sock, r);
+  }
+
+  // ---- policy routing rules ------------------------------------------------------------------
+  /** `ip [-4|-6] rule list` (both families when `family` is omitted). */
+  ruleList(family?: 4 | 6): RuleEntry[] {
+    return ruleList(this.#sock, family);
+  }
+  /** `ip rule add [from P] [to P] [pref N] lookup T` (EEXIST for an identical rule). */
+  ruleAdd(r: RuleSpec): void {
+    ruleAdd(this.#sock, r);
+  }
+  /** `ip rule del [from P] [to P] [pref N] [lookup T]` (ENOENT when none matches). */
+  ruleDel(r: RuleSpec): void {
+    ruleDel(this.#sock, r);
+  }
+
+  // ---- tc: qdiscs, classes, filters ----------------------------------------------------------
+  /** `tc qdisc show [dev X]`: every qdisc, or those of ifindex `index`. */
+  qdiscList(index?: number): Qdisc[] {
+    return qdiscList(this.#sock, index);
+  }
+  /** `tc qdisc add|replace dev X [parent P|root] handle H tbf rate R burst B limit L`. */
+  qdiscTbf(op: QdiscOp, s: TbfSpec): void {
+    qdiscTbf(this.#sock, op, s);
+  }
+  /** `tc qdisc add|replace dev X [parent P|root] handle H htb default D r2q R`. */
+  qdiscHtb(op: QdiscOp, s: HtbQdiscSpec): void {
+    qdiscHtb(this.#sock, op, s);
+  }
+  /** `tc qdisc add|replace dev X handle ffff: ingress`. */
+  qdiscIngress(op: QdiscOp, index: number): void {
+    qdiscIngress(this.#sock, op, index);
+  }
+  /** `tc qdisc add dev X clsact`. */
+  qdiscClsactAdd(index: number): void {
+    qdiscClsactAdd(this.#sock, index);
+  }
+  /** `tc qdisc del dev X root|ingress`. */
+  qdiscDel(index: number, where: "root" | "ingress"): void {
+    qdiscDel(this.#sock, index, where);
+  }
+  /** `tc class show dev X`. */
+  classList(index: number): TcClass[] {
+    return classList(this.#sock, index);
+  }
+  /** `tc class add|replace dev X parent P classid C htb rate R ceil C burst B cburst CB [quantum Q]`. */
+  classHtb(op: QdiscOp, s: HtbClassSpec): void {
+    classHtb(this.#sock, op, s);
+  }
+  /** `tc filter show dev X parent P`. */
+  filterList(index: number, parent: number): Filter[] {
+    return filterList(this.#sock, index, parent);
+  }
+  /** `tc filter add dev X parent P protocol PROTO prio N u32 match ... [classid C] [action ...]`. */
+  filterAddU32(s: U32FilterSpec): void {
+    filterAddU32(this.#sock, s);
+  }
+  /** `tc filter del dev X parent P protocol PROTO prio N`. */
+  filterDel(index: number, parent: number, priority: number, protocol: number): void {
+    filterDel(this.#sock, index, parent, priority, protocol);
   }
 }

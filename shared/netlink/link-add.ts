@@ -1,8 +1,9 @@
 /**
  * Creating links (RTM_NEWLINK with NLM_F_CREATE|NLM_F_EXCL). Each `build*` is pure and byte-checked
- * against iproute2 (test/fixtures/netlink); attribute order follows iproute2 for options given in
- * the order `mtu, address, txqueuelen, netns`: [MTU] [ADDRESS] [TXQLEN] [NET_NS_FD] [LINK]
- * IFNAME LINKINFO{KIND, DATA}. Kinds are sent without a NUL terminator, as iproute2 does.
+ * against iproute2 (test/fixtures/netlink/iproute2-requests.json); attribute order follows iproute2
+ * for options given in the order `mtu, address, txqueuelen, netns`: [MTU] [ADDRESS] [TXQLEN]
+ * [NET_NS_FD] [LINK] IFNAME LINKINFO{KIND, DATA}. Kinds are sent without a NUL terminator, as
+ * iproute2 does. Callers use the Handle methods.
  *
  * The add functions return nothing; look the link up by name afterwards (a link created with
  * `netnsFd` lives in that namespace, so it must be looked up through a Handle there).
@@ -20,11 +21,13 @@ import {
   IFLA_IPVLAN_MODE,
   IFLA_LINK,
   IFLA_LINKINFO,
+  IFLA_MACVLAN_BC_QUEUE_LEN,
   IFLA_MACVLAN_MODE,
   IFLA_MTU,
   IFLA_NET_NS_FD,
   IFLA_TXQLEN,
   IFLA_VLAN_ID,
+  IFLA_VRF_TABLE,
   IPVLAN_F_PRIVATE,
   IPVLAN_F_VEPA,
   IPVLAN_MODE_L2,
@@ -82,6 +85,8 @@ export interface MacvlanOptions extends LinkCommonOptions {
   parentIndex: number;
   /** MACVLAN_MODE_* value or its name. */
   mode: number | MacvlanMode;
+  /** Broadcast/multicast queue length (`bcqueuelen N`, IFLA_MACVLAN_BC_QUEUE_LEN, kernel ≥ 5.11). */
+  bcQueueLen?: number;
 }
 
 export type IpvlanMode = "l2" | "l3" | "l3s";
@@ -99,10 +104,16 @@ export interface VlanOptions extends LinkCommonOptions {
   vlanId: number;
 }
 
+export interface VrfOptions extends LinkCommonOptions {
+  /** The routing table the VRF uses (1..2^32-1). */
+  table: number;
+}
+
 export type DummyOptions = LinkCommonOptions;
 export type IfbOptions = LinkCommonOptions;
 
-const MACVLAN_MODES: Readonly<Record<MacvlanMode, number>> = {
+/** MACVLAN_MODE_* by name. */
+export const MACVLAN_MODE_BY_NAME: Readonly<Record<MacvlanMode, number>> = {
   private: MACVLAN_MODE_PRIVATE,
   vepa: MACVLAN_MODE_VEPA,
   bridge: MACVLAN_MODE_BRIDGE,
@@ -172,11 +183,14 @@ export function buildBridgeAddRequest(o: BridgeOptions): Uint8Array {
   );
 }
 
-/** `ip link add link PARENT name N [mtu M] [address A] [netns FD] type macvlan mode MODE` */
+/** `ip link add link PARENT name N [mtu M] [address A] [netns FD] type macvlan mode MODE [bcqueuelen Q]` */
 export function buildMacvlanAddRequest(o: MacvlanOptions): Uint8Array {
-  const mode = typeof o.mode === "number" ? o.mode : MACVLAN_MODES[o.mode];
+  const mode = typeof o.mode === "number" ? o.mode : MACVLAN_MODE_BY_NAME[o.mode];
   if (mode === undefined) throw new TypeError(`unknown macvlan mode ${JSON.stringify(o.mode)}`);
-  return buildCreate(o, "macvlan", (w) => w.attrU32(IFLA_MACVLAN_MODE, mode));
+  return buildCreate(o, "macvlan", (w) => {
+    if (o.bcQueueLen !== undefined) w.attrU32(IFLA_MACVLAN_BC_QUEUE_LEN, o.bcQueueLen);
+    w.attrU32(IFLA_MACVLAN_MODE, mode);
+  });
 }
 
 /** `ip link add link PARENT name N [mtu M] [netns FD] type ipvlan mode MODE [FLAG]` */
@@ -195,6 +209,12 @@ export function buildIpvlanAddRequest(o: IpvlanOptions): Uint8Array {
 export function buildVlanAddRequest(o: VlanOptions): Uint8Array {
   if (!Number.isInteger(o.vlanId) || o.vlanId < 0 || o.vlanId > 4094) throw new RangeError(`invalid VLAN id ${o.vlanId}`);
   return buildCreate(o, "vlan", (w) => w.attrU16(IFLA_VLAN_ID, o.vlanId));
+}
+
+/** `ip link add name N type vrf table T` */
+export function buildVrfAddRequest(o: VrfOptions): Uint8Array {
+  if (!Number.isInteger(o.table) || o.table < 1 || o.table > 0xffffffff) throw new RangeError(`invalid VRF table ${o.table}`);
+  return buildCreate(o, "vrf", (w) => w.attrU32(IFLA_VRF_TABLE, o.table));
 }
 
 /** `ip link add name N [mtu M] type dummy` */
@@ -225,7 +245,7 @@ export function linkAddVeth(sock: NetlinkSocket, o: VethOptions): void {
 export function linkAddBridge(sock: NetlinkSocket, o: BridgeOptions): void {
   send(sock, buildBridgeAddRequest(o), o.name);
 }
-/** Equivalent to `ip link add link P name N type macvlan mode M`. */
+/** Equivalent to `ip link add link P name N type macvlan mode M [bcqueuelen Q]`. */
 export function linkAddMacvlan(sock: NetlinkSocket, o: MacvlanOptions): void {
   send(sock, buildMacvlanAddRequest(o), o.name);
 }
@@ -236,6 +256,10 @@ export function linkAddIpvlan(sock: NetlinkSocket, o: IpvlanOptions): void {
 /** Equivalent to `ip link add link P name N type vlan id I`. */
 export function linkAddVlan(sock: NetlinkSocket, o: VlanOptions): void {
   send(sock, buildVlanAddRequest(o), o.name);
+}
+/** Equivalent to `ip link add name N type vrf table T` (the device starts down). */
+export function linkAddVrf(sock: NetlinkSocket, o: VrfOptions): void {
+  send(sock, buildVrfAddRequest(o), o.name);
 }
 /** Equivalent to `ip link add name N type dummy`. */
 export function linkAddDummy(sock: NetlinkSocket, o: DummyOptions): void {

@@ -11,10 +11,15 @@ import {
   IFF_PROMISC,
   IFF_UP,
   IFLA_ADDRESS,
+  IFLA_BR_VLAN_DEFAULT_PVID,
+  IFLA_BR_VLAN_FILTERING,
   IFLA_BRPORT_ISOLATED,
   IFLA_BRPORT_MODE,
   IFLA_IFALIAS,
   IFLA_IFNAME,
+  IFLA_INFO_DATA,
+  IFLA_INFO_KIND,
+  IFLA_LINKINFO,
   IFLA_MASTER,
   IFLA_MTU,
   IFLA_NET_NS_FD,
@@ -58,6 +63,31 @@ export function buildBridgePortSetRequest(index: number, attr: number, on: boole
   });
 }
 
+/** Bridge options that can be changed on a live bridge. */
+export interface BridgeChange {
+  vlanFiltering?: boolean;
+  /** 0 disables the default PVID for new ports. */
+  vlanDefaultPvid?: number;
+}
+
+/**
+ * `ip link set dev BR type bridge [vlan_filtering 0|1] [vlan_default_pvid N]`: RTM_NEWLINK with
+ * the ifindex and IFLA_LINKINFO { IFLA_INFO_KIND "bridge", IFLA_INFO_DATA { IFLA_BR_* } }.
+ */
+export function buildLinkSetBridgeRequest(index: number, change: BridgeChange): Uint8Array {
+  const pvid = change.vlanDefaultPvid;
+  if (pvid !== undefined && (!Number.isInteger(pvid) || pvid < 0 || pvid > 4094)) throw new RangeError(`invalid vlan_default_pvid ${pvid}`);
+  return buildLinkSetAttrRequest(index, (w) => {
+    w.nest(IFLA_LINKINFO, () => {
+      w.attrText(IFLA_INFO_KIND, "bridge");
+      w.nest(IFLA_INFO_DATA, () => {
+        if (change.vlanFiltering !== undefined) w.attrU8(IFLA_BR_VLAN_FILTERING, change.vlanFiltering ? 1 : 0);
+        if (pvid !== undefined) w.attrU16(IFLA_BR_VLAN_DEFAULT_PVID, pvid);
+      });
+    });
+  });
+}
+
 /** Request builders for every link change, one per `ip link set` option (pure; golden-tested). */
 export const linkSetRequests = {
   up: (index: number) => buildLinkSetFlagRequest(index, IFF_UP, true),
@@ -77,6 +107,7 @@ export const linkSetRequests = {
   txqlen: (index: number, txqlen: number) => buildLinkSetAttrRequest(index, (w) => w.attrU32(IFLA_TXQLEN, txqlen)),
   hairpin: (index: number, on: boolean) => buildBridgePortSetRequest(index, IFLA_BRPORT_MODE, on),
   isolated: (index: number, on: boolean) => buildBridgePortSetRequest(index, IFLA_BRPORT_ISOLATED, on),
+  bridge: buildLinkSetBridgeRequest,
 } as const;
 
 function run(sock: NetlinkSocket, msg: Uint8Array, index: number): void {
@@ -142,4 +173,8 @@ export function linkSetHairpin(sock: NetlinkSocket, index: number, on: boolean):
 /** Equivalent to `bridge link set dev X isolated on|off` (X must be a bridge port). */
 export function linkSetIsolated(sock: NetlinkSocket, index: number, on: boolean): void {
   run(sock, linkSetRequests.isolated(index, on), index);
+}
+/** Equivalent to `ip link set dev BR type bridge [vlan_filtering 0|1] [vlan_default_pvid N]`. */
+export function linkSetBridge(sock: NetlinkSocket, index: number, change: BridgeChange): void {
+  run(sock, linkSetRequests.bridge(index, change), index);
 }

@@ -31,6 +31,7 @@ import {
   IFLA_PROMISCUITY,
   IFLA_TXQLEN,
   IFLA_VLAN_ID,
+  IFLA_VRF_TABLE,
   IFLA_ALLMULTI,
 } from "./constants/if-link.ts";
 import { NLM_F_DUMP, NLM_F_REQUEST } from "./constants/netlink.ts";
@@ -80,6 +81,8 @@ export interface Link {
   vlanFiltering?: boolean;
   /** bridge IFLA_BR_VLAN_DEFAULT_PVID. */
   vlanDefaultPvid?: number;
+  /** vrf IFLA_VRF_TABLE: the VRF's routing table. */
+  vrfTable?: number;
 }
 
 /** Writes a struct ifinfomsg (16 bytes). */
@@ -113,6 +116,9 @@ function parseInfoData(link: Link, kind: string, data: Uint8Array): void {
     case "bridge":
       if ((v = u8(IFLA_BR_VLAN_FILTERING)) !== undefined) link.vlanFiltering = v !== 0;
       if ((v = u16(IFLA_BR_VLAN_DEFAULT_PVID)) !== undefined) link.vlanDefaultPvid = v;
+      break;
+    case "vrf":
+      if ((v = u32(IFLA_VRF_TABLE)) !== undefined) link.vrfTable = v;
       break;
   }
 }
@@ -193,6 +199,16 @@ function getOne(sock: NetlinkSocket, lookup: { name: string } | { index: number 
 /** Equivalent to `ip link show dev <name>`; throws LinkNotFoundError. */
 export function linkByName(sock: NetlinkSocket, name: string): Link {
   return getOne(sock, { name });
+}
+
+/** Equivalent to `ip link show dev <name>`, or undefined when there is no such link; any other error throws. */
+export function linkFind(sock: NetlinkSocket, name: string): Link | undefined {
+  try {
+    return getOne(sock, { name });
+  } catch (err) {
+    if (err instanceof LinkNotFoundError) return undefined;
+    throw err;
+  }
 }
 
 /** Looks a link up by ifindex; throws LinkNotFoundError. */

@@ -245,6 +245,31 @@ export function parseRoute(payload: Uint8Array): RouteEntry | undefined {
   return r;
 }
 
+/**
+ * The spec of a listed route, moved to `table` (default: where it is): re-adding it there copies
+ * the route as Go's `r := route; r.Table = T; netlink.RouteReplace(&r)` does (destination,
+ * gateway, device, source hint, metric, mtu/advmss, scope, protocol, type, onlink); passing it to
+ * routeDel deletes exactly that route. Multipath routes are not covered (their nexthops are not
+ * copied).
+ */
+export function routeSpecOf(e: RouteEntry, table: number = e.table): RouteSpec {
+  return {
+    family: e.family,
+    ...(e.dst !== undefined ? { dst: e.dst } : {}),
+    ...(e.gw !== undefined ? { gw: e.gw } : {}),
+    ...(e.oif !== undefined ? { oif: e.oif } : {}),
+    ...(e.src !== undefined ? { src: e.src } : {}),
+    ...(e.priority !== undefined ? { priority: e.priority } : {}),
+    ...(e.mtu !== undefined ? { mtu: e.mtu } : {}),
+    ...(e.advmss !== undefined ? { advmss: e.advmss } : {}),
+    ...((e.flags & RTNH_F_ONLINK) !== 0 ? { onlink: true } : {}),
+    table,
+    scope: e.scope,
+    protocol: e.protocol,
+    type: e.type,
+  };
+}
+
 /** Equivalent to `ip route show [table T]` (main table unless `filter.table` says otherwise). */
 export function routeList(sock: NetlinkSocket, filter: RouteFilter = {}): RouteEntry[] {
   const table = filter.table ?? RT_TABLE_MAIN;

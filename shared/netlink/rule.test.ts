@@ -8,7 +8,7 @@ import { createScratchNetns, runIn, skipUnlessRoot, type ScratchNetns } from "..
 import { fromHex, toHex } from "./codec.ts";
 import { isNotFound } from "./errors.ts";
 import { Handle } from "./handle.ts";
-import { buildRuleAddRequest, buildRuleDelRequest, buildRuleDumpRequest, parseRule, ruleAdd, ruleDel, ruleList, ruleSpecOf } from "./rule.ts";
+import { buildRuleAddRequest, buildRuleDelRequest, buildRuleDumpRequest, parseRule, ruleSpecOf } from "./rule.ts";
 
 const IPROUTE2: Record<string, { command: string; hex: string; ours: () => Uint8Array }> = {
   "rule-add-v4": {
@@ -78,30 +78,30 @@ describe.skipIf(SKIP)("rules against the kernel", () => {
   });
 
   test("add, list (both families) and delete exactly the listed rule", () => {
-    ruleAdd(h, { src: { address: "10.9.0.5", prefixLen: 32 }, table: 100 });
-    ruleAdd(h, { src: { address: "fd00::5", prefixLen: 128 }, table: 300 });
+    h.ruleAdd({ src: { address: "10.9.0.5", prefixLen: 32 }, table: 100 });
+    h.ruleAdd({ src: { address: "fd00::5", prefixLen: 128 }, table: 300 });
     const ip4 = JSON.parse(runIn(N, ["ip", "-j", "rule", "list"])) as { src?: string; table: string; priority: number }[];
     expect(ip4.find((r) => r.src === "10.9.0.5")?.table).toBe("100");
     const ip6 = JSON.parse(runIn(N, ["ip", "-j", "-6", "rule", "list"])) as { src?: string; table: string }[];
     expect(ip6.find((r) => r.src === "fd00::5")?.table).toBe("300");
 
-    const all = ruleList(h);
+    const all = h.ruleList();
     const mine4 = all.find((r) => r.src?.address === "10.9.0.5");
     const mine6 = all.find((r) => r.src?.address === "fd00::5");
     expect(mine4).toMatchObject({ family: 4, table: 100, action: 1, src: { prefixLen: 32 } });
     expect(mine6).toMatchObject({ family: 6, table: 300 });
     expect(mine4?.priority).toBe(ip4.find((r) => r.src === "10.9.0.5")?.priority);
-    expect(ruleList(h, 6).every((r) => r.family === 6)).toBe(true);
+    expect(h.ruleList(6).every((r) => r.family === 6)).toBe(true);
 
-    ruleDel(h, ruleSpecOf(mine4!));
-    ruleDel(h, ruleSpecOf(mine6!));
-    expect(ruleList(h).some((r) => r.src !== undefined)).toBe(false);
+    h.ruleDel(ruleSpecOf(mine4!));
+    h.ruleDel(ruleSpecOf(mine6!));
+    expect(h.ruleList().some((r) => r.src !== undefined)).toBe(false);
   });
 
   test("deleting a rule that does not exist is a not-found error", () => {
     let err: unknown;
     try {
-      ruleDel(h, { src: { address: "10.9.9.9", prefixLen: 32 }, table: 100 });
+      h.ruleDel({ src: { address: "10.9.9.9", prefixLen: 32 }, table: 100 });
     } catch (e) {
       err = e;
     }

@@ -2,7 +2,7 @@
  * Policy-routing rules (RTM_NEWRULE/RTM_DELRULE/RTM_GETRULE), as `ip rule` sends them: a
  * struct fib_rule_hdr, then FRA_SRC / FRA_DST, FRA_PRIORITY and, for tables ≥ 256, FRA_TABLE
  * (smaller tables travel in the header byte, as iproute2 and Go's netlink do). Builders are pure
- * and byte-checked against iproute2 (rule-golden.test.ts); the operations take a {@link Handle}.
+ * and byte-checked against iproute2 (rule.test.ts); callers use the Handle methods.
  */
 
 import { AF_INET, AF_INET6, AF_UNSPEC } from "../sys/constants.ts";
@@ -22,7 +22,7 @@ import {
 import { NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REQUEST } from "./constants/netlink.ts";
 import { RT_TABLE_MAIN, RT_TABLE_UNSPEC, RTM_DELRULE, RTM_GETRULE, RTM_NEWRULE } from "./constants/rtnetlink.ts";
 import { bytesToIp, familyOf, ipToBytes } from "./_addr-bytes.ts";
-import type { Handle } from "./handle.ts";
+import type { NetlinkSocket } from "./socket.ts";
 import type { RoutePrefix } from "./route.ts";
 
 /** What a rule to add or delete says (`ip rule add|del [from P] [to P] [pref N] lookup T`). */
@@ -141,9 +141,9 @@ function describe(r: RuleSpec): string {
 }
 
 /** Equivalent to `ip [-4|-6] rule list` (both families when `family` is omitted). */
-export function ruleList(handle: Handle, family?: 4 | 6): RuleEntry[] {
+export function ruleList(sock: NetlinkSocket, family?: 4 | 6): RuleEntry[] {
   const out: RuleEntry[] = [];
-  for (const m of handle.socket.request(buildRuleDumpRequest(family), "dump")) {
+  for (const m of sock.request(buildRuleDumpRequest(family), "dump")) {
     if (m.type !== RTM_NEWRULE) continue;
     const r = parseRule(m.payload);
     if (r === undefined) continue;
@@ -154,13 +154,13 @@ export function ruleList(handle: Handle, family?: 4 | 6): RuleEntry[] {
 }
 
 /** Equivalent to `ip rule add [from P] [to P] [pref N] lookup T` (EEXIST for an identical rule). */
-export function ruleAdd(handle: Handle, r: RuleSpec): void {
-  handle.socket.request(buildRuleAddRequest(r), describe(r));
+export function ruleAdd(sock: NetlinkSocket, r: RuleSpec): void {
+  sock.request(buildRuleAddRequest(r), describe(r));
 }
 
 /** Equivalent to `ip rule del [from P] [to P] [pref N] [lookup T]` (ENOENT when none matches). */
-export function ruleDel(handle: Handle, r: RuleSpec): void {
-  handle.socket.request(buildRuleDelRequest(r), describe(r));
+export function ruleDel(sock: NetlinkSocket, r: RuleSpec): void {
+  sock.request(buildRuleDelRequest(r), describe(r));
 }
 
 /** The spec that deletes exactly `e` (as listed). */

@@ -1,5 +1,5 @@
 /**
- * Bridge netlink constants used by bridge-vlan.ts and bridge-link.ts. Provenance:
+ * Bridge netlink constants used by bridge-vlan.ts. Provenance:
  * include/uapi/linux/if_bridge.h (Linux 6.18). Names verbatim. (IFLA_BR_* and IFLA_BRPORT_* are in
  * constants/if-link.ts.)
  */

@@ -177,3 +177,7 @@ export const IFLA_VLAN_FLAGS = 2;
 export const IFLA_VLAN_EGRESS_QOS = 3;
 export const IFLA_VLAN_INGRESS_QOS = 4;
 export const IFLA_VLAN_PROTOCOL = 5;
+
+// VRF IFLA_INFO_DATA
+export const IFLA_VRF_UNSPEC = 0;
+export const IFLA_VRF_TABLE = 1;

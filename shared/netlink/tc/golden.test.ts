@@ -1,5 +1,5 @@
 /**
- * Golden bytes for the tc request builders (tc-qdisc.ts, tc-filter.ts, tc-action.ts) against what
+ * Golden bytes for the tc request builders (qdisc.ts, htb.ts, filter.ts, action.ts) against what
  * iproute2's `tc` sent (test/fixtures/netlink/tc-iproute2-requests.json); nlmsg_seq and nlmsg_pid
  * (bytes 8..15) are ignored. The rate table is also checked on its own, for each captured TBF.
  *
@@ -9,14 +9,14 @@
  * fixture's `capture_htb`).
  */
 import { describe, expect, test } from "bun:test";
-import fixtures from "../../test/fixtures/netlink/tc-iproute2-requests.json";
-import { attrMap, buildMessage, fromHex, readU32, toHex } from "./codec.ts";
-import { ETH_P_ALL } from "./constants/pkt-cls.ts";
-import { TCA_OPTIONS, TCA_TBF_RTAB, TCMSG_SIZE, TC_H_INGRESS, TC_H_MIN_INGRESS } from "./constants/pkt-sched.ts";
-import { RTM_NEWTFILTER } from "./constants/rtnetlink.ts";
-import { TCA_EGRESS_REDIR } from "./constants/tc-act.ts";
-import { buildFilterDelRequest, buildFilterDumpRequest, buildU32FilterAddRequest, filterInfo, parseFilter } from "./tc-filter.ts";
-import { formatTcHandle, tcHandle, writeTcmsg } from "./tc-msg.ts";
+import fixtures from "../../../test/fixtures/netlink/tc-iproute2-requests.json";
+import { attrMap, buildMessage, fromHex, readU32, toHex } from "../codec.ts";
+import { ETH_P_ALL } from "../constants/pkt-cls.ts";
+import { TCA_OPTIONS, TCA_TBF_RTAB, TCMSG_SIZE, TC_H_INGRESS, TC_H_MIN_INGRESS } from "../constants/pkt-sched.ts";
+import { RTM_NEWTFILTER } from "../constants/rtnetlink.ts";
+import { TCA_EGRESS_REDIR } from "../constants/tc-act.ts";
+import { buildFilterDelRequest, buildFilterDumpRequest, buildU32FilterAddRequest, filterInfo, parseFilter } from "./filter.ts";
+import { formatTcHandle, tcHandle, writeTcmsg } from "./msg.ts";
 import {
   buildClsactQdiscAddRequest,
   buildIngressQdiscRequest,
@@ -25,12 +25,12 @@ import {
   buildTbfRequest,
   parseQdisc,
   INGRESS_HANDLE,
-} from "./tc-qdisc.ts";
-import { calcRateTable, parsePsched, xmitTime } from "./tc-rate-table.ts";
-import { buildClassDumpRequest, buildHtbClassRequest, buildHtbQdiscRequest, parseClass, parseHtbDefaultClass } from "./tc-htb.ts";
-import { u32PrefixKeys } from "./tc-u32-match.ts";
-import { ETH_P_IP, ETH_P_IPV6 } from "./constants/pkt-cls.ts";
-import { ipToBytes, parseIP } from "../ip/addr.ts";
+} from "./qdisc.ts";
+import { calcRateTable, parsePsched, xmitTime } from "./rate-table.ts";
+import { buildClassDumpRequest, buildHtbClassRequest, buildHtbQdiscRequest, parseClass, parseHtbDefaultClass } from "./htb.ts";
+import { u32PrefixKeys } from "./u32-match.ts";
+import { ETH_P_IP, ETH_P_IPV6 } from "../constants/pkt-cls.ts";
+import { ipToBytes, parseIP } from "../../ip/addr.ts";
 
 const cases = fixtures.cases as Record<string, { command: string; ok: boolean; hex: string }>;
 const idx = fixtures.context.ifindex;

@@ -1,11 +1,12 @@
 /**
  * HTB (`tc qdisc|class ... htb`): the root qdisc with its default class, classes with rate/ceil
  * and their buckets, and the class dump; RTM_NEWQDISC / RTM_NEWTCLASS / RTM_GETTCLASS. Builders
- * are pure and byte-checked against `tc` (test/fixtures/netlink/tc-iproute2-requests.json).
+ * are pure and byte-checked against `tc` (test/fixtures/netlink/tc-iproute2-requests.json). Callers use the
+ * Handle methods.
  */
 
-import { attrMap, buildMessage, readU32, readU64 } from "./codec.ts";
-import { NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, NLM_F_REQUEST } from "./constants/netlink.ts";
+import { attrMap, buildMessage, readU32, readU64 } from "../codec.ts";
+import { NLM_F_DUMP, NLM_F_REQUEST } from "../constants/netlink.ts";
 import {
   TCA_HTB_CEIL64,
   TCA_HTB_CTAB,
@@ -16,18 +17,13 @@ import {
   TC_HTB_GLOB_SIZE,
   TC_HTB_OPT_SIZE,
   TC_HTB_PROTOVER,
-} from "./constants/pkt-sched-htb.ts";
-import { TCA_KIND, TCA_OPTIONS, TC_H_ROOT, TC_RATESPEC_SIZE } from "./constants/pkt-sched.ts";
-import { RTM_GETTCLASS, RTM_NEWQDISC, RTM_NEWTCLASS } from "./constants/rtnetlink.ts";
-import type { Handle } from "./handle.ts";
-import { parseTcObject, tcHandle, writeTcmsg, type TcObject } from "./tc-msg.ts";
-import { u64Bytes, writeRateSpec, type QdiscOp } from "./tc-qdisc.ts";
-import { calcRateTable } from "./tc-rate-table.ts";
-
-const OP_FLAGS: Readonly<Record<QdiscOp, number>> = {
-  add: NLM_F_REQUEST | NLM_F_ACK | NLM_F_EXCL | NLM_F_CREATE,
-  replace: NLM_F_REQUEST | NLM_F_ACK | NLM_F_REPLACE | NLM_F_CREATE,
-};
+} from "../constants/pkt-sched-htb.ts";
+import { TCA_KIND, TCA_OPTIONS, TC_H_ROOT, TC_RATESPEC_SIZE } from "../constants/pkt-sched.ts";
+import { RTM_GETTCLASS, RTM_NEWQDISC, RTM_NEWTCLASS } from "../constants/rtnetlink.ts";
+import type { NetlinkSocket } from "../socket.ts";
+import { parseTcObject, tcHandle, writeTcmsg, type TcObject } from "./msg.ts";
+import { OP_FLAGS, u64Bytes, writeRateSpec, type QdiscOp } from "./qdisc.ts";
+import { calcRateTable } from "./rate-table.ts";
 
 const U32_LIMIT = 2 ** 32;
 
@@ -155,19 +151,19 @@ export function parseClass(payload: Uint8Array): TcClass {
 }
 
 /** Equivalent to `tc qdisc add|replace dev X root handle 1: htb default D`. */
-export function qdiscHtb(handle: Handle, op: QdiscOp, s: HtbQdiscSpec): void {
-  handle.socket.request(buildHtbQdiscRequest(op, s), `htb index=${s.index}`);
+export function qdiscHtb(sock: NetlinkSocket, op: QdiscOp, s: HtbQdiscSpec): void {
+  sock.request(buildHtbQdiscRequest(op, s), `htb index=${s.index}`);
 }
 
 /** Equivalent to `tc class add|replace dev X parent P classid C htb rate R ceil C ...`. */
-export function classHtb(handle: Handle, op: QdiscOp, s: HtbClassSpec): void {
-  handle.socket.request(buildHtbClassRequest(op, s), `htb class index=${s.index}`);
+export function classHtb(sock: NetlinkSocket, op: QdiscOp, s: HtbClassSpec): void {
+  sock.request(buildHtbClassRequest(op, s), `htb class index=${s.index}`);
 }
 
 /** Equivalent to `tc class show dev X`. */
-export function classList(handle: Handle, index: number): TcClass[] {
+export function classList(sock: NetlinkSocket, index: number): TcClass[] {
   const out: TcClass[] = [];
-  for (const m of handle.socket.request(buildClassDumpRequest(index), "class dump")) {
+  for (const m of sock.request(buildClassDumpRequest(index), "class dump")) {
     if (m.type !== RTM_NEWTCLASS) continue;
     const c = parseClass(m.payload);
     if (c.index === index) out.push(c);

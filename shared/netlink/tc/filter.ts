@@ -1,17 +1,18 @@
 /**
  * u32 filters (`tc filter add|del|show`): RTM_NEWTFILTER / RTM_DELTFILTER / RTM_GETTFILTER with
  * selector keys, an optional classid and mirred actions. Builders are pure and byte-checked
- * against `tc` (test/fixtures/netlink/tc-iproute2-requests.json).
+ * against `tc` (test/fixtures/netlink/tc-iproute2-requests.json). Callers use the
+ * Handle methods.
  */
 
-import { attrMap, buildMessage, parseAttrs, readI32, readU32, readU8 } from "./codec.ts";
-import { NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REQUEST } from "./constants/netlink.ts";
-import { TCA_U32_ACT, TCA_U32_CLASSID, TCA_U32_SEL, TC_U32_KEY_SIZE, TC_U32_SEL_SIZE, TC_U32_TERMINAL } from "./constants/pkt-cls.ts";
-import { TCA_CHAIN, TCA_KIND, TCA_OPTIONS, TCMSG_SIZE } from "./constants/pkt-sched.ts";
-import { RTM_DELTFILTER, RTM_GETTFILTER, RTM_NEWTFILTER } from "./constants/rtnetlink.ts";
-import type { Handle } from "./handle.ts";
-import { parseActions, writeActions, type MirredAction, type TcAction } from "./tc-action.ts";
-import { htons, ntohs, parseTcObject, tcHandle, writeTcmsg } from "./tc-msg.ts";
+import { attrMap, buildMessage, parseAttrs, readI32, readU32, readU8 } from "../codec.ts";
+import { NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REQUEST } from "../constants/netlink.ts";
+import { TCA_U32_ACT, TCA_U32_CLASSID, TCA_U32_SEL, TC_U32_KEY_SIZE, TC_U32_SEL_SIZE, TC_U32_TERMINAL } from "../constants/pkt-cls.ts";
+import { TCA_CHAIN, TCA_KIND, TCA_OPTIONS, TCMSG_SIZE } from "../constants/pkt-sched.ts";
+import { RTM_DELTFILTER, RTM_GETTFILTER, RTM_NEWTFILTER } from "../constants/rtnetlink.ts";
+import type { NetlinkSocket } from "../socket.ts";
+import { parseActions, writeActions, type MirredAction, type TcAction } from "./action.ts";
+import { htons, ntohs, parseTcObject, tcHandle, writeTcmsg } from "./msg.ts";
 
 /** One 32-bit match: (packet word at `off` & mask) == value; mask/value as big-endian u32 numbers. */
 export interface U32Key {
@@ -134,19 +135,19 @@ export function parseFilter(payload: Uint8Array): Filter {
 }
 
 /** Equivalent to `tc filter add dev X parent P protocol PROTO prio N u32 match ... [classid C] [action ...]`. */
-export function filterAddU32(handle: Handle, s: U32FilterSpec): void {
-  handle.socket.request(buildU32FilterAddRequest(s), `u32 filter index=${s.index} prio=${s.priority}`);
+export function filterAddU32(sock: NetlinkSocket, s: U32FilterSpec): void {
+  sock.request(buildU32FilterAddRequest(s), `u32 filter index=${s.index} prio=${s.priority}`);
 }
 
 /** Equivalent to `tc filter del dev X parent P protocol PROTO prio N`. */
-export function filterDel(handle: Handle, index: number, parent: number, priority: number, protocol: number): void {
-  handle.socket.request(buildFilterDelRequest(index, parent, priority, protocol), `filter index=${index} prio=${priority}`);
+export function filterDel(sock: NetlinkSocket, index: number, parent: number, priority: number, protocol: number): void {
+  sock.request(buildFilterDelRequest(index, parent, priority, protocol), `filter index=${index} prio=${priority}`);
 }
 
 /** Equivalent to `tc filter show dev X parent P`. */
-export function filterList(handle: Handle, index: number, parent: number): Filter[] {
+export function filterList(sock: NetlinkSocket, index: number, parent: number): Filter[] {
   const out: Filter[] = [];
-  for (const m of handle.socket.request(buildFilterDumpRequest(index, parent), "filter dump")) {
+  for (const m of sock.request(buildFilterDumpRequest(index, parent), "filter dump")) {
     if (m.type === RTM_NEWTFILTER) out.push(parseFilter(m.payload));
   }
   return out;

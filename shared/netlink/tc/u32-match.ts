@@ -5,7 +5,7 @@
  * mask 0 (every packet of the protocol).
  */
 
-import type { U32Key } from "./tc-filter.ts";
+import type { U32Key } from "./filter.ts";
 
 /** Header offsets of the addresses: IPv4 saddr 12 / daddr 16, IPv6 saddr 8 / daddr 24. */
 const OFFSETS = { 4: { src: 12, dst: 16 }, 16: { src: 8, dst: 24 } } as const;

@@ -1,11 +1,12 @@
 /**
  * Queueing disciplines (`tc qdisc add|replace|del|show`): TBF (with the rate table tc sends),
  * ingress and clsact; RTM_NEWQDISC / RTM_DELQDISC / RTM_GETQDISC. Builders are pure and
- * byte-checked against `tc` (test/fixtures/netlink/tc-iproute2-requests.json).
+ * byte-checked against `tc` (test/fixtures/netlink/tc-iproute2-requests.json). Callers use the
+ * Handle methods.
  */
 
-import { HOST_LITTLE_ENDIAN, attrMap, buildMessage, readU32, readU64, readU8, type NlWriter } from "./codec.ts";
-import { NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, NLM_F_REQUEST } from "./constants/netlink.ts";
+import { HOST_LITTLE_ENDIAN, attrMap, buildMessage, readU32, readU64, readU8, type NlWriter } from "../codec.ts";
+import { NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, NLM_F_REQUEST } from "../constants/netlink.ts";
 import {
   TCA_KIND,
   TCA_OPTIONS,
@@ -17,16 +18,17 @@ import {
   TC_H_ROOT,
   TC_RATESPEC_SIZE,
   TC_TBF_QOPT_SIZE,
-} from "./constants/pkt-sched.ts";
-import { RTM_DELQDISC, RTM_GETQDISC, RTM_NEWQDISC } from "./constants/rtnetlink.ts";
-import type { Handle } from "./handle.ts";
-import { calcRateTable, type RateSpec } from "./tc-rate-table.ts";
-import { parseTcObject, tcHandle, writeTcmsg, type TcObject } from "./tc-msg.ts";
+} from "../constants/pkt-sched.ts";
+import { RTM_DELQDISC, RTM_GETQDISC, RTM_NEWQDISC } from "../constants/rtnetlink.ts";
+import type { NetlinkSocket } from "../socket.ts";
+import { calcRateTable, type RateSpec } from "./rate-table.ts";
+import { parseTcObject, tcHandle, writeTcmsg, type TcObject } from "./msg.ts";
 
 /** `add` fails when a qdisc is already attached there (EEXIST); `replace` swaps it. */
 export type QdiscOp = "add" | "replace";
 
-const OP_FLAGS: Readonly<Record<QdiscOp, number>> = {
+/** The nlmsg flags of each {@link QdiscOp} (also used for HTB qdiscs and classes). */
+export const OP_FLAGS: Readonly<Record<QdiscOp, number>> = {
   add: NLM_F_REQUEST | NLM_F_ACK | NLM_F_EXCL | NLM_F_CREATE,
   replace: NLM_F_REQUEST | NLM_F_ACK | NLM_F_REPLACE | NLM_F_CREATE,
 };
@@ -56,7 +58,7 @@ export interface TbfSpec {
   burst?: number;
 }
 
-/** Writes a struct tc_ratespec (also used by tc-htb.ts). */
+/** Writes a struct tc_ratespec (also used by htb.ts). */
 export function writeRateSpec(w: NlWriter, s: RateSpec): void {
   w.u8(s.cellLog).u8(s.linklayer).u16(s.overhead).u16(s.cellAlign & 0xffff).u16(s.mpu).u32(s.rate);
 }
@@ -162,29 +164,29 @@ export function parseQdisc(payload: Uint8Array): Qdisc {
 }
 
 /** Equivalent to `tc qdisc add|replace dev X root handle 1: tbf rate R burst B limit L`. */
-export function qdiscTbf(handle: Handle, op: QdiscOp, s: TbfSpec): void {
-  handle.socket.request(buildTbfRequest(op, s), `tbf index=${s.index}`);
+export function qdiscTbf(sock: NetlinkSocket, op: QdiscOp, s: TbfSpec): void {
+  sock.request(buildTbfRequest(op, s), `tbf index=${s.index}`);
 }
 
 /** Equivalent to `tc qdisc add|replace dev X handle ffff: ingress`. */
-export function qdiscIngress(handle: Handle, op: QdiscOp, index: number): void {
-  handle.socket.request(buildIngressQdiscRequest(op, index), `ingress index=${index}`);
+export function qdiscIngress(sock: NetlinkSocket, op: QdiscOp, index: number): void {
+  sock.request(buildIngressQdiscRequest(op, index), `ingress index=${index}`);
 }
 
 /** Equivalent to `tc qdisc add dev X clsact`. */
-export function qdiscClsactAdd(handle: Handle, index: number): void {
-  handle.socket.request(buildClsactQdiscAddRequest(index), `clsact index=${index}`);
+export function qdiscClsactAdd(sock: NetlinkSocket, index: number): void {
+  sock.request(buildClsactQdiscAddRequest(index), `clsact index=${index}`);
 }
 
 /** Equivalent to `tc qdisc del dev X root|ingress`. */
-export function qdiscDel(handle: Handle, index: number, where: "root" | "ingress"): void {
-  handle.socket.request(buildQdiscDelRequest(index, where), `${where} qdisc index=${index}`);
+export function qdiscDel(sock: NetlinkSocket, index: number, where: "root" | "ingress"): void {
+  sock.request(buildQdiscDelRequest(index, where), `${where} qdisc index=${index}`);
 }
 
 /** Equivalent to `tc qdisc show [dev X]`: every qdisc, or those of ifindex `index`. */
-export function qdiscList(handle: Handle, index?: number): Qdisc[] {
+export function qdiscList(sock: NetlinkSocket, index?: number): Qdisc[] {
   const out: Qdisc[] = [];
-  for (const m of handle.socket.request(buildQdiscDumpRequest(), "qdisc dump")) {
+  for (const m of sock.request(buildQdiscDumpRequest(), "qdisc dump")) {
     if (m.type !== RTM_NEWQDISC) continue;
     const q = parseQdisc(m.payload);
     if (index === undefined || q.index === index) out.push(q);

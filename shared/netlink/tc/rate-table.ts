@@ -6,7 +6,7 @@
  */
 
 import { readFileSync } from "node:fs";
-import { TC_LINKLAYER_ETHERNET, TC_LINKLAYER_MASK, TC_RTAB_SIZE, TIME_UNITS_PER_SEC } from "./constants/pkt-sched.ts";
+import { TC_LINKLAYER_ETHERNET, TC_LINKLAYER_MASK, TC_RTAB_SIZE, TIME_UNITS_PER_SEC } from "../constants/pkt-sched.ts";
 
 /** Ticks per microsecond on kernels since 2.6.31 (psched ticks are 64 ns: 1000 / 64). */
 export const DEFAULT_TICK_IN_USEC = 15.625;

@@ -3,10 +3,10 @@
  * { TCA_ACT_KIND, TCA_ACT_OPTIONS }); only mirred is encoded (`action mirred egress redirect dev X`).
  */
 
-import { attrMap, parseAttrs, readI32, readString, readU32, type NlWriter } from "./codec.ts";
-import { NLA_F_NESTED } from "./constants/netlink.ts";
-import { TCA_ACT_KIND, TCA_ACT_OPTIONS, TC_ACT_STOLEN } from "./constants/pkt-cls.ts";
-import { TCA_EGRESS_REDIR, TCA_MIRRED_PARMS, TC_MIRRED_SIZE } from "./constants/tc-act.ts";
+import { attrMap, parseAttrs, readI32, readString, readU32, type NlWriter } from "../codec.ts";
+import { NLA_F_NESTED } from "../constants/netlink.ts";
+import { TCA_ACT_KIND, TCA_ACT_OPTIONS, TC_ACT_STOLEN } from "../constants/pkt-cls.ts";
+import { TCA_EGRESS_REDIR, TCA_MIRRED_PARMS, TC_MIRRED_SIZE } from "../constants/tc-act.ts";
 
 /** `mirred egress redirect dev X` (defaults) or another mirred mode / verdict. */
 export interface MirredAction {

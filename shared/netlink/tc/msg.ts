@@ -1,12 +1,12 @@
 /**
  * The parts every tc message shares: struct tcmsg, 32-bit handles (`maj:min`), the filter
  * protocol in network byte order, and the decoding of the common header of RTM_NEWQDISC /
- * RTM_NEWTFILTER replies. Used by tc-qdisc.ts and tc-filter.ts.
+ * RTM_NEWTCLASS / RTM_NEWTFILTER replies. Used by qdisc.ts, htb.ts and filter.ts.
  */
 
-import { AF_UNSPEC } from "../sys/constants.ts";
-import { HOST_LITTLE_ENDIAN, attrMap, readI32, readString, readU32, type NlWriter } from "./codec.ts";
-import { TCA_KIND, TCA_OPTIONS, TCMSG_SIZE, TC_H_MAJ_MASK, TC_H_MIN_MASK } from "./constants/pkt-sched.ts";
+import { AF_UNSPEC } from "../../sys/constants.ts";
+import { HOST_LITTLE_ENDIAN, attrMap, readI32, readString, readU32, type NlWriter } from "../codec.ts";
+import { TCA_KIND, TCA_OPTIONS, TCMSG_SIZE, TC_H_MAJ_MASK, TC_H_MIN_MASK } from "../constants/pkt-sched.ts";
 
 /** `maj:min` as the kernel's 32-bit handle (TC_H_MAKE). */
 export function tcHandle(major: number, minor: number): number {
