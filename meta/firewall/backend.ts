@@ -1,6 +1,8 @@
-/** The interface every firewall backend implements, and what one invocation hands it. */
+/** What the firewall plugin's backends implement, and what one invocation hands them. */
+import type { FirewallFeature } from "../../shared/firewall/backend.ts";
+import type { ValidAttachment } from "../../shared/cni/netconf.ts";
 import type { IPFamily } from "../../shared/ip/ip.ts";
-import type { BackendName, FirewallConf, IngressPolicy } from "./config.ts";
+import type { FirewallConf, IngressPolicy } from "./config.ts";
 import type { HostAddress } from "./target.ts";
 
 export interface FirewallTarget {
@@ -17,13 +19,16 @@ export interface FirewallTarget {
   policyFamilies: IPFamily[];
 }
 
-export interface FirewallBackend {
-  readonly name: BackendName;
-  add(t: FirewallTarget): Promise<void> | void;
-  /** Throws describing the first missing piece. */
-  check(t: FirewallTarget): Promise<void> | void;
-  /** Idempotent; never fails because something is already gone. */
-  del(t: FirewallTarget): Promise<void> | void;
-  /** Removes state of `network` that belongs to no attachment in `keep` (where the backend can tell). */
-  gc(network: string, keep: readonly { containerID: string; ifName: string }[]): Promise<void> | void;
+/** The plugin in the iptables or nftables backend. */
+export type FirewallRules = FirewallFeature<FirewallTarget>;
+
+/** The plugin in the firewalld backend: the same operations, over D-Bus (hence asynchronous). */
+export interface FirewalldBackend {
+  readonly backend: "firewalld";
+  setup(t: FirewallTarget): Promise<void>;
+  check(t: FirewallTarget): Promise<string[]>;
+  teardown(t: FirewallTarget, expected: boolean): Promise<void>;
+  gc(network: string, keep: readonly ValidAttachment[]): void;
 }
+
+export type FirewallBackend = FirewallRules | FirewalldBackend;

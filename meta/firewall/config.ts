@@ -1,10 +1,11 @@
 /**
- * The firewall plugin's configuration (upstream plugins/meta/firewall FirewallNetConf,
- * upstream-matrix §2.15): the base NetConf plus `backend`, `iptablesAdminChainName`,
- * `firewalldZone` and `ingressPolicy`, with upstream's defaults (`CNI-ADMIN`, `trusted`, `open`).
+ * The firewall plugin's configuration (upstream plugins/meta/firewall FirewallNetConf): the base
+ * NetConf plus `backend`, `iptablesAdminChainName`, `firewalldZone` and `ingressPolicy`, with
+ * upstream's defaults (`CNI-ADMIN`, `trusted`, `open`).
  *
  * The raw `backend` and `ingressPolicy` strings are kept; {@link parseBackend} and
- * {@link parseIngressPolicy} validate them, so DEL can stay lenient where ADD is strict (P24).
+ * {@link parseIngressPolicy} validate them, so DEL can stay lenient where ADD is strict (a bad
+ * value must not block pod deletion).
  */
 import { t } from "../../shared/cni/decode.ts";
 import { InternalError, InvalidConfigError } from "../../shared/cni/errors.ts";
@@ -22,7 +23,7 @@ const firewallSchema = t.object("FirewallNetConf", {
   ingressPolicy: t.string(),
 });
 
-export type BackendName = "iptables" | "firewalld" | "nftables";
+export type FirewallBackendName = "iptables" | "firewalld" | "nftables";
 export type IngressPolicy = "open" | "same-bridge" | "isolated";
 
 export interface FirewallConf {
@@ -52,7 +53,7 @@ export function loadFirewallConf(args: CmdArgs): FirewallConf {
  * The requested backend; undefined = choose automatically. An unknown name is refused (upstream
  * silently falls back to auto-detection); `lenient` (DEL) treats it as "choose automatically".
  */
-export function parseBackend(raw: string, lenient = false): BackendName | undefined {
+export function parseBackend(raw: string, lenient = false): FirewallBackendName | undefined {
   if (raw === "") return undefined;
   if (raw === "iptables" || raw === "firewalld" || raw === "nftables") return raw;
   if (lenient) return undefined;

@@ -3,7 +3,6 @@
  * `@homebridge/dbus-native` client. The library is loaded lazily (on the first call), so no other
  * plugin's start-up pays for it. Every call has a timeout: a wedged bus must not hang a CNI call.
  */
-import { InternalError } from "../../shared/cni/errors.ts";
 
 /** godbus's default when DBUS_SYSTEM_BUS_ADDRESS is unset. */
 export const DEFAULT_SYSTEM_BUS = "unix:path=/var/run/dbus/system_bus_socket";
@@ -20,7 +19,7 @@ export interface DBusCall {
 }
 
 /** A D-Bus error reply (`name` is the error name, e.g. org.fedoraproject.FirewallD1.Exception). */
-export class DBusError extends InternalError {
+export class DBusError extends Error {
   override name = "DBusError";
   readonly errorName: string;
   constructor(errorName: string, message: string) {

@@ -2,8 +2,9 @@ import { describe, expect, test } from "bun:test";
 import type { CmdArgs, Command } from "../../shared/cni/types.ts";
 import { FakeIptables } from "../../shared/firewall/iptables/fake.ts";
 import { FakeNft } from "../../shared/firewall/nftables/fake.ts";
-import type { FirewallBackend, FirewallTarget } from "./backend.ts";
+import type { FirewalldBackend, FirewallTarget } from "./backend.ts";
 import { makeFirewallPlugin, type FirewallDeps } from "./firewall.ts";
+import { busSocketsMissing } from "./firewalld-backend.ts";
 import { instanceComment, NFT_PRIV, NFT_TABLE } from "./nftables-backend.ts";
 
 const PREV = {
@@ -42,16 +43,18 @@ function setup(opts: { iptables?: boolean; nft?: boolean; firewalld?: boolean } 
   const nft = new FakeNft();
   (nft as { installed?: boolean }).installed = opts.nft ?? true;
   const fwd: FakeFirewalld = { calls: [], running: opts.firewalld ?? false };
-  const fwdBackend = (address: string): FirewallBackend => ({
-    name: "firewalld",
-    add: (t: FirewallTarget) => void fwd.calls.push(...t.addrs.map((a) => `${address} add ${t.conf.zone} ${a.host}`)),
-    check: (t: FirewallTarget) => void fwd.calls.push(...t.addrs.map((a) => `check ${t.conf.zone} ${a.host}`)),
-    del: (t: FirewallTarget) => void fwd.calls.push(...t.addrs.map((a) => `del ${t.conf.zone} ${a.host}`)),
+  const fwdBackend = (address: string): FirewalldBackend => ({
+    backend: "firewalld",
+    setup: async (t: FirewallTarget) => void fwd.calls.push(...t.addrs.map((a) => `${address} add ${t.conf.zone} ${a.host}`)),
+    check: async (t: FirewallTarget) => {
+      fwd.calls.push(...t.addrs.map((a) => `check ${t.conf.zone} ${a.host}`));
+      return [];
+    },
+    teardown: async (t: FirewallTarget) => void fwd.calls.push(...t.addrs.map((a) => `del ${t.conf.zone} ${a.host}`)),
     gc: () => {},
   });
   const deps: FirewallDeps = {
-    iptables: () => ipt,
-    nftables: () => nft,
+    drivers: () => ({ iptables: ipt, nftables: nft }),
     firewalld: fwdBackend,
     firewalldRunning: async () => fwd.running,
   };
@@ -129,7 +132,7 @@ describe("firewall plugin (fakes)", () => {
     ]);
   });
 
-  test("config errors: missing prevResult, unknown policy and backend; DEL stays lenient (P24)", async () => {
+  test("config errors: missing prevResult, unknown policy and backend; DEL stays lenient", async () => {
     const { plugin } = setup();
     await expect(plugin.add(cmd("ADD", { backend: "iptables" }))).rejects.toThrow("missing prevResult from earlier plugin");
     await expect(plugin.check!(cmd("CHECK", { backend: "iptables" }))).rejects.toThrow("missing prevResult from earlier plugin");
@@ -194,6 +197,38 @@ describe("firewall plugin (fakes)", () => {
     await plugin.gc!(cmd("GC", { cniVersion: "1.1.0", backend: "nftables", "cni.dev/valid-attachments": [{ containerID: "keep", ifname: "eth0" }] }, {}, ""));
     const left = nft.listTable("inet", NFT_TABLE)!.rules.filter((r) => r.chain === NFT_PRIV && r.comment !== undefined && !r.comment.startsWith("admin"));
     expect(new Set(left.map((r) => r.comment))).toEqual(new Set([instanceComment("net1", "keep", "eth0")]));
+  });
+
+  test("hot path: ADD reads CNI-FORWARD and FORWARD only, DEL reads nothing; never a whole table", async () => {
+    const { ipt, plugin } = setup();
+    ipt.loadKubeProxyNat(4, 200, 10);
+    const prev = (ip: string) => ({ cniVersion: "1.0.0", interfaces: [{ name: "eth0", sandbox: "/x" }], ips: [{ address: ip, interface: 0 }] });
+    await plugin.add(cmd("ADD", { backend: "iptables", prevResult: prev("10.88.0.5/16") }, {}, "a"));
+    ipt.reads.length = 0;
+    ipt.transactions.length = 0;
+    await plugin.add(cmd("ADD", { backend: "iptables", prevResult: prev("10.88.0.6/16") }, {}, "b"));
+    expect(ipt.reads).toEqual(["4 filter CNI-FORWARD", "4 filter FORWARD"]);
+    expect(ipt.transactions).toHaveLength(1);
+    ipt.reads.length = 0;
+    await plugin.del(cmd("DEL", { backend: "iptables", prevResult: prev("10.88.0.6/16") }, {}, "b"));
+    expect(ipt.reads).toEqual([]);
+    expect(ipt.transactions).toHaveLength(2);
+    expect(filterLines(ipt, 4).filter((l) => l.includes("10.88.0."))).toEqual([
+      "-A CNI-FORWARD -d 10.88.0.5/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+      "-A CNI-FORWARD -s 10.88.0.5/32 -j ACCEPT",
+    ]);
+    // A repeated DEL: its restore fails, CNI-FORWARD is read, nothing is left to write.
+    await plugin.del(cmd("DEL", { backend: "iptables", prevResult: prev("10.88.0.6/16") }, {}, "b"));
+    expect(ipt.reads).toEqual(["4 filter CNI-FORWARD"]);
+    expect(ipt.transactions).toHaveLength(3);
+  });
+
+  test("no system bus socket means no firewalld, decided without the D-Bus client", () => {
+    expect(busSocketsMissing("unix:path=/nonexistent/system_bus_socket")).toBe(true);
+    expect(busSocketsMissing("unix:path=/nonexistent/a;unix:guid=1,path=/nonexistent/b")).toBe(true);
+    expect(busSocketsMissing(`unix:path=${import.meta.path}`)).toBe(false);
+    expect(busSocketsMissing("unix:abstract=/tmp/dbus-x")).toBe(false);
+    expect(busSocketsMissing("unix:path=/nonexistent/a;tcp:host=localhost,port=1")).toBe(false);
   });
 
   test("versions: 0.4.0 and later only", () => {

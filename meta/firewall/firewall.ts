@@ -1,77 +1,55 @@
 /**
  * firewall: a chained meta plugin that lets the container's addresses through the host firewall
- * (upstream plugins/meta/firewall, HEAD; upstream-matrix §2.15). It creates no interface; it
- * reads prevResult and returns it unchanged.
+ * (upstream plugins/meta/firewall, HEAD). It creates no interface; it reads prevResult and returns
+ * it unchanged.
  *
  * Backends: `iptables` (CNI-FORWARD / CNI-ADMIN chains, per-address ACCEPT rules), `firewalld`
  * (addresses bound to a zone over D-Bus) and, beyond upstream, `nftables` (our own
  * `inet cni_plugins_firewall` table). Without `backend`: firewalld when it owns its name on the
- * system bus, else iptables, else (an nft-only host) nftables.
- * `ingressPolicy` `same-bridge` / `isolated` isolates bridges from each other (and, for
- * `isolated`, the ports of one bridge too) with Docker-style CNI-ISOLATION-STAGE-1/2 chains —
+ * system bus, else the shared default (shared/firewall/backend.ts: iptables, or nftables on an
+ * nft-only host). `ingressPolicy` `same-bridge` / `isolated` isolates bridges from each other (and,
+ * for `isolated`, the ports of one bridge too) with Docker-style CNI-ISOLATION-STAGE-1/2 chains —
  * in iptables for the iptables and firewalld backends (as upstream), in nftables for nftables.
- *
- * Deliberate differences from upstream (Go 1.1.1 / HEAD):
- * - an unknown `backend` is refused on ADD and CHECK (code 7); upstream silently auto-detects.
- *   DEL stays lenient and auto-detects;
- * - DEL ignores `ingressPolicy` entirely, so a bad value cannot block pod deletion (P24);
- * - DEL never fails because the bus, firewalld or a rule is already gone;
- * - iptables changes are one iptables-restore per IP family and call, through the iptables variant
- *   (legacy / nf_tables) that holds the host's rules; rules are identical, so Go and TypeScript
- *   plugins remove each other's rules;
- * - CHECK only reads: it does not (re)create missing chains as upstream does; firewalld CHECK also
- *   requires querySource to answer true (upstream ignores the answer);
- * - the `nftables` backend and its GC (rules are tagged with network/container/ifname hashes);
- * - an invalid `iptablesAdminChainName` or a bridge name unfit for a rule is refused with a clear error;
- * - with the iptables backend, the isolation comments are HEAD's (`… (ingressPolicy: same-bridge|isolated)`
- *   on shared rules); 1.1.1 wrote `… (ingressPolicy: same-bridge)` everywhere, so after mixing both,
- *   FORWARD holds two equivalent jumps to CNI-ISOLATION-STAGE-1 (harmless, as with HEAD).
+ * What differs from upstream on purpose is listed in DIFFERENCES.md (firewall).
  */
 import { InternalError } from "../../shared/cni/errors.ts";
 import { prevResultFrom, validAttachmentsOf } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { versionsFrom } from "../../shared/cni/version.ts";
-import { systemIptables, type IptablesDriver } from "../../shared/firewall/iptables/driver.ts";
-import { systemNft, type NftDriver } from "../../shared/firewall/nftables/driver.ts";
-import type { FirewallBackend, FirewallTarget } from "./backend.ts";
-import { loadFirewallConf, parseBackend, parseIngressPolicy, validateAdminChain, type BackendName, type FirewallConf } from "./config.ts";
+import { chooseBackend, collectEverywhere, systemFirewallDrivers, type BackendName, type FirewallDrivers } from "../../shared/firewall/backend.ts";
+import type { FirewallBackend, FirewalldBackend, FirewallRules, FirewallTarget } from "./backend.ts";
+import { loadFirewallConf, parseBackend, parseIngressPolicy, validateAdminChain, type FirewallBackendName, type FirewallConf } from "./config.ts";
 import { firewalldBackend, isFirewalldRunning, systemBusAddress } from "./firewalld-backend.ts";
-import { iptablesBackend } from "./iptables-backend.ts";
-import { nftablesBackend } from "./nftables-backend.ts";
+import { addIsolationIptables, iptablesFirewall } from "./iptables-backend.ts";
+import { nftablesFirewall } from "./nftables-backend.ts";
 import { bridgeNameFor, hostAddresses, policyFamilies } from "./target.ts";
 
 /** What the plugin talks to; tests pass fakes. */
 export interface FirewallDeps {
-  iptables(): IptablesDriver;
-  nftables(): NftDriver;
+  drivers(): FirewallDrivers;
   /** The firewalld backend for a bus address. */
-  firewalld(address: string): FirewallBackend;
+  firewalld(address: string): FirewalldBackend;
   /** Upstream isFirewalldRunning. */
   firewalldRunning(address: string): Promise<boolean>;
 }
 
-let hostIpt: IptablesDriver | undefined;
 export const systemFirewallDeps: FirewallDeps = {
-  iptables: () => (hostIpt ??= systemIptables()),
-  nftables: () => systemNft,
+  drivers: systemFirewallDrivers,
   firewalld: firewalldBackend,
   firewalldRunning: isFirewalldRunning,
 };
 
-/** The backend to use: the requested one, else firewalld if running, iptables, or nftables on nft-only hosts. */
-export async function chooseBackend(requested: BackendName | undefined, args: CmdArgs, deps: FirewallDeps): Promise<FirewallBackend> {
+/** The plugin in each rule-writing backend, over `d`. */
+export function firewallFeatures(d: FirewallDrivers): Record<BackendName, FirewallRules> {
+  return { iptables: iptablesFirewall(d.iptables), nftables: nftablesFirewall(d.nftables) };
+}
+
+/** The requested backend; without one, firewalld when it runs, else the shared default. */
+export async function selectBackend(requested: FirewallBackendName | undefined, args: CmdArgs, deps: FirewallDeps): Promise<FirewallBackend> {
   const address = systemBusAddress(args.env);
-  switch (requested) {
-    case "iptables":
-      return iptablesBackend(deps.iptables());
-    case "nftables":
-      return nftablesBackend(deps.nftables());
-    case "firewalld":
-      return deps.firewalld(address);
-  }
-  if (await deps.firewalldRunning(address)) return deps.firewalld(address);
-  if (!deps.iptables().available() && deps.nftables().available()) return nftablesBackend(deps.nftables());
-  return iptablesBackend(deps.iptables());
+  if (requested === "firewalld" || (requested === undefined && (await deps.firewalldRunning(address)))) return deps.firewalld(address);
+  const d = deps.drivers();
+  return firewallFeatures(d)[chooseBackend(requested, d)];
 }
 
 function target(conf: FirewallConf, args: CmdArgs, prev: Result | undefined, withPolicy: boolean): FirewallTarget {
@@ -89,43 +67,47 @@ function target(conf: FirewallConf, args: CmdArgs, prev: Result | undefined, wit
 }
 
 export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
-  async function add(args: CmdArgs): Promise<Result> {
+  /** The validated config and prevResult of ADD and CHECK. */
+  function load(args: CmdArgs): { conf: FirewallConf; requested: FirewallBackendName | undefined; prev: Result } {
     const conf = loadFirewallConf(args);
     const requested = parseBackend(conf.backend);
     validateAdminChain(conf.adminChain);
     const prev = prevResultFrom(args);
     if (prev === undefined) throw new InternalError("missing prevResult from earlier plugin");
+    return { conf, requested, prev };
+  }
+
+  async function add(args: CmdArgs): Promise<Result> {
+    const { conf, requested, prev } = load(args);
     const t = target(conf, args, prev, true);
-    const backend = await chooseBackend(requested, args, deps);
-    await backend.add(t);
+    const backend = await selectBackend(requested, args, deps);
+    await backend.setup(t);
     // As upstream, the ingress policy of the firewalld backend is enforced with iptables.
-    if (backend.name === "firewalld" && t.policy !== "open") iptablesBackend(deps.iptables()).addIsolation(t);
+    if (backend.backend === "firewalld" && t.policy !== "open") addIsolationIptables(deps.drivers().iptables, t);
     return prev;
   }
 
   async function check(args: CmdArgs): Promise<void> {
-    const conf = loadFirewallConf(args);
-    const requested = parseBackend(conf.backend);
-    validateAdminChain(conf.adminChain);
-    const prev = prevResultFrom(args);
-    if (prev === undefined) throw new InternalError("missing prevResult from earlier plugin");
-    const backend = await chooseBackend(requested, args, deps);
-    await backend.check(target(conf, args, prev, false));
+    const { conf, requested, prev } = load(args);
+    const backend = await selectBackend(requested, args, deps);
+    const problems = await backend.check(target(conf, args, prev, false));
+    if (problems.length > 0) throw new InternalError(problems.join("; "));
   }
 
   async function del(args: CmdArgs): Promise<void> {
     const conf = loadFirewallConf(args);
-    const backend = await chooseBackend(parseBackend(conf.backend, true), args, deps);
-    await backend.del(target(conf, args, prevResultFrom(args), false));
+    const backend = await selectBackend(parseBackend(conf.backend, true), args, deps);
+    // A backend whose tools are gone has nothing left to remove.
+    if (backend.backend !== "firewalld" && !backend.available()) return;
+    await backend.teardown(target(conf, args, prevResultFrom(args), false), true);
   }
 
-  async function gc(args: CmdArgs): Promise<void> {
+  function gc(args: CmdArgs): void {
     const conf = loadFirewallConf(args);
     const keep = validAttachmentsOf(args.config);
     if (keep === undefined) return;
     // Only the nftables rules carry their owner; iptables rules and firewalld sources cannot be attributed.
-    const nft = deps.nftables();
-    if (nft.available()) await nftablesBackend(nft).gc(conf.name, keep);
+    collectEverywhere(Object.values(firewallFeatures(deps.drivers())), conf.name, keep);
   }
 
   return {

@@ -8,8 +8,9 @@
  * The bus is the D-Bus system bus: `DBUS_SYSTEM_BUS_ADDRESS` from the invocation's environment,
  * else `/var/run/dbus/system_bus_socket` (godbus's rule).
  */
-import { InternalError, messageOf } from "../../shared/cni/errors.ts";
-import type { FirewallBackend, FirewallTarget } from "./backend.ts";
+import { existsSync } from "node:fs";
+import { annotateError, messageOf } from "../../shared/error/annotate.ts";
+import type { FirewalldBackend, FirewallTarget } from "./backend.ts";
 import { connectBus, DEFAULT_SYSTEM_BUS, type DBusConnection } from "./dbus-client.ts";
 
 export const FIREWALLD_NAME = "org.fedoraproject.FirewallD1";
@@ -22,8 +23,21 @@ export function systemBusAddress(env: Readonly<Record<string, string | undefined
   return env.DBUS_SYSTEM_BUS_ADDRESS || DEFAULT_SYSTEM_BUS;
 }
 
+/**
+ * True when no entry of a D-Bus address list can connect because each is a `unix:path=` socket
+ * that does not exist — decided without loading the D-Bus client.
+ */
+export function busSocketsMissing(address: string): boolean {
+  return address.split(";").every((entry) => {
+    const m = /^unix:(?:.*,)?path=([^,]+)/.exec(entry);
+    return m !== null && !existsSync(decodeURIComponent(m[1]!));
+  });
+}
+
 /** Upstream isFirewalldRunning: the bus answers GetNameOwner for firewalld's well-known name. */
 export async function isFirewalldRunning(address: string): Promise<boolean> {
+  // The usual node has no system bus socket at all: no need to load the D-Bus client to find out.
+  if (busSocketsMissing(address)) return false;
   let conn: DBusConnection | undefined;
   try {
     conn = connectBus(address);
@@ -47,7 +61,7 @@ function zoneCall(conn: DBusConnection, member: string, zone: string, source: st
   return conn.call({ destination: FIREWALLD_NAME, path: FIREWALLD_PATH, interface: FIREWALLD_ZONE_INTERFACE, member, signature: "ss", body: [zone, source] });
 }
 
-export function firewalldBackend(address: string): FirewallBackend {
+export function firewalldBackend(address: string): FirewalldBackend {
   const withBus = async <T>(fn: (conn: DBusConnection) => Promise<T>): Promise<T> => {
     const conn = connectBus(address);
     try {
@@ -57,36 +71,37 @@ export function firewalldBackend(address: string): FirewallBackend {
     }
   };
   return {
-    name: "firewalld",
-    async add(t: FirewallTarget) {
+    backend: "firewalld",
+    async setup(t: FirewallTarget) {
       if (t.addrs.length === 0) return;
       await withBus(async (conn) => {
         for (const a of t.addrs) {
           try {
             await zoneCall(conn, "addSource", t.conf.zone, a.host);
           } catch (err) {
-            if (!messageOf(err).includes(ZONE_ALREADY_SET)) {
-              throw new InternalError(`failed to add the address ${a.host} to ${t.conf.zone} zone: ${messageOf(err)}`, { cause: err });
-            }
+            if (!messageOf(err).includes(ZONE_ALREADY_SET)) throw annotateError(`failed to add the address ${a.host} to ${t.conf.zone} zone`, err);
           }
         }
       });
     },
     async check(t: FirewallTarget) {
-      if (t.addrs.length === 0) return;
-      await withBus(async (conn) => {
+      if (t.addrs.length === 0) return [];
+      return withBus(async (conn) => {
+        const problems: string[] = [];
         for (const a of t.addrs) {
+          const context = `failed to find the address ${a.host} in ${t.conf.zone} zone`;
           let bound: unknown;
           try {
             bound = await zoneCall(conn, "querySource", t.conf.zone, a.host);
           } catch (err) {
-            throw new InternalError(`failed to find the address ${a.host} in ${t.conf.zone} zone: ${messageOf(err)}`, { cause: err });
+            throw annotateError(context, err);
           }
-          if (bound !== true) throw new InternalError(`failed to find the address ${a.host} in ${t.conf.zone} zone`);
+          if (bound !== true) problems.push(context);
         }
+        return problems;
       });
     },
-    async del(t: FirewallTarget) {
+    async teardown(t: FirewallTarget) {
       if (t.addrs.length === 0) return;
       try {
         await withBus(async (conn) => {

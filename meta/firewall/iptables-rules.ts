@@ -17,6 +17,7 @@
  * where C = "CNI firewall plugin rules (ingressPolicy: same-bridge|isolated)".
  */
 import type { IptRule } from "../../shared/firewall/iptables/chain.ts";
+import { commentMatch } from "../../shared/firewall/iptables/rule.ts";
 import type { IngressPolicy } from "./config.ts";
 
 export const FILTER = "filter";
@@ -29,19 +30,16 @@ export const FORWARD_COMMENT = "CNI firewall plugin rules";
 export const ADMIN_COMMENT = "CNI firewall plugin admin overrides";
 export const ISOLATION_COMMENT = "CNI firewall plugin rules (ingressPolicy: same-bridge|isolated)";
 
-function comment(c: string): string[] {
-  return ["-m", "comment", "--comment", c];
-}
 function policyComment(policy: "same-bridge" | "isolated"): string {
   return `CNI firewall plugin rules (ingressPolicy: ${policy})`;
 }
 
 /** FORWARD → CNI-FORWARD. */
-export const forwardJump: IptRule = [...comment(FORWARD_COMMENT), "-j", PRIV_CHAIN];
+export const forwardJump: IptRule = [...commentMatch(FORWARD_COMMENT), "-j", PRIV_CHAIN];
 
 /** CNI-FORWARD → admin chain. */
 export function adminJump(admin: string): IptRule {
-  return [...comment(ADMIN_COMMENT), "-j", admin];
+  return [...commentMatch(ADMIN_COMMENT), "-j", admin];
 }
 
 /** The two per-address rules (upstream getPrivChainRules). */
@@ -63,13 +61,13 @@ export interface IsolationRules {
 
 /** The isolation rules for one bridge under `policy` (same-bridge or isolated). */
 export function isolationRules(policy: Exclude<IngressPolicy, "open">, bridge: string): IsolationRules {
-  const top: IptRule[] = [["-i", bridge, "!", "-o", bridge, ...comment(policyComment("same-bridge")), "-j", STAGE2]];
-  if (policy === "isolated") top.push(["-i", bridge, "-o", bridge, ...comment(policyComment("isolated")), "-j", "DROP"]);
+  const top: IptRule[] = [["-i", bridge, "!", "-o", bridge, ...commentMatch(policyComment("same-bridge")), "-j", STAGE2]];
+  if (policy === "isolated") top.push(["-i", bridge, "-o", bridge, ...commentMatch(policyComment("isolated")), "-j", "DROP"]);
   return {
-    forwardJump: [...comment(ISOLATION_COMMENT), "-j", STAGE1],
+    forwardJump: [...commentMatch(ISOLATION_COMMENT), "-j", STAGE1],
     stage1Top: top,
-    stage1Return: [...comment(ISOLATION_COMMENT), "-j", "RETURN"],
-    stage2Top: ["-o", bridge, ...comment(ISOLATION_COMMENT), "-j", "DROP"],
-    stage2Return: [...comment(ISOLATION_COMMENT), "-j", "RETURN"],
+    stage1Return: [...commentMatch(ISOLATION_COMMENT), "-j", "RETURN"],
+    stage2Top: ["-o", bridge, ...commentMatch(ISOLATION_COMMENT), "-j", "DROP"],
+    stage2Return: [...commentMatch(ISOLATION_COMMENT), "-j", "RETURN"],
   };
 }

@@ -22,12 +22,12 @@
  * base chain (nftables semantics): on a host whose own forward chain drops, the administrator
  * must accept CNI traffic there; the isolation drops always apply.
  */
-import { InternalError, messageOf } from "../../shared/cni/errors.ts";
+import { annotate } from "../../shared/error/annotate.ts";
 import { hashPrefix } from "../../shared/firewall/naming.ts";
 import type { NftDriver } from "../../shared/firewall/nftables/driver.ts";
 import type { NftRuleState, NftTableState } from "../../shared/firewall/nftables/state.ts";
 import { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
-import type { FirewallBackend, FirewallTarget } from "./backend.ts";
+import type { FirewallRules, FirewallTarget } from "./backend.ts";
 import type { HostAddress } from "./target.ts";
 
 export const NFT_TABLE = "cni_plugins_firewall";
@@ -108,41 +108,30 @@ export function checkNft(state: NftTableState | undefined, t: FirewallTarget): s
   return problems;
 }
 
-export function nftablesBackend(nft: NftDriver): FirewallBackend {
+/** The nftables implementation of the firewall plugin. */
+export function nftablesFirewall(nft: NftDriver): FirewallRules {
   const read = (): NftTableState | undefined => nft.listTable("inet", NFT_TABLE);
+  /** Deletes the cni-forward rules whose comment `drop` accepts (only that chain is read). */
+  const deleteRules = (drop: (comment: string) => boolean): void => {
+    const tx = new NftTransaction("inet", NFT_TABLE);
+    for (const r of nft.listChain("inet", NFT_TABLE, NFT_PRIV) ?? []) if (r.comment !== undefined && drop(r.comment)) tx.deleteRule(NFT_PRIV, r.handle);
+    nft.run(tx);
+  };
   return {
-    name: "nftables",
-    add(t) {
-      try {
-        nft.run(planNftAdd(read(), t));
-      } catch (err) {
-        throw new InternalError(`failed to set up nftables firewall rules: ${messageOf(err)}`, { cause: err });
-      }
+    backend: "nftables",
+    available: () => nft.available(),
+    setup(t) {
+      annotate("failed to set up nftables firewall rules", () => nft.run(planNftAdd(read(), t)));
     },
-    check(t) {
-      const problems = checkNft(read(), t);
-      if (problems.length > 0) throw new InternalError(problems.join("; "));
-    },
-    del(t) {
-      if (!nft.available()) return;
-      const state = read();
-      const mine = commented(state, NFT_PRIV, instanceComment(t.conf.name, t.containerID, t.ifName));
-      if (mine.length === 0) return;
-      const tx = new NftTransaction("inet", NFT_TABLE);
-      for (const r of mine) tx.deleteRule(NFT_PRIV, r.handle);
-      nft.run(tx);
+    check: (t) => checkNft(read(), t),
+    teardown(t) {
+      const mine = instanceComment(t.conf.name, t.containerID, t.ifName);
+      deleteRules((c) => c === mine);
     },
     gc(network, keep) {
-      if (!nft.available()) return;
-      const state = read();
-      if (state === undefined) return;
       const tag = `${networkTag(network)} `;
       const valid = new Set(keep.map((k) => instanceComment(network, k.containerID, k.ifName)));
-      const tx = new NftTransaction("inet", NFT_TABLE);
-      for (const r of state.rules) {
-        if (r.chain === NFT_PRIV && r.comment?.startsWith(tag) && !valid.has(r.comment)) tx.deleteRule(NFT_PRIV, r.handle);
-      }
-      nft.run(tx);
+      deleteRules((c) => c.startsWith(tag) && !valid.has(c));
     },
   };
 }

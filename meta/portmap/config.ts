@@ -1,16 +1,17 @@
 /**
- * portmap configuration (upstream plugins/meta/portmap PortMapConf, upstream-matrix §2.12): the base
- * NetConf plus `backend`, `snat`, `masqAll`, `markMasqBit`, `externalSetMarkChain`,
- * `conditionsV4`/`conditionsV6` and the `portMappings` capability, validated more strictly than
- * upstream (ports 1–65535, protocol names, host IPs must parse).
+ * portmap configuration (upstream plugins/meta/portmap PortMapConf): the base NetConf plus
+ * `backend`, `snat`, `masqAll`, `markMasqBit`, `externalSetMarkChain`, `conditionsV4`/`conditionsV6`
+ * and the `portMappings` capability, validated more strictly than upstream (ports 1–65535, protocol
+ * names, host IPs must parse).
  */
 import { InvalidConfigError } from "../../shared/cni/errors.ts";
 import { loadNetConf, netConfFields, prevResultFrom } from "../../shared/cni/netconf.ts";
 import { t } from "../../shared/cni/decode.ts";
 import type { CmdArgs, Result } from "../../shared/cni/types.ts";
+import type { BackendName } from "../../shared/firewall/backend.ts";
+import type { ForwardedPort } from "./backend.ts";
 import { formatIP, parseCIDR, parseIP, type CIDR, type IPAddr, type IPFamily } from "../../shared/ip/ip.ts";
 
-export type PortmapBackend = "iptables" | "nftables";
 export type PortProtocol = "tcp" | "udp" | "sctp";
 
 /** One validated entry of `runtimeConfig.portMappings`. */
@@ -28,7 +29,7 @@ export interface PortmapConfig {
   name: string;
   cniVersion: string;
   /** Explicit `backend`; undefined = upstream's default choice. */
-  backend: PortmapBackend | undefined;
+  backend: BackendName | undefined;
   snat: boolean;
   masqAll: boolean;
   markMasqBit: number;
@@ -80,7 +81,7 @@ function conditionsAreIptables(c: readonly string[] | undefined): boolean | unde
 function validateBackendOptions(
   backend: string | undefined,
   w: { externalSetMarkChain?: string | undefined; markMasqBit?: number | undefined; conditionsV4?: string[] | undefined; conditionsV6?: string[] | undefined },
-): PortmapBackend | undefined {
+): BackendName | undefined {
   if (backend === undefined || backend === "") {
     // Without an explicit backend, nftables-style conditions select nftables (upstream HEAD).
     const v4 = conditionsAreIptables(w.conditionsV4);
@@ -190,4 +191,9 @@ export function hasHostDst(m: PortMapping): boolean {
 /** The hostIP in canonical text. */
 export function hostText(m: PortMapping): string {
   return m.hostAddr === undefined ? "" : formatIP(m.hostAddr);
+}
+
+/** What a mapping forwards, in the form DEL reports (as parseDnatRule reads it back). */
+export function forwardedPort(m: PortMapping): ForwardedPort {
+  return { protocol: m.protocol, hostPort: m.hostPort, hostIP: hasHostDst(m) ? hostText(m) : "" };
 }

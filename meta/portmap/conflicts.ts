@@ -3,18 +3,19 @@
  * on an overlapping host address (same address, or either side on every local address) is refused,
  * as are duplicates within one request.
  */
-import { formatIP, parseIP, type IPFamily } from "../../shared/ip/ip.ts";
+import { formatIP, ipEqual, parseIP, type IPFamily } from "../../shared/ip/ip.ts";
+import type { ForeignPort } from "./backend.ts";
 import { hasHostDst, type PortMapping } from "./config.ts";
-import type { ForeignPort } from "./iptables-backend.ts";
 
 function describe(protocol: string, port: number, hostIP: string): string {
   return `host port ${port}/${protocol}${hostIP ? ` on ${hostIP}` : ""}`;
 }
 
-function sameHost(a: string, b: string): boolean {
+/** True when both texts parse to the same address. */
+export function sameHost(a: string, b: string): boolean {
   const x = parseIP(a);
   const y = parseIP(b);
-  return x !== null && y !== null && x.family === y.family && x.value === y.value;
+  return x !== null && y !== null && ipEqual(x, y);
 }
 
 /** Problems (empty: none) for `mine` (mappings of one family) against ports forwarded by others. */

@@ -1,21 +1,25 @@
 /**
- * portmap with iptables: one iptables-save per table read and ONE iptables-restore per IP family
- * and call (nat, plus filter for the localnet guard, in the same restore input), instead of
- * upstream's process per rule.
+ * portmap with iptables: ONE iptables-restore per IP family and call (nat, plus filter for the
+ * localnet guard, in the same restore input), instead of upstream's process per rule. The rules are
+ * those of iptables-rules.ts. On the hot path ADD reads CNI-HOSTPORT-DNAT only (plus another
+ * container's chain when it names one of our ports), DEL with the mappings reads nothing; the
+ * shared chains are asserted in the restore and read only when that fails (see chain.ts).
  */
-import { CommandError } from "../../shared/firewall/exec.ts";
+import type { IptablesPlan } from "../../shared/firewall/iptables/chain.ts";
 import type { IptablesDriver } from "../../shared/firewall/iptables/driver.ts";
-import { IptablesPlan } from "../../shared/firewall/iptables/chain.ts";
-import { ruleTarget, sameRule } from "../../shared/firewall/iptables/rule.ts";
-import { ruleLine } from "../../shared/firewall/iptables/save-format.ts";
-import type { CIDR, IPFamily } from "../../shared/ip/ip.ts";
-import type { PortmapConfig } from "./config.ts";
+import { hasRule, ruleComment, ruleTarget, sameRules } from "../../shared/firewall/iptables/rule.ts";
+import { readIptables, transactIptables } from "../../shared/firewall/iptables/transact.ts";
+import { runAll } from "../../shared/firewall/backend.ts";
+import type { IPFamily } from "../../shared/ip/ip.ts";
+import type { ForeignPort, ForwardedPort, PortmapFeature } from "./backend.ts";
+import { forwardedPort, mappingsForFamily, type PortMapping, type PortmapConfig } from "./config.ts";
 import {
   GUARD_ENTRY_RULE,
   GUARD_RULE,
   LOCALNET_GUARD_CHAIN,
   MARK_MASQ_CHAIN,
   MASQ_ENTRY_RULE,
+  OLD_TOP_LEVEL_SNAT_CHAIN,
   SETMARK_CHAIN,
   TOP_LEVEL_DNAT_CHAIN,
   TOP_LEVEL_ENTRY_RULE,
@@ -25,60 +29,25 @@ import {
   markMasqRule,
   oldSnatChainName,
   parseDnatComment,
+  parseDnatEntry,
   parseDnatRule,
   setMarkRule,
-  type ForwardedPort,
 } from "./iptables-rules.ts";
 
-const ATTEMPTS = 3;
-
-/** A port another container already forwards. */
-export interface ForeignPort extends ForwardedPort {
-  owner: string;
-}
-
-function commentOf(rule: readonly string[]): string | undefined {
-  const i = rule.indexOf("--comment");
-  return i >= 0 ? rule[i + 1] : undefined;
-}
-
-function sameList(a: readonly (readonly string[])[], b: readonly (readonly string[])[]): boolean {
-  return a.length === b.length && a.every((r, i) => sameRule(r, b[i]!));
-}
-
 /**
- * Reads, plans and applies (nat and optionally filter) in one restore; retried when the tables
- * changed meanwhile. `plan` may return extra nat lines appended after the planned ones (bulk rule
- * lists, written without the planner's per-rule duplicate scan, which is quadratic).
+ * Ports forwarded by other containers' CNI-DN chains in this nat table that could clash with
+ * `mine`: only the chains whose entry rule names one of `mine`'s protocol/port pairs are read.
  */
-function transact(ipt: IptablesDriver, family: IPFamily, plan: (nat: IptablesPlan, filter: () => IptablesPlan) => string[] | void): void {
-  for (let attempt = 1; ; attempt++) {
-    const nat = new IptablesPlan("nat", ipt.readTable(family, "nat"));
-    let filter: IptablesPlan | undefined;
-    const extra = plan(nat, () => (filter ??= new IptablesPlan("filter", ipt.readTable(family, "filter"))));
-    const planned = nat.render();
-    const inner = planned === "" ? "" : planned.slice("*nat\n".length, -"COMMIT\n".length);
-    const natText = inner === "" && !extra?.length ? "" : `*nat\n${inner}${(extra ?? []).map((l) => `${l}\n`).join("")}COMMIT\n`;
-    const text = natText + (filter?.render() ?? "");
-    if (text === "") return;
-    try {
-      ipt.restore(family, text);
-      return;
-    } catch (err) {
-      if (attempt >= ATTEMPTS || !(err instanceof CommandError)) throw err;
-    }
-  }
-}
-
-/** Ports forwarded by other containers' CNI-DN chains in this nat table. */
-export function foreignPortsIptables(nat: IptablesPlan, myChain: string): ForeignPort[] {
+export function foreignPortsIptables(nat: IptablesPlan, myChain: string, mine: readonly PortMapping[]): ForeignPort[] {
   const out: ForeignPort[] = [];
   const seen = new Set<string>();
   for (const entry of nat.rulesOf(TOP_LEVEL_DNAT_CHAIN)) {
     const target = ruleTarget(entry);
     if (target === undefined || target === myChain || !target.startsWith("CNI-DN-") || seen.has(target)) continue;
+    const sends = parseDnatEntry(entry);
+    if (sends !== undefined && !mine.some((m) => m.protocol === sends.protocol && sends.ports.includes(m.hostPort))) continue;
     seen.add(target);
-    const owner = parseDnatComment(commentOf(entry) ?? "");
+    const owner = parseDnatComment(ruleComment(entry) ?? "");
     const ownerText = owner ? `container ${JSON.stringify(owner.containerID)} of network ${JSON.stringify(owner.network)}` : `iptables chain ${target}`;
     for (const r of nat.rulesOf(target)) {
       const p = parseDnatRule(r);
@@ -88,113 +57,133 @@ export function foreignPortsIptables(nat: IptablesPlan, myChain: string): Foreig
   return out;
 }
 
-/** Makes the per-family rules for `container` exactly what `conf` asks for. */
-export function forwardPortsIptables(
-  ipt: IptablesDriver,
-  conf: PortmapConfig,
-  containerID: string,
-  container: CIDR,
-  opts: { guard: boolean; checkConflicts: (foreign: ForeignPort[], family: IPFamily) => void },
-): void {
-  const family = container.ip.family;
-  const chain = dnatChainName(conf.name, containerID);
-  transact(ipt, family, (nat, filter) => {
-    opts.checkConflicts(foreignPortsIptables(nat, chain), family);
-    if (conf.snat && conf.externalSetMarkChain === undefined) {
-      nat.ensureChain({ table: "nat", name: SETMARK_CHAIN, rules: [setMarkRule(conf.markMasqBit)], entryRules: [] });
-      nat.ensureChain({ table: "nat", name: MARK_MASQ_CHAIN, rules: [markMasqRule(conf.markMasqBit)], entryRules: [] });
-      if (!nat.rulesOf("POSTROUTING").some((r) => sameRule(r, MASQ_ENTRY_RULE))) nat.insertAt("POSTROUTING", 1, MASQ_ENTRY_RULE);
-    }
-    nat.ensureChain({
-      table: "nat",
-      name: TOP_LEVEL_DNAT_CHAIN,
-      rules: [],
-      entryRules: [
-        { chain: "PREROUTING", rule: TOP_LEVEL_ENTRY_RULE },
-        { chain: "OUTPUT", rule: TOP_LEVEL_ENTRY_RULE },
-      ],
-    });
-    // The container chain is made exact: stale rules from an earlier ADD are replaced.
-    const rules = dnatChainRules(conf, container);
-    const existed = nat.hasChain(chain);
-    const rewrite = !existed || !sameList(nat.rulesOf(chain), rules);
-    nat.ensureChainExists(chain);
-    // Entry rules go first in CNI-HOSTPORT-DNAT (upstream HEAD: the newest container wins).
-    const entries = dnatEntryRules(conf, containerID, family);
-    const current = nat.rulesOf(TOP_LEVEL_DNAT_CHAIN).filter((r) => ruleTarget(r) === chain);
-    if (!sameList(current, entries)) {
-      for (const r of current) nat.deleteRule(TOP_LEVEL_DNAT_CHAIN, r);
-      entries.forEach((r, i) => nat.insertAt(TOP_LEVEL_DNAT_CHAIN, i + 1, r));
-    }
-    if (opts.guard && family === 4) {
-      const f = filter();
-      f.ensureChain({ table: "filter", name: LOCALNET_GUARD_CHAIN, rules: [GUARD_RULE], entryRules: [] });
-      if (!f.rulesOf("INPUT").some((r) => sameRule(r, GUARD_ENTRY_RULE))) f.insertAt("INPUT", 1, GUARD_ENTRY_RULE);
-    }
-    if (!rewrite) return [];
-    return [...(existed ? [`-F ${chain}`] : []), ...rules.map((r) => ruleLine("-A", chain, r))];
-  });
-}
-
 /**
- * Removes the container's chains (CNI-DN-…, legacy CNI-SN-…) and every rule jumping to them, in
- * both families, without needing the mappings. Returns the ports that were forwarded.
+ * Removes the container's chains (CNI-DN-…, and upstream's older CNI-SN-…) and every jump to them;
+ * returns the ports that were forwarded. With `conf` (the mappings), an optimistic plan deletes the
+ * entry rules ADD made without reading anything.
  */
-export function unforwardPortsIptables(ipt: IptablesDriver, network: string, containerID: string): ForwardedPort[] {
+function planUnforward(nat: IptablesPlan, network: string, containerID: string, family: IPFamily, conf?: PortmapConfig): ForwardedPort[] {
   const chain = dnatChainName(network, containerID);
   const old = oldSnatChainName(network, containerID);
-  const removed: ForwardedPort[] = [];
-  for (const family of [4, 6] as const) {
-    transact(ipt, family, (nat) => {
-      removed.push(...nat.rulesOf(chain).flatMap((r) => parseDnatRule(r) ?? []));
-      nat.deleteChain(chain);
-      nat.deleteChain(old);
-    });
+  if (nat.optimistic && conf !== undefined && conf.mappings.length > 0) {
+    nat.deleteChain(chain, [TOP_LEVEL_DNAT_CHAIN], dnatEntryRules(conf, containerID, family).map((rule) => ({ chain: TOP_LEVEL_DNAT_CHAIN, rule })));
+    nat.deleteChain(old, [OLD_TOP_LEVEL_SNAT_CHAIN], []);
+    return mappingsForFamily(conf.mappings, family).map(forwardedPort);
   }
+  // Without a CNI-DN chain there is nothing of this container (upstream's CNI-SN chains came with one).
+  if (!nat.hasChain(chain)) return [];
+  const removed = nat.rulesOf(chain).flatMap((r) => parseDnatRule(r) ?? []);
+  nat.deleteChain(chain, [TOP_LEVEL_DNAT_CHAIN]);
+  nat.deleteChain(old, [OLD_TOP_LEVEL_SNAT_CHAIN]);
   return removed;
 }
 
-/** CHECK: problems with the rules for `container` (empty: exactly as ADD made them). Reads only. */
-export function checkPortsIptables(ipt: IptablesDriver, conf: PortmapConfig, containerID: string, container: CIDR): string[] {
-  const family = container.ip.family;
-  const nat = new IptablesPlan("nat", ipt.readTable(family, "nat"));
-  const chain = dnatChainName(conf.name, containerID);
-  const problems: string[] = [];
-  if (!nat.hasChain(chain)) return [`chain ${chain} not found in iptables table nat (IPv${family})`];
-  const want = dnatChainRules(conf, container);
-  if (!sameList(nat.rulesOf(chain), want)) problems.push(`IPv${family} chain ${chain} does not hold the expected rules`);
-  const entries = nat.rulesOf(TOP_LEVEL_DNAT_CHAIN);
-  for (const e of dnatEntryRules(conf, containerID, family)) {
-    if (!entries.some((r) => sameRule(r, e))) problems.push(`IPv${family} ${TOP_LEVEL_DNAT_CHAIN} lacks rule: ${e.join(" ")}`);
-  }
-  for (const c of ["PREROUTING", "OUTPUT"]) {
-    if (!nat.rulesOf(c).some((r) => sameRule(r, TOP_LEVEL_ENTRY_RULE))) problems.push(`IPv${family} ${c} does not jump to ${TOP_LEVEL_DNAT_CHAIN}`);
-  }
-  if (conf.snat && conf.externalSetMarkChain === undefined) {
-    if (!nat.rulesOf(SETMARK_CHAIN).some((r) => sameRule(r, setMarkRule(conf.markMasqBit)))) problems.push(`IPv${family} ${SETMARK_CHAIN} lacks its mark rule`);
-    if (!nat.rulesOf(MARK_MASQ_CHAIN).some((r) => sameRule(r, markMasqRule(conf.markMasqBit)))) problems.push(`IPv${family} ${MARK_MASQ_CHAIN} lacks its masquerade rule`);
-    if (!nat.rulesOf("POSTROUTING").some((r) => sameRule(r, MASQ_ENTRY_RULE))) problems.push(`IPv${family} POSTROUTING does not jump to ${MARK_MASQ_CHAIN}`);
-  }
-  return problems;
-}
-
-/** GC: removes this network's CNI-DN chains whose container is not in `keep`. */
-export function gcPortsIptables(ipt: IptablesDriver, network: string, keep: ReadonlySet<string>): void {
-  for (const family of [4, 6] as const) {
-    transact(ipt, family, (nat) => {
-      const stale = new Map<string, string>();
-      for (const entry of nat.rulesOf(TOP_LEVEL_DNAT_CHAIN)) {
-        const target = ruleTarget(entry);
-        const owner = parseDnatComment(commentOf(entry) ?? "");
-        if (target === undefined || !target.startsWith("CNI-DN-") || owner === undefined) continue;
-        if (owner.network !== network || keep.has(owner.containerID)) continue;
-        // Only chains named for this owner (the comment may have been cut at 255 characters).
-        if (target === dnatChainName(network, owner.containerID)) stale.set(target, owner.containerID);
-      }
-      for (const [c, containerID] of stale) {
-        nat.deleteChain(c);
-        nat.deleteChain(oldSnatChainName(network, containerID));
-      }
-    });
-  }
+/** The iptables implementation of portmap. */
+export function iptablesPortmap(ipt: IptablesDriver): PortmapFeature {
+  return {
+    backend: "iptables",
+    available: () => ipt.available(),
+    /**
+     * Makes the family's rules for `t.container` exactly what `t.conf` asks for. Reads
+     * CNI-HOSTPORT-DNAT (conflicts, this container's entries); the shared chains and jumps are
+     * asserted (after the first container they are all there) and this container's chain is
+     * assumed new when no entry jumps to it.
+     */
+    setup(t) {
+      const { conf, containerID, container } = t;
+      const family = container.ip.family;
+      const chain = dnatChainName(conf.name, containerID);
+      transactIptables(ipt, family, (tx) => {
+        const nat = tx.table("nat");
+        t.refuseConflicts?.(foreignPortsIptables(nat, chain, mappingsForFamily(conf.mappings, family)), family);
+        const current = nat.rulesOf(TOP_LEVEL_DNAT_CHAIN).filter((r) => ruleTarget(r) === chain);
+        if (conf.snat && conf.externalSetMarkChain === undefined) {
+          nat.ensureChain({ table: "nat", name: SETMARK_CHAIN, rules: [setMarkRule(conf.markMasqBit)], entryRules: [] }, true);
+          nat.ensureChain({ table: "nat", name: MARK_MASQ_CHAIN, rules: [markMasqRule(conf.markMasqBit)], entryRules: [] }, true);
+          nat.ensureRule("POSTROUTING", MASQ_ENTRY_RULE, "first", true);
+        }
+        nat.ensureChain(
+          {
+            table: "nat",
+            name: TOP_LEVEL_DNAT_CHAIN,
+            rules: [],
+            entryRules: [
+              { chain: "PREROUTING", rule: TOP_LEVEL_ENTRY_RULE },
+              { chain: "OUTPUT", rule: TOP_LEVEL_ENTRY_RULE },
+            ],
+          },
+          true,
+        );
+        // The container chain is made exact: stale rules from an earlier ADD are replaced.
+        nat.replaceChain(chain, dnatChainRules(conf, container), current.length === 0);
+        // Entry rules go first in CNI-HOSTPORT-DNAT (upstream HEAD: the newest container wins).
+        const entries = dnatEntryRules(conf, containerID, family);
+        if (!sameRules(current, entries)) {
+          for (const r of current) nat.deleteRule(TOP_LEVEL_DNAT_CHAIN, r);
+          entries.forEach((r, i) => nat.insertAt(TOP_LEVEL_DNAT_CHAIN, i + 1, r));
+        }
+        if (t.guard && family === 4) {
+          const filter = tx.table("filter");
+          filter.ensureChain({ table: "filter", name: LOCALNET_GUARD_CHAIN, rules: [GUARD_RULE], entryRules: [] }, true);
+          filter.ensureRule("INPUT", GUARD_ENTRY_RULE, "first", true);
+        }
+      });
+    },
+    /**
+     * Removes the container's chains and every rule jumping to them, in its families (both when
+     * unknown), without needing the mappings (when iptables is the `expected` backend, the mappings
+     * spare the reads). Returns the ports that were forwarded.
+     */
+    teardown(t, expected) {
+      const ports = runAll<IPFamily, ForwardedPort[]>(t.families ?? [4, 6], (family) => `IPv${family}`, (family) => {
+        let removed: ForwardedPort[] = [];
+        transactIptables(ipt, family, (tx) => {
+          removed = planUnforward(tx.table("nat"), t.network, t.containerID, family, expected ? t.conf : undefined);
+        });
+        return removed;
+      });
+      return ports.flat();
+    },
+    /** Problems with the rules for `t.container` (empty: exactly as ADD made them). Reads only. */
+    check(t) {
+      const { conf, containerID, container } = t;
+      const family = container.ip.family;
+      return readIptables(ipt, family, (tx) => {
+        const nat = tx.table("nat");
+        const chain = dnatChainName(conf.name, containerID);
+        if (!nat.hasChain(chain)) return [`chain ${chain} not found in iptables table nat (IPv${family})`];
+        const problems: string[] = [];
+        if (!sameRules(nat.rulesOf(chain), dnatChainRules(conf, container))) problems.push(`IPv${family} chain ${chain} does not hold the expected rules`);
+        for (const e of dnatEntryRules(conf, containerID, family)) {
+          if (!hasRule(nat.rulesOf(TOP_LEVEL_DNAT_CHAIN), e)) problems.push(`IPv${family} ${TOP_LEVEL_DNAT_CHAIN} lacks rule: ${e.join(" ")}`);
+        }
+        for (const c of ["PREROUTING", "OUTPUT"]) {
+          if (!hasRule(nat.rulesOf(c), TOP_LEVEL_ENTRY_RULE)) problems.push(`IPv${family} ${c} does not jump to ${TOP_LEVEL_DNAT_CHAIN}`);
+        }
+        if (conf.snat && conf.externalSetMarkChain === undefined) {
+          if (!hasRule(nat.rulesOf(SETMARK_CHAIN), setMarkRule(conf.markMasqBit))) problems.push(`IPv${family} ${SETMARK_CHAIN} lacks its mark rule`);
+          if (!hasRule(nat.rulesOf(MARK_MASQ_CHAIN), markMasqRule(conf.markMasqBit))) problems.push(`IPv${family} ${MARK_MASQ_CHAIN} lacks its masquerade rule`);
+          if (!hasRule(nat.rulesOf("POSTROUTING"), MASQ_ENTRY_RULE)) problems.push(`IPv${family} POSTROUTING does not jump to ${MARK_MASQ_CHAIN}`);
+        }
+        return problems;
+      });
+    },
+    /** Removes this network's CNI-DN chains whose container is not in `keep`. */
+    gc(network, keep) {
+      const kept = new Set(keep.map((a) => a.containerID));
+      runAll([4, 6] as const, (family) => `IPv${family}`, (family) =>
+        transactIptables(ipt, family, (tx) => {
+          const nat = tx.table("nat");
+          const stale = new Set<string>();
+          for (const entry of nat.rulesOf(TOP_LEVEL_DNAT_CHAIN)) {
+            const owner = parseDnatComment(ruleComment(entry) ?? "");
+            if (owner === undefined || owner.network !== network || kept.has(owner.containerID)) continue;
+            // Only chains named for this owner (the comment may have been cut at 255 characters).
+            if (ruleTarget(entry) === dnatChainName(network, owner.containerID)) stale.add(owner.containerID);
+          }
+          for (const containerID of stale) planUnforward(nat, network, containerID, family);
+        }),
+      );
+    },
+  };
 }

@@ -19,6 +19,8 @@
 import { bitLength, formatIP, networkAddress, type CIDR, type IPFamily } from "../../shared/ip/ip.ts";
 import { formatChainNameWithPrefix } from "../../shared/firewall/naming.ts";
 import type { IptRule } from "../../shared/firewall/iptables/chain.ts";
+import { commentMatch } from "../../shared/firewall/iptables/rule.ts";
+import type { ForwardedPort } from "./backend.ts";
 import { hasHostDst, hostText, mappingsForFamily, type PortMapping, type PortmapConfig } from "./config.ts";
 
 export const TOP_LEVEL_DNAT_CHAIN = "CNI-HOSTPORT-DNAT";
@@ -64,19 +66,19 @@ function markDef(bit: number): string {
 }
 
 export function setMarkRule(bit: number): IptRule {
-  return ["-m", "comment", "--comment", "CNI portfwd masquerade mark", "-j", "MARK", "--set-xmark", markDef(bit)];
+  return [...commentMatch("CNI portfwd masquerade mark"), "-j", "MARK", "--set-xmark", markDef(bit)];
 }
 
 export function markMasqRule(bit: number): IptRule {
   return ["-m", "mark", "--mark", markDef(bit), "-j", "MASQUERADE"];
 }
 
-export const MASQ_ENTRY_RULE: IptRule = ["-m", "comment", "--comment", "CNI portfwd requiring masquerade", "-j", MARK_MASQ_CHAIN];
+export const MASQ_ENTRY_RULE: IptRule = [...commentMatch("CNI portfwd requiring masquerade"), "-j", MARK_MASQ_CHAIN];
 export const TOP_LEVEL_ENTRY_RULE: IptRule = ["-m", "addrtype", "--dst-type", "LOCAL", "-j", TOP_LEVEL_DNAT_CHAIN];
-export const GUARD_ENTRY_RULE: IptRule = ["-m", "comment", "--comment", "CNI portfwd localnet guard", "-j", LOCALNET_GUARD_CHAIN];
+export const GUARD_ENTRY_RULE: IptRule = [...commentMatch("CNI portfwd localnet guard"), "-j", LOCALNET_GUARD_CHAIN];
 export const GUARD_RULE: IptRule = [
   "!", "-s", "127.0.0.0/8", "-d", "127.0.0.0/8",
-  "-m", "comment", "--comment", "CNI portfwd: drop non-loopback traffic to 127.0.0.0/8 (route_localnet guard)",
+  ...commentMatch("CNI portfwd: drop non-loopback traffic to 127.0.0.0/8 (route_localnet guard)"),
   "-m", "conntrack", "!", "--ctstate", "RELATED,ESTABLISHED,DNAT", "-j", "DROP",
 ];
 
@@ -118,7 +120,7 @@ export function dnatEntryRules(conf: PortmapConfig, containerID: string, family:
     const ports = byProto.get(proto)!;
     for (let i = 0; i < ports.length; i += MULTIPORT_MAX) {
       const list = ports.slice(i, i + MULTIPORT_MAX).join(",");
-      out.push([...front, "-p", proto, "-m", "comment", "--comment", comment, "-m", "multiport", "--dports", list, ...rest, "-j", chain]);
+      out.push([...front, "-p", proto, ...commentMatch(comment), "-m", "multiport", "--dports", list, ...rest, "-j", chain]);
     }
   }
   return out;
@@ -154,12 +156,13 @@ export function dnatChainRules(conf: PortmapConfig, container: CIDR): IptRule[] 
   return out;
 }
 
-/** A DNAT rule of a CNI-DN chain as read back: what it forwards. */
-export interface ForwardedPort {
-  protocol: string;
-  hostPort: number;
-  /** Destination restriction ("" = any local address). */
-  hostIP: string;
+/** What a CNI-HOSTPORT-DNAT entry rule (`-p P … --dports N,M … -j CNI-DN-…`) sends on; undefined when it does not read so. */
+export function parseDnatEntry(rule: readonly string[]): { protocol: string; ports: number[] } | undefined {
+  const p = rule.indexOf("-p");
+  const d = rule.indexOf("--dports");
+  if (p < 0 || d < 0 || rule[p - 1] === "!" || rule[d - 1] === "!") return undefined;
+  const ports = (rule[d + 1] ?? "").split(",").map((x) => Number.parseInt(x, 10));
+  return ports.every((n) => n > 0) ? { protocol: rule[p + 1] ?? "", ports } : undefined;
 }
 
 /** Reads a saved `… -p P … --dport N … -j DNAT …` rule; undefined for other rules. */

@@ -17,11 +17,11 @@
 import type { NftDriver } from "../../shared/firewall/nftables/driver.ts";
 import type { NftRuleState, NftTableState } from "../../shared/firewall/nftables/state.ts";
 import { NftTransaction, type NftFamily } from "../../shared/firewall/nftables/transaction.ts";
-import { formatIP, parseIP, type CIDR, type IPFamily } from "../../shared/ip/ip.ts";
+import { formatIP, type CIDR, type IPFamily } from "../../shared/ip/ip.ts";
+import type { ForeignPort, ForwardedPort, PortmapFeature } from "./backend.ts";
 import { hasHostDst, hostText, mappingsForFamily, type PortmapConfig } from "./config.ts";
-import type { ForwardedPort } from "./iptables-rules.ts";
+import { sameHost } from "./conflicts.ts";
 import { ipPort } from "./iptables-rules.ts";
-import type { ForeignPort } from "./iptables-backend.ts";
 
 export const NFT_TABLE = "cni_hostport";
 export const NFT_TABLE_COMMENT = "CNI portmap plugin";
@@ -147,42 +147,6 @@ export function buildForwardTx(conf: PortmapConfig, containerID: string, contain
   return tx;
 }
 
-export function forwardPortsNftables(
-  nft: NftDriver,
-  conf: PortmapConfig,
-  containerID: string,
-  container: CIDR,
-  opts: { guard: boolean; checkConflicts: (foreign: ForeignPort[], family: IPFamily) => void },
-): void {
-  const state = nft.listTable(nftFamily(container.ip.family), NFT_TABLE);
-  opts.checkConflicts(foreignPortsNftables(state, containerID), container.ip.family);
-  nft.run(buildForwardTx(conf, containerID, container, rulesWithComment(state, containerID), opts.guard));
-}
-
-/** Deletes the container's rules (by comment) in both families; returns the ports they forwarded. */
-export function unforwardPortsNftables(nft: NftDriver, containerID: string): ForwardedPort[] {
-  const removed: ForwardedPort[] = [];
-  for (const family of [4, 6] as const) {
-    const state = nft.listTable(nftFamily(family), NFT_TABLE);
-    const mine = rulesWithComment(state, containerID);
-    if (mine.length === 0) continue;
-    const tx = new NftTransaction(nftFamily(family), NFT_TABLE);
-    for (const r of mine) {
-      const f = parseNftForward(r);
-      if (f) removed.push({ protocol: f.protocol, hostPort: f.hostPort, hostIP: f.hostIP });
-      tx.deleteRule(r.chain, r.handle);
-    }
-    nft.run(tx);
-  }
-  return removed;
-}
-
-function sameAddr(a: string, b: string): boolean {
-  const x = parseIP(a);
-  const y = parseIP(b);
-  return x !== null && y !== null && x.family === y.family && x.value === y.value;
-}
-
 /** True for `… fib daddr type local jump hostports_all` (the CVE-2025-67499 gate), read from the JSON. */
 function isLocalGatedJump(r: NftRuleState): boolean {
   const expr = (r.expr ?? []) as J[];
@@ -193,10 +157,9 @@ function isLocalGatedJump(r: NftRuleState): boolean {
   return fib && expr.some((s) => s.jump?.target === HOSTPORTS_ALL);
 }
 
-/** CHECK: problems with the rules for `container` (empty: all present). Reads only. */
-export function checkPortsNftables(nft: NftDriver, conf: PortmapConfig, containerID: string, container: CIDR): string[] {
+/** CHECK: problems with the rules for `container` (empty: all present). */
+function checkPorts(state: NftTableState | undefined, conf: PortmapConfig, containerID: string, container: CIDR): string[] {
   const family = container.ip.family;
-  const state = nft.listTable(nftFamily(family), NFT_TABLE);
   if (state === undefined) return [`nftables table ${nftFamily(family)} ${NFT_TABLE} not found`];
   const problems: string[] = [];
   for (const base of ["prerouting", "output"]) {
@@ -210,8 +173,8 @@ export function checkPortsNftables(nft: NftDriver, conf: PortmapConfig, containe
       (f) =>
         f.protocol === m.protocol &&
         f.hostPort === m.hostPort &&
-        (hasHostDst(m) ? f.hostIP !== "" && sameAddr(f.hostIP, hostText(m)) : f.hostIP === "") &&
-        sameAddr(f.toAddr, formatIP(container.ip)) &&
+        (hasHostDst(m) ? f.hostIP !== "" && sameHost(f.hostIP, hostText(m)) : f.hostIP === "") &&
+        sameHost(f.toAddr, formatIP(container.ip)) &&
         f.toPort === m.containerPort,
     );
     if (!hit) problems.push(`missing hostport rule for ${m.protocol} port ${m.hostPort} in "${HOSTPORTS}" chain`);
@@ -219,4 +182,38 @@ export function checkPortsNftables(nft: NftDriver, conf: PortmapConfig, containe
   const masq = mine.filter((r) => r.chain === MASQUERADING).length;
   if (masq < nftMasqRules(conf, container).length) problems.push(`missing hostport rules in "${MASQUERADING}" chain`);
   return problems;
+}
+
+/** The nftables implementation of portmap (one table per IP family). */
+export function nftablesPortmap(nft: NftDriver): PortmapFeature {
+  const read = (family: IPFamily): NftTableState | undefined => nft.listTable(nftFamily(family), NFT_TABLE);
+  return {
+    backend: "nftables",
+    available: () => nft.available(),
+    setup(t) {
+      const family = t.container.ip.family;
+      const state = read(family);
+      t.refuseConflicts?.(foreignPortsNftables(state, t.containerID), family);
+      nft.run(buildForwardTx(t.conf, t.containerID, t.container, rulesWithComment(state, t.containerID), t.guard ?? false));
+    },
+    /** Deletes the container's rules (by comment) in its families (both when unknown); returns the ports they forwarded. */
+    teardown(t) {
+      const removed: ForwardedPort[] = [];
+      for (const family of t.families ?? ([4, 6] as const)) {
+        const mine = rulesWithComment(read(family), t.containerID);
+        const tx = new NftTransaction(nftFamily(family), NFT_TABLE);
+        for (const r of mine) {
+          const f = parseNftForward(r);
+          if (f) removed.push({ protocol: f.protocol, hostPort: f.hostPort, hostIP: f.hostIP });
+          tx.deleteRule(r.chain, r.handle);
+        }
+        nft.run(tx);
+      }
+      return removed;
+    },
+    check: (t) => checkPorts(read(t.container.ip.family), t.conf, t.containerID, t.container),
+    gc() {
+      // The rules carry only the container ID, not the network: nothing can be attributed (as upstream).
+    },
+  };
 }

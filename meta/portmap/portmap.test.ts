@@ -3,8 +3,10 @@ import { FakeIptables } from "../../shared/firewall/iptables/fake.ts";
 import { FakeNft } from "../../shared/firewall/nftables/fake.ts";
 import { parseCIDR } from "../../shared/ip/ip.ts";
 import { containerIPs, validateMapping, type PortmapConfig } from "./config.ts";
+import type { ForeignPort } from "./backend.ts";
 import { findConflicts } from "./conflicts.ts";
-import { checkPortsIptables, forwardPortsIptables, gcPortsIptables, unforwardPortsIptables } from "./iptables-backend.ts";
+import { iptablesPortmap } from "./iptables-backend.ts";
+import type { CIDR } from "../../shared/ip/ip.ts";
 import { dnatChainName, dnatEntryRules, parseDnatRule, trimComment } from "./iptables-rules.ts";
 import { buildForwardTx } from "./nftables-backend.ts";
 
@@ -20,12 +22,16 @@ function conf(over: Partial<PortmapConfig> = {}): PortmapConfig {
   };
 }
 const v4 = parseCIDR("10.77.0.2/24")!;
-const none = { guard: true, checkConflicts: () => {} };
+const forwardPortsIptables = (ipt: FakeIptables, c: PortmapConfig, containerID: string, container: CIDR): void =>
+  iptablesPortmap(ipt).setup({ conf: c, containerID, container, guard: true });
+const checkPortsIptables = (ipt: FakeIptables, c: PortmapConfig, containerID: string, container: CIDR): string[] =>
+  iptablesPortmap(ipt).check({ conf: c, containerID, container });
+const unforwardPortsIptables = (ipt: FakeIptables, network: string, containerID: string) => iptablesPortmap(ipt).teardown({ network, containerID }, true);
 
 describe("portmap iptables rules", () => {
   test("matches the upstream 1.1.1 listing (chain name, entry rule incl. other-family ports, DN rules)", () => {
     const ipt = new FakeIptables();
-    forwardPortsIptables(ipt, conf(), "ctr1", v4, none);
+    forwardPortsIptables(ipt, conf(), "ctr1", v4);
     const dump = ipt.dump(4);
     expect(dnatChainName("ptpnet", "ctr1")).toBe("CNI-DN-341c64caf8d4656260708");
     expect(dump).toContain('-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment "dnat name: \\"ptpnet\\" id: \\"ctr1\\"" -m multiport --dports 8080,9090 -j CNI-DN-341c64caf8d4656260708');
@@ -36,10 +42,10 @@ describe("portmap iptables rules", () => {
     expect(checkPortsIptables(ipt, conf(), "ctr1", v4)).toEqual([]);
     // Re-ADD is a no-op (one restore in all).
     const n = ipt.transactions.length;
-    forwardPortsIptables(ipt, conf(), "ctr1", v4, none);
+    forwardPortsIptables(ipt, conf(), "ctr1", v4);
     expect(ipt.transactions.length).toBe(n);
     // A changed mapping list rewrites the chain; CHECK with the old list then fails.
-    forwardPortsIptables(ipt, conf({ mappings: [validateMapping({ hostPort: 8081, containerPort: 80, protocol: "udp" })] }), "ctr1", v4, none);
+    forwardPortsIptables(ipt, conf({ mappings: [validateMapping({ hostPort: 8081, containerPort: 80, protocol: "udp" })] }), "ctr1", v4);
     expect(checkPortsIptables(ipt, conf(), "ctr1", v4).length).toBeGreaterThan(0);
     expect(unforwardPortsIptables(ipt, "ptpnet", "ctr1")).toEqual([{ protocol: "udp", hostPort: 8081, hostIP: "" }]);
     expect(ipt.dump(4)).not.toContain("CNI-DN-");
@@ -47,7 +53,7 @@ describe("portmap iptables rules", () => {
 
   test("mark bit, external mark chain, masqAll, conditions, IPv6", () => {
     const ipt = new FakeIptables();
-    forwardPortsIptables(ipt, conf({ markMasqBit: 5, conditionsV6: ["!", "-d", "2001:db8::9"], masqAll: true }), "c6", parseCIDR("2001:db8::2/64")!, none);
+    forwardPortsIptables(ipt, conf({ markMasqBit: 5, conditionsV6: ["!", "-d", "2001:db8::9"], masqAll: true }), "c6", parseCIDR("2001:db8::2/64")!);
     const d6 = ipt.dump(6);
     expect(d6).toContain("-j MARK --set-xmark 0x20/0x20");
     expect(d6).toContain(`! -d 2001:db8::9/128 -p tcp -m comment`);
@@ -56,16 +62,50 @@ describe("portmap iptables rules", () => {
     expect(d6).toContain("-A CNI-DN-");
     const ext = new FakeIptables();
     ext.load(4, "*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n:KUBE-MARK-MASQ - [0:0]\nCOMMIT\n");
-    forwardPortsIptables(ext, conf({ externalSetMarkChain: "KUBE-MARK-MASQ" }), "c", v4, none);
+    forwardPortsIptables(ext, conf({ externalSetMarkChain: "KUBE-MARK-MASQ" }), "c", v4);
     expect(ext.dump(4)).toContain("-j KUBE-MARK-MASQ");
     expect(ext.dump(4)).not.toContain("CNI-HOSTPORT-SETMARK");
   });
 
+  test("hot path on a kube-proxy-sized nat table: ADD reads CNI-HOSTPORT-DNAT only, DEL with the mappings reads nothing", () => {
+    const ipt = new FakeIptables();
+    ipt.loadKubeProxyNat(4, 200, 10);
+    forwardPortsIptables(ipt, conf(), "first", v4); // the node's first: shared chains created (read once)
+    ipt.reads.length = 0;
+    ipt.transactions.length = 0;
+    const c2 = conf({ mappings: [validateMapping({ hostPort: 8081, containerPort: 80, protocol: "tcp" })] });
+    forwardPortsIptables(ipt, c2, "second", parseCIDR("10.77.0.3/24")!);
+    expect(ipt.reads).toEqual(["4 nat CNI-HOSTPORT-DNAT"]);
+    expect(ipt.transactions).toHaveLength(1);
+    expect(checkPortsIptables(ipt, c2, "second", parseCIDR("10.77.0.3/24")!)).toEqual([]);
+    // A port someone else forwards makes that container's chain worth reading (conflict check).
+    ipt.reads.length = 0;
+    const seen: ForeignPort[] = [];
+    const c3 = conf({ mappings: [validateMapping({ hostPort: 8081, containerPort: 80, protocol: "tcp", hostIP: "10.1.1.1" })] });
+    iptablesPortmap(ipt).setup({ conf: c3, containerID: "third", container: parseCIDR("10.77.0.4/24")!, refuseConflicts: (f) => void seen.push(...f) });
+    expect(ipt.reads).toEqual(["4 nat CNI-HOSTPORT-DNAT", `4 nat ${dnatChainName("ptpnet", "second")}`]);
+    expect(seen).toEqual([{ protocol: "tcp", hostPort: 8081, hostIP: "", owner: 'container "second" of network "ptpnet"' }]);
+    // DEL with the mappings and families: one restore, nothing read; the ports come from the config.
+    ipt.reads.length = 0;
+    ipt.transactions.length = 0;
+    expect(iptablesPortmap(ipt).teardown({ network: "ptpnet", containerID: "second", conf: c2, families: [4] }, true)).toEqual([{ protocol: "tcp", hostPort: 8081, hostIP: "" }]);
+    expect(ipt.reads).toEqual([]);
+    expect(ipt.transactions).toHaveLength(1);
+    expect(ipt.dump(4)).not.toContain(dnatChainName("ptpnet", "second"));
+    expect(ipt.dump(4)).toContain(dnatChainName("ptpnet", "first"));
+    expect(ipt.dump(4).match(/^-A KUBE-SEP-/gm)).toHaveLength(2000);
+    // Again: the optimistic restore fails, the own chain is read and found gone.
+    ipt.reads.length = 0;
+    expect(iptablesPortmap(ipt).teardown({ network: "ptpnet", containerID: "second", conf: c2, families: [4] }, true)).toEqual([]);
+    expect(ipt.reads).toEqual([`4 nat ${dnatChainName("ptpnet", "second")}`]);
+    expect(ipt.reads.every((r) => !r.includes("KUBE"))).toBe(true);
+  });
+
   test("GC removes only this network's chains of containers not kept", () => {
     const ipt = new FakeIptables();
-    for (const id of ["a", "b"]) forwardPortsIptables(ipt, conf(), id, v4, none);
-    forwardPortsIptables(ipt, conf({ name: "other" }), "z", v4, none);
-    gcPortsIptables(ipt, "ptpnet", new Set(["a"]));
+    for (const id of ["a", "b"]) forwardPortsIptables(ipt, conf(), id, v4);
+    forwardPortsIptables(ipt, conf({ name: "other" }), "z", v4);
+    iptablesPortmap(ipt).gc("ptpnet", [{ containerID: "a", ifName: "eth0" }]);
     const d = ipt.dump(4);
     expect(d).toContain(dnatChainName("ptpnet", "a"));
     expect(d).not.toContain(dnatChainName("ptpnet", "b"));

@@ -14,6 +14,7 @@ function recorder(table: NftTableState | undefined): NftDriver & { scripts: stri
       scripts.push(tx.render());
     },
     listTable: () => table,
+    listChain: (_f, _t, chain) => (table?.chains.some((c) => c.name === chain) ? table.rules.filter((r) => r.chain === chain) : undefined),
   };
 }
 

@@ -18,8 +18,9 @@
  * Beyond upstream: a repeated setup replaces the attachment's PREROUTING jump instead of adding a
  * duplicate.
  */
-import { InternalError, messageOf } from "../../shared/cni/errors.ts";
+import { annotate } from "../../shared/error/annotate.ts";
 import { systemNft, type NftDriver } from "../../shared/firewall/nftables/driver.ts";
+import type { NftRuleState } from "../../shared/firewall/nftables/state.ts";
 import { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
 
 export const SPOOFCHECK_TABLE = "nat";
@@ -48,14 +49,13 @@ export function spoofCheckNames(t: SpoofCheckTarget): { ifaceChain: string; macC
 }
 
 function quoted(s: string): string {
-  if (!/^[A-Za-z0-9_.:@\-]+$/.test(s)) throw new InternalError(`failed to setup spoof-check: invalid interface name ${JSON.stringify(s)}`);
+  if (!/^[A-Za-z0-9_.:@\-]+$/.test(s)) throw new Error(`invalid interface name ${JSON.stringify(s)}`);
   return `"${s}"`;
 }
 
-/** Deletes, in `tx`, the base-chain rules carrying `comment` (read from the live table). */
-function deleteBaseRules(tx: NftTransaction, driver: NftDriver, comment: string): void {
-  const table = driver.listTable("bridge", SPOOFCHECK_TABLE);
-  for (const r of table?.rules ?? []) {
+/** Deletes, in `tx`, the base-chain rules carrying `comment` (from `rules`, as just read). */
+function deleteBaseRules(tx: NftTransaction, rules: readonly NftRuleState[] | undefined, comment: string): void {
+  for (const r of rules ?? []) {
     if (r.chain === SPOOFCHECK_BASE_CHAIN && r.comment === comment) tx.deleteRule(SPOOFCHECK_BASE_CHAIN, r.handle);
   }
 }
@@ -78,31 +78,25 @@ export function buildSpoofCheckSetup(s: SpoofCheckSetup, existing: NftTransactio
 
 /** Installs the spoof-check rules for one attachment. */
 export function setupSpoofCheck(s: SpoofCheckSetup, driver: NftDriver = systemNft): void {
-  try {
+  annotate("failed to setup spoof-check", () => {
     const tx = new NftTransaction("bridge", SPOOFCHECK_TABLE);
-    deleteBaseRules(tx, driver, spoofCheckNames(s).comment);
+    deleteBaseRules(tx, driver.listChain("bridge", SPOOFCHECK_TABLE, SPOOFCHECK_BASE_CHAIN), spoofCheckNames(s).comment);
     driver.run(buildSpoofCheckSetup(s, tx));
-  } catch (err) {
-    throw new InternalError(`failed to setup spoof-check: ${messageOf(err)}`, { cause: err });
-  }
+  });
 }
 
 /** Removes the spoof-check rules and chains of one attachment; a no-op when there are none. */
 export function teardownSpoofCheck(t: SpoofCheckTarget, driver: NftDriver = systemNft): void {
   const { ifaceChain, macChain, comment } = spoofCheckNames(t);
-  try {
+  annotate("failed to teardown spoof-check", () => {
     const table = driver.listTable("bridge", SPOOFCHECK_TABLE);
     if (table === undefined) return;
     const tx = new NftTransaction("bridge", SPOOFCHECK_TABLE);
-    for (const r of table.rules) {
-      if (r.chain === SPOOFCHECK_BASE_CHAIN && r.comment === comment) tx.deleteRule(SPOOFCHECK_BASE_CHAIN, r.handle);
-    }
+    deleteBaseRules(tx, table.rules, comment);
     const chains = new Set(table.chains.map((c) => c.name));
     // The iface chain jumps to the mac chain: delete the referrer first.
     if (chains.has(ifaceChain)) tx.flushChain(ifaceChain).deleteChain(ifaceChain);
     if (chains.has(macChain)) tx.flushChain(macChain).deleteChain(macChain);
     driver.run(tx);
-  } catch (err) {
-    throw new InternalError(`failed to teardown spoof-check: ${messageOf(err)}`, { cause: err });
-  }
+  });
 }

@@ -20,12 +20,16 @@ export function setupMasq(conf: PtpConfig, args: CmdArgs, ips: readonly IPConfig
   setupIPMasq({ network: conf.name, containerID: args.containerID, ifName: args.ifName, ips: ips.map((i) => i.address) }, backend);
 }
 
-/** Removes the attachment's masquerade rules from both backends; `ips` (CIDRs) only help legacy rule forms. */
+/**
+ * Removes the attachment's masquerade rules from both backends; `ips` (CIDRs the container still
+ * has) and the configured backend only narrow where to look first.
+ */
 export function teardownMasq(conf: PtpConfig, args: CmdArgs, ips: readonly string[] | undefined): void {
   teardownIPMasq({
     network: conf.name,
     containerID: args.containerID,
     ifName: args.ifName,
+    backend: conf.ipMasqBackend,
     ...(ips !== undefined && ips.length > 0 ? { ips: [...ips] } : {}),
   });
 }

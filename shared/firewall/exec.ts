@@ -3,15 +3,15 @@
  * shared/ or the plugins spawns these tools).
  *
  * Synchronous (a firewall change may be made from a netns-switched section), argv arrays only —
- * never a shell — and every failure carries the argv, the exit status and the tool's stderr.
+ * never a shell — and every failure carries the argv, the exit status and the tool's stderr. The
+ * errors are plain (not CNI errors): the callers add context, shared/cni/errors.ts picks the code.
  * Binaries are resolved on PATH and then in the usual sbin directories, because runtimes often
  * exec plugins with a PATH that lacks /usr/sbin.
  */
 import { existsSync } from "node:fs";
-import { InternalError } from "../cni/errors.ts";
 
 /** A tool exited non-zero (or could not be started). */
-export class CommandError extends InternalError {
+export class CommandError extends Error {
   override name = "CommandError";
   readonly argv: readonly string[];
   /** Exit status; -1 when the process could not be started or was killed. */
@@ -19,7 +19,7 @@ export class CommandError extends InternalError {
   readonly stderr: string;
   constructor(argv: readonly string[], status: number, stderr: string, opts: { cause?: unknown } = {}) {
     const detail = stderr.trim().replace(/\s+/g, " ");
-    super(`running [${argv.join(" ")}] failed with exit status ${status}${detail ? `: ${detail}` : ""}`, opts);
+    super(`running [${argv.join(" ")}] failed with exit status ${status}${detail ? `: ${detail}` : ""}`, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.argv = argv;
     this.status = status;
     this.stderr = stderr;

@@ -6,40 +6,39 @@
  *   POSTROUTING:                            -s <ip>/32 (/128) -m comment --comment C -j CNI-…   (per address)
  * The ifname is ignored, as upstream does "for historical reasons". The ACCEPT rules always stay
  * ahead of the MASQUERADE rule, also when a second address is added later.
+ *
+ * Only the container's own chain and POSTROUTING are ever read: ADD reads the own chain (when it is
+ * new, nothing jumps to it yet) and writes one restore; DEL with the addresses reads nothing (the
+ * restore deletes exactly the jumps setup added, and fails if anything else still jumps there).
  */
-import { transactIptables } from "./iptables/transact.ts";
 import { bitLength, formatCIDR, formatIP, networkAddress, type CIDR, type IPFamily } from "../ip/ip.ts";
+import { runAll } from "./backend.ts";
 import type { IptablesDriver } from "./iptables/driver.ts";
-import { IptablesPlan, type IptChain, type IptRule } from "./iptables/chain.ts";
-import { sameRule } from "./iptables/rule.ts";
+import type { IptChain, IptRule } from "./iptables/chain.ts";
+import { commentMatch, missingRules } from "./iptables/rule.ts";
+import { readIptables, transactIptables } from "./iptables/transact.ts";
+import type { MasqFeature } from "./ipmasq.ts";
 import { formatChainName, formatComment } from "./naming.ts";
 
 const TABLE = "nat";
+/** The only chain that jumps to an ipMasq chain (upstream's older `-s <ip>/<prefix>` form included). */
+const ENTRY_CHAIN = "POSTROUTING";
 const MULTICAST: Record<IPFamily, string> = { 4: "224.0.0.0/4", 6: "ff00::/8" };
-/** How often a transaction is recomputed when the table changed under it (concurrent plugins). */
-
-function comment(c: string): string[] {
-  return ["-m", "comment", "--comment", c];
-}
 
 /** The chain model for `ips` (all of one family). */
 export function masqChain(network: string, containerID: string, family: IPFamily, ips: readonly CIDR[]): IptChain {
   const name = formatChainName(network, containerID);
-  const c = formatComment(network, containerID);
-  const accepts: IptRule[] = ips.map((ip) => ["-d", formatCIDR({ ip: networkAddress(ip.ip, ip.prefixLen), prefixLen: ip.prefixLen }), ...comment(c), "-j", "ACCEPT"]);
+  const c = commentMatch(formatComment(network, containerID));
+  const accepts: IptRule[] = ips.map((ip) => ["-d", formatCIDR({ ip: networkAddress(ip.ip, ip.prefixLen), prefixLen: ip.prefixLen }), ...c, "-j", "ACCEPT"]);
   return {
     table: TABLE,
     name,
-    rules: [...accepts, ["!", "-d", MULTICAST[family], ...comment(c), "-j", "MASQUERADE"]],
+    rules: [...accepts, ["!", "-d", MULTICAST[family], ...c, "-j", "MASQUERADE"]],
     entryRules: ips.map((ip) => ({
-      chain: "POSTROUTING",
-      rule: ["-s", `${formatIP(ip.ip)}/${bitLength(ip.ip.family)}`, ...comment(c), "-j", name],
+      chain: ENTRY_CHAIN,
+      rule: ["-s", `${formatIP(ip.ip)}/${bitLength(ip.ip.family)}`, ...c, "-j", name],
     })),
   };
-}
-
-function transact(ipt: IptablesDriver, family: IPFamily, plan: (p: IptablesPlan) => void): void {
-  transactIptables(ipt, family, TABLE, plan);
 }
 
 function byFamily(ips: readonly CIDR[]): Map<IPFamily, CIDR[]> {
@@ -48,38 +47,53 @@ function byFamily(ips: readonly CIDR[]): Map<IPFamily, CIDR[]> {
   return out;
 }
 
-export function setupMasqIptables(ipt: IptablesDriver, network: string, containerID: string, ips: readonly CIDR[]): void {
-  for (const [family, list] of byFamily(ips)) {
-    const spec = masqChain(network, containerID, family, list);
-    transact(ipt, family, (p) => p.ensureChain(spec));
-  }
-}
-
-/**
- * Removes the chain of network+container and every rule jumping to it, in both families, with or
- * without the addresses (the chain name is a hash of network+container, so addresses are never
- * needed; this also removes upstream's older `-s <ip>/<prefix>` jump form).
- */
-export function teardownMasqIptables(ipt: IptablesDriver, network: string, containerID: string): void {
-  const name = formatChainName(network, containerID);
-  for (const family of [4, 6] as const) transact(ipt, family, (p) => p.deleteChain(name));
-}
-
-/** Problems with the rules for `ips` (empty list: all present). */
-export function checkMasqIptables(ipt: IptablesDriver, network: string, containerID: string, ips: readonly CIDR[]): string[] {
-  const problems: string[] = [];
-  for (const [family, list] of byFamily(ips)) {
-    const spec = masqChain(network, containerID, family, list);
-    const p = new IptablesPlan(TABLE, ipt.readTable(family, TABLE));
-    if (!p.hasChain(spec.name)) {
-      problems.push(`iptables chain ${spec.name} not found in the IPv${family} nat table`);
-      continue;
-    }
-    const have = p.rulesOf(spec.name);
-    for (const r of spec.rules) if (!have.some((h) => sameRule(h, r))) problems.push(`IPv${family} nat chain ${spec.name} lacks rule: ${r.join(" ")}`);
-    for (const e of spec.entryRules) {
-      if (!p.rulesOf(e.chain).some((h) => sameRule(h, e.rule))) problems.push(`IPv${family} nat ${e.chain} lacks rule: ${e.rule.join(" ")}`);
-    }
-  }
-  return problems;
+/** The iptables implementation of ipMasq. */
+export function iptablesMasq(ipt: IptablesDriver): MasqFeature {
+  return {
+    backend: "iptables",
+    available: () => ipt.available(),
+    setup(t) {
+      for (const [family, list] of byFamily(t.ips)) {
+        const spec = masqChain(t.network, t.containerID, family, list);
+        transactIptables(ipt, family, (tx) => tx.table(TABLE).ensureChain(spec));
+      }
+    },
+    /**
+     * Removes the chain of network+container and every rule jumping to it. Without addresses, in
+     * both families (the chain name is a hash of network+container, so addresses are never needed;
+     * this also removes upstream's older `-s <ip>/<prefix>` jump form). With addresses, in their
+     * families only; when iptables is the `expected` backend, starting from the assumption that the
+     * jumps are the ones setup added.
+     */
+    teardown(t, expected) {
+      const name = formatChainName(t.network, t.containerID);
+      const known = t.ips !== undefined && t.ips.length > 0 ? byFamily(t.ips) : undefined;
+      const families = known ? [...known.keys()] : ([4, 6] as const);
+      runAll(families, (family) => `IPv${family}`, (family) => {
+        const jumps = known && expected ? masqChain(t.network, t.containerID, family, known.get(family)!).entryRules : undefined;
+        transactIptables(ipt, family, (tx) => tx.table(TABLE).deleteChain(name, [ENTRY_CHAIN], jumps));
+      });
+    },
+    check(t) {
+      const problems: string[] = [];
+      for (const [family, list] of byFamily(t.ips)) {
+        const spec = masqChain(t.network, t.containerID, family, list);
+        readIptables(ipt, family, (tx) => {
+          const p = tx.table(TABLE);
+          if (!p.hasChain(spec.name)) {
+            problems.push(`iptables chain ${spec.name} not found in the IPv${family} nat table`);
+            return;
+          }
+          for (const r of missingRules(p.rulesOf(spec.name), spec.rules)) problems.push(`IPv${family} nat chain ${spec.name} lacks rule: ${r.join(" ")}`);
+          for (const e of spec.entryRules) {
+            if (missingRules(p.rulesOf(e.chain), [e.rule]).length) problems.push(`IPv${family} nat ${e.chain} lacks rule: ${e.rule.join(" ")}`);
+          }
+        });
+      }
+      return problems;
+    },
+    gc() {
+      // The chains carry no network name (a hash of network+container): nothing can be attributed, as upstream.
+    },
+  };
 }

@@ -9,6 +9,7 @@
  * teardown needs no addresses and never removes another container's rule for a reused address.
  */
 import { formatIP, networkAddress, formatCIDR, type CIDR } from "../ip/ip.ts";
+import type { MasqFeature } from "./ipmasq.ts";
 import type { NftDriver } from "./nftables/driver.ts";
 import { normalizeRule, type NftRuleState } from "./nftables/state.ts";
 import { NftTransaction } from "./nftables/transaction.ts";
@@ -26,59 +27,59 @@ export function masqRule(ip: CIDR): string {
   return `${fam} saddr == ${formatIP(ip.ip)} ${fam} daddr != ${net} masquerade`;
 }
 
-/** masq_checks rules whose comment starts with `prefix`. */
+/** masq_checks rules whose comment starts with `prefix` (only that chain is read). */
 function findRules(nft: NftDriver, prefix: string): NftRuleState[] {
-  const state = nft.listTable("inet", MASQ_TABLE);
-  if (state === undefined) return [];
-  return state.rules.filter((r) => r.chain === MASQ_CHAIN && r.comment !== undefined && r.comment.startsWith(prefix));
+  return (nft.listChain("inet", MASQ_TABLE, MASQ_CHAIN) ?? []).filter((r) => r.comment !== undefined && r.comment.startsWith(prefix));
 }
 
-export function setupMasqNftables(nft: NftDriver, network: string, ifName: string, containerID: string, ips: readonly CIDR[]): void {
-  const stale = findRules(nft, masqInstanceHash(network, ifName, containerID));
-  const tx = new NftTransaction("inet", MASQ_TABLE)
-    .addTable({ comment: MASQ_TABLE_COMMENT })
-    .addChain({ name: MASQ_CHAIN, comment: MASQ_CHAIN_COMMENT })
-    .addChain({ name: "postrouting", type: "nat", hook: "postrouting", priority: 100 })
-    .flushChain("postrouting")
-    .addRule({ chain: "postrouting", rule: "ip daddr == 224.0.0.0/4  return" })
-    .addRule({ chain: "postrouting", rule: "ip6 daddr == ff00::/8  return" })
-    .addRule({ chain: "postrouting", rule: `goto ${MASQ_CHAIN}` });
-  for (const r of stale) tx.deleteRule(MASQ_CHAIN, r.handle);
-  const comment = masqInstanceComment(network, ifName, containerID);
-  for (const ip of ips) tx.addRule({ chain: MASQ_CHAIN, rule: masqRule(ip), comment });
-  nft.run(tx);
-}
-
-/** Deletes the instance's rules (found by comment prefix; no addresses needed). */
-export function teardownMasqNftables(nft: NftDriver, network: string, ifName: string, containerID: string): void {
-  const rules = findRules(nft, masqInstanceHash(network, ifName, containerID));
-  if (rules.length === 0) return;
-  const tx = new NftTransaction("inet", MASQ_TABLE);
+/** A transaction deleting `rules` from masq_checks (empty when there are none). */
+function deleteRules(rules: readonly NftRuleState[], tx = new NftTransaction("inet", MASQ_TABLE)): NftTransaction {
   for (const r of rules) tx.deleteRule(MASQ_CHAIN, r.handle);
-  nft.run(tx);
+  return tx;
 }
 
-/** Upstream GC: deletes the network's rules that belong to none of `keep`. */
-export function gcMasqNftables(nft: NftDriver, network: string, keep: readonly { ifName: string; containerID: string }[]): void {
-  const rules = findRules(nft, masqNetworkHash(network));
-  const valid = new Set(keep.map((a) => masqInstanceComment(network, a.ifName, a.containerID)));
-  const tx = new NftTransaction("inet", MASQ_TABLE);
-  for (const r of rules) if (!valid.has(r.comment!)) tx.deleteRule(MASQ_CHAIN, r.handle);
-  nft.run(tx);
-}
-
-/** Problems with the instance's rules for `ips` (empty list: all present). */
-export function checkMasqNftables(nft: NftDriver, network: string, ifName: string, containerID: string, ips: readonly CIDR[]): string[] {
-  const state = nft.listTable("inet", MASQ_TABLE);
-  if (state === undefined) return [`nftables table inet ${MASQ_TABLE} not found`];
-  const problems: string[] = [];
-  if (!state.chains.some((c) => c.name === "postrouting" && c.hook === "postrouting")) problems.push(`nftables base chain inet ${MASQ_TABLE} postrouting not found`);
-  else if (!state.rules.some((r) => r.chain === "postrouting" && normalizeRule(r.rule) === `goto ${MASQ_CHAIN}`)) problems.push(`nftables chain postrouting lacks goto ${MASQ_CHAIN}`);
-  const comment = masqInstanceComment(network, ifName, containerID);
-  const mine = state.rules.filter((r) => r.chain === MASQ_CHAIN && r.comment === comment).map((r) => normalizeRule(r.rule));
-  for (const ip of ips) {
-    const want = normalizeRule(masqRule(ip));
-    if (!mine.includes(want)) problems.push(`nftables chain ${MASQ_CHAIN} lacks rule: ${want} comment "${comment}"`);
-  }
-  return problems;
+/** The nftables implementation of ipMasq. */
+export function nftablesMasq(nft: NftDriver): MasqFeature {
+  return {
+    backend: "nftables",
+    available: () => nft.available(),
+    setup(t) {
+      const stale = findRules(nft, masqInstanceHash(t.network, t.ifName, t.containerID));
+      const tx = new NftTransaction("inet", MASQ_TABLE)
+        .addTable({ comment: MASQ_TABLE_COMMENT })
+        .addChain({ name: MASQ_CHAIN, comment: MASQ_CHAIN_COMMENT })
+        .addChain({ name: "postrouting", type: "nat", hook: "postrouting", priority: 100 })
+        .flushChain("postrouting")
+        .addRule({ chain: "postrouting", rule: "ip daddr == 224.0.0.0/4  return" })
+        .addRule({ chain: "postrouting", rule: "ip6 daddr == ff00::/8  return" })
+        .addRule({ chain: "postrouting", rule: `goto ${MASQ_CHAIN}` });
+      deleteRules(stale, tx);
+      const comment = masqInstanceComment(t.network, t.ifName, t.containerID);
+      for (const ip of t.ips) tx.addRule({ chain: MASQ_CHAIN, rule: masqRule(ip), comment });
+      nft.run(tx);
+    },
+    /** Deletes the instance's rules (found by comment prefix; no addresses needed). */
+    teardown(t) {
+      nft.run(deleteRules(findRules(nft, masqInstanceHash(t.network, t.ifName, t.containerID))));
+    },
+    check(t) {
+      const state = nft.listTable("inet", MASQ_TABLE);
+      if (state === undefined) return [`nftables table inet ${MASQ_TABLE} not found`];
+      const problems: string[] = [];
+      if (!state.chains.some((c) => c.name === "postrouting" && c.hook === "postrouting")) problems.push(`nftables base chain inet ${MASQ_TABLE} postrouting not found`);
+      else if (!state.rules.some((r) => r.chain === "postrouting" && normalizeRule(r.rule) === `goto ${MASQ_CHAIN}`)) problems.push(`nftables chain postrouting lacks goto ${MASQ_CHAIN}`);
+      const comment = masqInstanceComment(t.network, t.ifName, t.containerID);
+      const mine = state.rules.filter((r) => r.chain === MASQ_CHAIN && r.comment === comment).map((r) => normalizeRule(r.rule));
+      for (const ip of t.ips) {
+        const want = normalizeRule(masqRule(ip));
+        if (!mine.includes(want)) problems.push(`nftables chain ${MASQ_CHAIN} lacks rule: ${want} comment "${comment}"`);
+      }
+      return problems;
+    },
+    /** Upstream GC: deletes the network's rules that belong to none of `keep`. */
+    gc(network, keep) {
+      const valid = new Set(keep.map((a) => masqInstanceComment(network, a.ifName, a.containerID)));
+      nft.run(deleteRules(findRules(nft, masqNetworkHash(network)).filter((r) => !valid.has(r.comment!))));
+    },
+  };
 }

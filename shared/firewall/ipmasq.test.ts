@@ -2,9 +2,11 @@ import { describe, expect, test } from "bun:test";
 import { CNI_ERROR_CODES, InvalidConfigError } from "../cni/errors.ts";
 import { FakeIptables } from "./iptables/fake.ts";
 import { FakeNft } from "./nftables/fake.ts";
-import { checkIPMasq, gcIPMasq, parseMasqBackend, resolveMasqBackend, setupIPMasq, teardownIPMasq, type MasqDrivers } from "./ipmasq.ts";
+import { chooseBackend, type FirewallDrivers } from "./backend.ts";
+import { checkIPMasq, gcIPMasq, parseMasqBackend, setupIPMasq, teardownIPMasq } from "./ipmasq.ts";
+import { formatChainName } from "./naming.ts";
 
-function fakes(): MasqDrivers & { iptables: FakeIptables; nftables: FakeNft } {
+function fakes(): FirewallDrivers & { iptables: FakeIptables; nftables: FakeNft } {
   return { iptables: new FakeIptables(), nftables: new FakeNft() };
 }
 
@@ -36,12 +38,12 @@ describe("backend choice", () => {
   });
   test("default: iptables unless only nftables is usable", () => {
     const d = fakes();
-    expect(resolveMasqBackend(undefined, d)).toBe("iptables");
+    expect(chooseBackend(undefined, d)).toBe("iptables");
     d.iptables.installed = false;
-    expect(resolveMasqBackend(undefined, d)).toBe("nftables");
+    expect(chooseBackend(undefined, d)).toBe("nftables");
     d.nftables.installed = false;
-    expect(resolveMasqBackend(undefined, d)).toBe("iptables");
-    expect(resolveMasqBackend("nftables", fakes())).toBe("nftables");
+    expect(chooseBackend(undefined, d)).toBe("iptables");
+    expect(chooseBackend("nftables", fakes())).toBe("nftables");
   });
 });
 
@@ -186,6 +188,37 @@ COMMIT
     setupIPMasq({ network: "n", ifName: "eth0", containerID: "a", ips: ["10.0.0.2/24"] }, "iptables", d);
     expect(d.iptables.transactions).toHaveLength(2);
     expect(d.iptables.dump(4)).toContain("-s 10.0.0.2/32");
+  });
+  test("hot path on a kube-proxy-sized nat table: only the own chain is read; one restore; DEL reads nothing", () => {
+    const d = fakes();
+    d.iptables.loadKubeProxyNat(4, 200, 10);
+    const t = { network: "n", ifName: "eth0", containerID: "hot", ips: ["10.0.0.2/24"] };
+    const own = formatChainName("n", "hot");
+    setupIPMasq(t, undefined, d);
+    expect(d.iptables.reads).toEqual([`4 nat ${own}`]);
+    expect(d.iptables.transactions).toHaveLength(1);
+    // DEL knowing the addresses: the restore itself checks what it removes.
+    d.iptables.reads.length = 0;
+    teardownIPMasq(t, d);
+    expect(d.iptables.reads).toEqual([]);
+    expect(d.iptables.transactions).toHaveLength(2);
+    expect(d.iptables.dump(4)).not.toContain(own);
+    expect(d.iptables.dump(4).match(/^-A KUBE-SEP-/gm)).toHaveLength(2000);
+    // Idempotent DEL: one failed attempt, then the own chain is read (per family) and nothing is written.
+    d.iptables.reads.length = 0;
+    teardownIPMasq(t, d);
+    expect(d.iptables.reads).toEqual([`4 nat ${own}`]);
+    expect(d.iptables.transactions).toHaveLength(3);
+    teardownIPMasq({ network: "n", ifName: "eth0", containerID: "hot" }, d);
+    expect(d.iptables.reads.slice(1)).toEqual([`4 nat ${own}`, `6 nat ${own}`]);
+    expect(d.iptables.transactions).toHaveLength(3);
+    // With nftables configured, the iptables side starts from reads (its rules are unlikely there).
+    setupIPMasq(t, undefined, d);
+    d.iptables.reads.length = 0;
+    teardownIPMasq({ ...t, backend: "nftables" }, d);
+    expect(d.iptables.reads).toEqual([`4 nat ${own}`, "4 nat POSTROUTING"]);
+    expect(d.iptables.dump(4)).not.toContain(own);
+    expect(d.iptables.reads.every((r) => !r.includes("KUBE"))).toBe(true);
   });
   test("missing tools are ignored on teardown; other failures are reported", () => {
     const d = fakes();

@@ -1,23 +1,27 @@
 /**
  * IP masquerade for bridge and ptp (`ipMasq`, `ipMasqBackend`): upstream
  * SetupIPMasqForNetworks / TeardownIPMasqForNetworks / GCIPMasqForNetwork with the same rules,
- * names and comments in both backends (see ipmasq-iptables.ts, ipmasq-nftables.ts), so Go and
- * TypeScript plugins clean up each other's rules.
- *
- * Differences from upstream, on purpose:
- * - teardown needs no addresses (upstream #810: DEL with the netns gone leaked the iptables chain);
- * - one transaction per IP family (iptables-restore) or per call (nft) instead of one process per rule;
- * - iptables goes through the variant that holds the host's rules (legacy or nf_tables).
+ * names and comments in both backends (ipmasq-iptables.ts, ipmasq-nftables.ts), so Go and
+ * TypeScript plugins clean up each other's rules. Where this differs from upstream on purpose is
+ * listed in DIFFERENCES.md (ipMasq).
  */
-import { InternalError, InvalidConfigError, messageOf } from "../cni/errors.ts";
+import { annotate } from "../error/annotate.ts";
+import { InvalidConfigError } from "../cni/errors.ts";
+import type { ValidAttachment } from "../cni/netconf.ts";
 import { parseCIDR, type CIDR } from "../ip/ip.ts";
-import { CommandNotFoundError } from "./exec.ts";
-import { systemIptables, type IptablesDriver } from "./iptables/driver.ts";
-import { checkMasqIptables, setupMasqIptables, teardownMasqIptables } from "./ipmasq-iptables.ts";
-import { checkMasqNftables, gcMasqNftables, setupMasqNftables, teardownMasqNftables } from "./ipmasq-nftables.ts";
-import { isNftUnsupported, systemNft, type NftDriver } from "./nftables/driver.ts";
+import {
+  chooseBackend,
+  collectEverywhere,
+  systemFirewallDrivers,
+  teardownEverywhere,
+  type BackendName,
+  type FirewallDrivers,
+  type FirewallFeature,
+} from "./backend.ts";
+import { iptablesMasq } from "./ipmasq-iptables.ts";
+import { nftablesMasq } from "./ipmasq-nftables.ts";
 
-export type MasqBackendName = "iptables" | "nftables";
+export type MasqBackendName = BackendName;
 
 export interface MasqTarget {
   network: string;
@@ -27,17 +31,22 @@ export interface MasqTarget {
   ips: string[];
 }
 
-/** The tools the ipMasq functions talk to; tests pass fakes. */
-export interface MasqDrivers {
-  iptables: IptablesDriver;
-  nftables: NftDriver;
+/** One attachment's masquerade, as the backends see it (addresses parsed). */
+export interface MasqInstance {
+  network: string;
+  containerID: string;
+  ifName: string;
+  ips: CIDR[];
 }
 
-let defaultDrivers: MasqDrivers | undefined;
-/** The host's iptables (detected variant) and nft, created on first use. */
-export function systemMasqDrivers(): MasqDrivers {
-  defaultDrivers ??= { iptables: systemIptables(), nftables: systemNft };
-  return defaultDrivers;
+/** What teardown knows: the addresses only when the container's interface could still be read. */
+export type MasqDelTarget = Omit<MasqInstance, "ips"> & { ips?: CIDR[] };
+
+/** ipMasq in one backend; teardown needs no addresses. */
+export type MasqFeature = FirewallFeature<MasqInstance, MasqDelTarget>;
+
+function features(d: FirewallDrivers): Record<BackendName, MasqFeature> {
+  return { iptables: iptablesMasq(d.iptables), nftables: nftablesMasq(d.nftables) };
 }
 
 /** Validates the raw `ipMasqBackend` value ("" or undefined: default choice). */
@@ -47,90 +56,52 @@ export function parseMasqBackend(raw: string | undefined): MasqBackendName | und
   throw new InvalidConfigError(`unknown ipmasq backend ${JSON.stringify(raw)}`);
 }
 
-/** Upstream's default: iptables, unless iptables is unusable and nftables usable. */
-export function resolveMasqBackend(backend: MasqBackendName | undefined, d: MasqDrivers): MasqBackendName {
-  if (backend !== undefined) return backend;
-  return !d.iptables.available() && d.nftables.available() ? "nftables" : "iptables";
-}
-
-function parseIps(ips: readonly string[]): CIDR[] {
-  return ips.map((s) => {
+function instance(t: MasqTarget): MasqInstance {
+  const ips = t.ips.map((s) => {
     const c = parseCIDR(s);
-    if (c === null) throw new InternalError(`ipMasq: invalid address ${JSON.stringify(s)}`);
+    if (c === null) throw new Error(`ipMasq: invalid address ${JSON.stringify(s)}`);
     return c;
   });
+  return { network: t.network, containerID: t.containerID, ifName: t.ifName, ips };
 }
 
 /** Masquerades traffic from `t.ips` leaving their subnets, in the chosen (or default) backend. */
-export function setupIPMasq(t: MasqTarget, backend: MasqBackendName | undefined, d: MasqDrivers = systemMasqDrivers()): void {
-  const ips = parseIps(t.ips);
-  if (ips.length === 0) return;
-  try {
-    if (resolveMasqBackend(backend, d) === "nftables") setupMasqNftables(d.nftables, t.network, t.ifName, t.containerID, ips);
-    else setupMasqIptables(d.iptables, t.network, t.containerID, ips);
-  } catch (err) {
-    throw new InternalError(`failed to set up IP masquerade for ${t.network}: ${messageOf(err)}`, { cause: err });
-  }
-}
-
-/** True for "this backend cannot be used here" (tool missing, kernel without support). */
-function isUnsupported(err: unknown): boolean {
-  return err instanceof CommandNotFoundError || isNftUnsupported(err);
+export function setupIPMasq(t: MasqTarget, backend: MasqBackendName | undefined, d: FirewallDrivers = systemFirewallDrivers()): void {
+  const inst = instance(t);
+  if (inst.ips.length === 0) return;
+  annotate(`failed to set up IP masquerade for ${t.network}`, () => features(d)[chooseBackend(backend, d)].setup(inst));
 }
 
 /**
  * Removes the attachment's masquerade rules from BOTH backends, idempotently and without needing
- * its addresses (`ips` is accepted but not needed). A backend whose tools are missing or
- * unsupported is skipped; other failures are reported together.
+ * its addresses; when given, `ips` (the addresses the container still has) narrow the iptables work
+ * to their IP families. `backend` (the raw `ipMasqBackend`; an unknown value is ignored, DEL must
+ * not fail on it) only says where the rules most likely are. A backend whose tools are missing or unsupported is skipped; other failures are
+ * reported together.
  */
 export function teardownIPMasq(
-  t: { network: string; containerID: string; ifName: string; ips?: string[] },
-  d: MasqDrivers = systemMasqDrivers(),
+  t: { network: string; containerID: string; ifName: string; ips?: string[]; backend?: string | undefined },
+  d: FirewallDrivers = systemFirewallDrivers(),
 ): void {
-  const errors: string[] = [];
-  if (d.iptables.available()) {
-    try {
-      teardownMasqIptables(d.iptables, t.network, t.containerID);
-    } catch (err) {
-      if (!isUnsupported(err)) errors.push(messageOf(err));
-    }
-  }
-  if (d.nftables.available()) {
-    try {
-      teardownMasqNftables(d.nftables, t.network, t.ifName, t.containerID);
-    } catch (err) {
-      if (!isUnsupported(err)) errors.push(messageOf(err));
-    }
-  }
-  if (errors.length) throw new InternalError(`failed to tear down IP masquerade for ${t.network}: ${errors.join("; ")}`);
+  const ips = t.ips?.map((s) => parseCIDR(s)).filter((c): c is CIDR => c !== null);
+  const likely = t.backend === "iptables" || t.backend === "nftables" ? t.backend : undefined;
+  const target: MasqDelTarget = { network: t.network, containerID: t.containerID, ifName: t.ifName, ...(ips?.length ? { ips } : {}) };
+  annotate(`failed to tear down IP masquerade for ${t.network}`, () => teardownEverywhere(Object.values(features(d)), target, chooseBackend(likely, d)));
 }
 
 /** CHECK: the rules for `t.ips` exist in the backend in use; throws describing what is missing. */
-export function checkIPMasq(t: MasqTarget, backend: MasqBackendName | undefined, d: MasqDrivers = systemMasqDrivers()): void {
-  const ips = parseIps(t.ips);
-  if (ips.length === 0) return;
-  let problems: string[];
-  try {
-    problems =
-      resolveMasqBackend(backend, d) === "nftables"
-        ? checkMasqNftables(d.nftables, t.network, t.ifName, t.containerID, ips)
-        : checkMasqIptables(d.iptables, t.network, t.containerID, ips);
-  } catch (err) {
-    throw new InternalError(`failed to check IP masquerade for ${t.network}: ${messageOf(err)}`, { cause: err });
-  }
-  if (problems.length) throw new InternalError(`IP masquerade for ${t.network} is incomplete: ${problems.join("; ")}`);
+export function checkIPMasq(t: MasqTarget, backend: MasqBackendName | undefined, d: FirewallDrivers = systemFirewallDrivers()): void {
+  const inst = instance(t);
+  if (inst.ips.length === 0) return;
+  const problems = annotate(`failed to check IP masquerade for ${t.network}`, () => features(d)[chooseBackend(backend, d)].check(inst));
+  if (problems.length) throw new Error(`IP masquerade for ${t.network} is incomplete: ${problems.join("; ")}`);
 }
 
 /**
- * Upstream GCIPMasqForNetwork: removes the network's nftables masquerade rules that belong to no
- * attachment in `keep`. The iptables backend cannot tell networks apart from chain names, so, as
- * upstream, it is left alone.
+ * Upstream GCIPMasqForNetwork: removes the network's masquerade rules that belong to no attachment
+ * in `keep` — the nftables ones; iptables chain names do not tell networks apart, so, as upstream,
+ * those are left alone.
  */
-export function gcIPMasq(network: string, keep: readonly { ifName: string; containerID: string }[], d: MasqDrivers = systemMasqDrivers()): void {
-  if (!d.nftables.available()) return;
-  try {
-    gcMasqNftables(d.nftables, network, keep);
-  } catch (err) {
-    if (!isUnsupported(err)) throw new InternalError(`failed to garbage-collect IP masquerade for ${network}: ${messageOf(err)}`, { cause: err });
-  }
+export function gcIPMasq(network: string, keep: readonly ValidAttachment[], d: FirewallDrivers = systemFirewallDrivers()): void {
+  annotate(`failed to garbage-collect IP masquerade for ${network}`, () => collectEverywhere(Object.values(features(d)), network, keep));
 }

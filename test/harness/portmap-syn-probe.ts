@@ -1,5 +1,5 @@
 /**
- * The P29 probe (user-pain §2.1, upstream #729): from inside a container namespace, send a
+ * The localnet probe (upstream #729): from inside a container namespace, send a
  * hand-crafted TCP SYN straight onto the wire (AF_PACKET, so the container's own routing — which
  * would never send to 127.0.0.1 — is bypassed) with the bridge gateway's MAC as destination, and
  * report what comes back to that SYN: "syn-ack" (a host service answered: reachable), "rst" (the

@@ -1,5 +1,5 @@
 /**
- * shared/firewall ipMasq against the real tools (upstream-matrix §1.11, user-pain §1.3–§1.5): the
+ * shared/firewall ipMasq against the real tools (upstream pkg/ip/ipmasq_*_linux.go; #810): the
  * test process's netns is the throwaway "host" run.ts made, so iptables/nft changes stay inside it.
  * Asserted with iptables-save / ip6tables-save (both variants) and `nft -j list ruleset`; interop
  * with the Go ptp 1.1.1 (iptables ipMasq) in both directions.
@@ -11,7 +11,8 @@ import { createContainerNetns } from "../harness/netns.ts";
 import { GO_BIN_DIR, hasGoPlugin } from "../harness/paths.ts";
 import { sandboxed } from "../harness/sandbox.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
-import { checkIPMasq, setupIPMasq, systemMasqDrivers, teardownIPMasq, type MasqDrivers } from "../../shared/firewall/ipmasq.ts";
+import { systemFirewallDrivers, type FirewallDrivers } from "../../shared/firewall/backend.ts";
+import { checkIPMasq, setupIPMasq, teardownIPMasq } from "../../shared/firewall/ipmasq.ts";
 import { formatChainName, masqInstanceHash } from "../../shared/firewall/naming.ts";
 import { hostIptablesMode, resetIptablesModeCache, systemIptables } from "../../shared/firewall/iptables/driver.ts";
 import { systemNft } from "../../shared/firewall/nftables/driver.ts";
@@ -62,7 +63,7 @@ describe.skipIf(!sandboxed())("firewall ipMasq (real iptables / nft)", () => {
     const cid = "ctr-ipt-1";
     const chain = formatChainName(net, cid);
     const t = { network: net, containerID: cid, ifName: "eth0", ips: ["10.77.0.2/24", "fd77::2/64"] };
-    setupIPMasq(t, "iptables", systemMasqDrivers());
+    setupIPMasq(t, "iptables", systemFirewallDrivers());
     const c = `"name: \\"${net}\\" id: \\"${cid}\\""`;
     expect(linesWith(save("iptables-nft-save"), chain)).toEqual([
       `:${chain} - [0:0]`,
@@ -79,14 +80,14 @@ describe.skipIf(!sandboxed())("firewall ipMasq (real iptables / nft)", () => {
     // Nothing went to the other variant.
     expect(iptLines("legacy", net, cid)).toEqual([]);
     const before = iptLines("nft", net, cid);
-    setupIPMasq(t, undefined, systemMasqDrivers());
+    setupIPMasq(t, undefined, systemFirewallDrivers());
     expect(iptLines("nft", net, cid)).toEqual(before);
-    checkIPMasq(t, "iptables", systemMasqDrivers());
-    expect(() => checkIPMasq({ ...t, ips: ["10.77.0.9/24"] }, "iptables", systemMasqDrivers())).toThrow("10.77.0.9/32");
+    checkIPMasq(t, "iptables", systemFirewallDrivers());
+    expect(() => checkIPMasq({ ...t, ips: ["10.77.0.9/24"] }, "iptables", systemFirewallDrivers())).toThrow("10.77.0.9/32");
     teardownIPMasq({ network: net, containerID: cid, ifName: "eth0" });
     expect(iptLines("nft", net, cid)).toEqual([]);
     teardownIPMasq({ network: net, containerID: cid, ifName: "eth0" });
-    expect(() => checkIPMasq(t, "iptables", systemMasqDrivers())).toThrow("not found");
+    expect(() => checkIPMasq(t, "iptables", systemFirewallDrivers())).toThrow("not found");
   });
 
   test("nftables backend: v4 and v6 rules with upstream comments, idempotent, CHECK, teardown without ips", () => {
@@ -131,7 +132,7 @@ describe.skipIf(!sandboxed())("firewall ipMasq (real iptables / nft)", () => {
   }
 
   test("legacy variant: explicit legacy tools write only to x_tables; detection then prefers legacy", () => {
-    const drivers: MasqDrivers = { iptables: systemIptables("legacy"), nftables: systemNft };
+    const drivers: FirewallDrivers = { iptables: systemIptables("legacy"), nftables: systemNft };
     const net = "fw-legacy";
     const cid = "ctr-leg";
     const t = { network: net, containerID: cid, ifName: "eth0", ips: ["10.80.0.2/24", "fd80::2/64"] };

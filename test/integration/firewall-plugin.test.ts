@@ -115,7 +115,7 @@ describe.skipIf(!sandboxed())("firewall plugin (real iptables / nft / firewalld)
     expect(ruleLines(filter())).toContain('-A CNI-FORWARD -m comment --comment "CNI firewall plugin admin overrides" -j CNI-MYADMIN');
   });
 
-  test("DEL is not blocked by a bad ingressPolicy or backend (P24); ADD refuses them; prevResult required", async () => {
+  test("DEL is not blocked by a bad ingressPolicy or backend; ADD refuses them; prevResult required", async () => {
     const base = { cniVersion: "1.0.0", name: "fwnet", type: "firewall" };
     const inv = { containerID: "fw-p24", netns: cns, ifName: "eth0" };
     const bad = await execPlugin("firewall", { ...inv, command: "ADD", config: { ...base, ingressPolicy: "bogus", prevResult: PREV } });

@@ -1,5 +1,5 @@
 /**
- * portmap localhost hostPort safety (issue 4; user-pain §2.1 upstream #729, probe P29): with a
+ * portmap localhost hostPort safety (upstream #729): with a
  * localhost hostPort the plugin turns `route_localnet` on for the bridge, which makes the host
  * route packets addressed to 127.0.0.0/8 that arrive on the bridge. Without a martian guard a
  * container with CAP_NET_RAW completes handshakes with host services bound to 127.0.0.1.
@@ -49,7 +49,7 @@ function listenOnHost(): () => void {
   };
 }
 
-describe.skipIf(!sandboxed() || !synProbeAvailable())("portmap: a 127.0.0.1 host service is not reachable from the container (#729, P29)", () => {
+describe.skipIf(!sandboxed() || !synProbeAvailable())("portmap: a 127.0.0.1 host service is not reachable from the container (#729)", () => {
   useFixtureCleanup();
   const runner = new ConflistRunner({ cacheDir: makeTempDir() });
   const goRunner = new ConflistRunner({ cacheDir: makeTempDir(), path: [GO_BIN_DIR] });

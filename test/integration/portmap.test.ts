@@ -1,6 +1,6 @@
 /**
- * portmap end to end (upstream-matrix §2.12, §5.12; user-pain §1.2, §1.3, §2.1 #729 / CVE-2025-67499,
- * P18, P29): bridge + host-local + portmap driven by the conflist runner in the throwaway host netns,
+ * portmap end to end (upstream plugins/meta/portmap and its tests; #729, CVE-2025-67499): bridge +
+ * host-local + portmap driven by the conflist runner in the throwaway host netns,
  * with real TCP/UDP traffic from a client namespace, localhost and hairpin, both backends
  * (iptables-save, `nft -j list ruleset`), conflicts, validation, CHECK, DEL without portMappings,
  * GC, 200 mappings, the localnet guard, conntrack, and interop with the Go portmap 1.1.1.

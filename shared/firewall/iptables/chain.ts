@@ -1,15 +1,25 @@
 /**
  * A declarative iptables model (upstream portmap `chain.go`, netavark's VarkChain) and a planner
- * that turns "make it so" requests into ONE iptables-restore `--noflush` transaction, computed
- * against the table as read once with iptables-save.
+ * that turns "make it so" requests into ONE iptables-restore `--noflush` transaction.
  *
- * The planner simulates every command on its copy of the table, so rule positions and
- * existence checks stay right within one transaction; the restore only contains commands that
- * must succeed against the state that was read (a concurrent change makes the restore fail, and
- * the caller re-reads and retries).
+ * The planner reads only the chains a request names, each at most once per transaction (through a
+ * {@link ChainReader}), and simulates every command on its copy of those chains, so rule positions
+ * and existence checks stay right within one transaction. The restore only contains commands that
+ * must succeed against the state that was read: a concurrent change makes the restore fail, and
+ * the caller plans again from fresh reads (transact.ts).
+ *
+ * An optimistic plan may skip a read by assuming the usual state, provided the restore itself
+ * fails when the assumption is wrong: a chain assumed new is created with `-N` (fails when it
+ * exists), a rule assumed present is asserted with `-C` or removed with `-D` (both fail when it is
+ * absent), a chain to delete is declared first (`:CHAIN - [0:0]` creates or flushes it) so that
+ * `-X` only fails when a jump to it remains. A failed optimistic restore changes nothing; the
+ * transaction is then planned again without assumptions.
+ *
+ * Facts the kernel guarantees save reads too: a chain that did not exist has no jumps to it, and
+ * the target of a jump that was read exists.
  */
-import { emptyTable, ruleLine, type SavedTable } from "./save-format.ts";
-import { canonicalRule, ruleTarget, sameRule } from "./rule.ts";
+import { ruleLine } from "./save-format.ts";
+import { canonicalRule, hasRule, ruleTarget, sameRule, sameRules } from "./rule.ts";
 
 /** A rule: argument list in iptables-save order, without `-A <chain>`. */
 export type IptRule = readonly string[];
@@ -24,130 +34,247 @@ export interface IptChain {
   entryRules: readonly { chain: string; rule: IptRule }[];
 }
 
-function cloneTable(t: SavedTable): SavedTable {
-  return {
-    name: t.name,
-    chains: [...t.chains],
-    policies: new Map(t.policies),
-    rules: new Map([...t.rules].map(([k, v]) => [k, v.map((r) => [...r])])),
-  };
-}
+/** Reads one chain of one table: its rules, or undefined when the chain does not exist. */
+export type ChainReader = (table: string, chain: string) => IptRule[] | undefined;
 
-/** Builds one restore transaction for one table. */
+/** The planned commands for one table of a transaction. */
 export class IptablesPlan {
   readonly table: string;
-  private readonly state: SavedTable;
+  /** True when this plan may rely on assumptions (see module doc). */
+  readonly optimistic: boolean;
+  private readonly read: (chain: string) => IptRule[] | undefined;
+  /** Chains as read (then as planned); null = does not exist. Chains never read are absent from the map. */
+  private readonly known = new Map<string, string[][] | null>();
   private readonly lines: string[] = [];
+  private changes = 0;
 
-  /** `current` is the table as just read (undefined when it does not exist yet). */
-  constructor(table: string, current: SavedTable | undefined) {
+  constructor(table: string, read: (chain: string) => IptRule[] | undefined, optimistic = false) {
     this.table = table;
-    this.state = current ? cloneTable(current) : emptyTable(table);
+    this.read = read;
+    this.optimistic = optimistic;
   }
 
-  /** True when nothing has to change. */
+  /** True when there is nothing to send. */
   get empty(): boolean {
     return this.lines.length === 0;
   }
 
-  /** The planned state of the table after the transaction. */
-  get result(): SavedTable {
-    return this.state;
+  /** True when every planned command only asserts (`-C`): the restore would change nothing. */
+  get changesNothing(): boolean {
+    return this.changes === 0;
   }
 
+  /** Whether `name` exists (reads it, unless a rule read elsewhere jumps to it). */
   hasChain(name: string): boolean {
-    return this.state.rules.has(name);
+    const known = this.known.get(name);
+    if (known !== undefined) return known !== null;
+    for (const rules of this.known.values()) if (rules?.some((r) => ruleTarget(r) === name)) return true;
+    return this.state(name) !== null;
   }
 
-  rulesOf(chain: string): readonly (readonly string[])[] {
-    return this.state.rules.get(chain) ?? [];
+  /** The rules of `chain` (reads it); [] when it does not exist. */
+  rulesOf(chain: string): readonly IptRule[] {
+    return this.state(chain) ?? [];
   }
 
   /** `iptables -N`, unless the chain exists. */
   ensureChainExists(name: string): void {
     if (this.hasChain(name)) return;
-    this.lines.push(`-N ${name}`);
-    this.state.chains.push(name);
-    this.state.policies.set(name, "-");
-    this.state.rules.set(name, []);
+    this.create(name);
   }
 
-  /** Appends `rule` to `chain` unless an equal rule is present (upstream AppendUnique). */
-  appendUnique(chain: string, rule: IptRule): void {
-    const list = this.mustRules(chain);
-    if (list.some((r) => sameRule(r, rule))) return;
-    this.lines.push(ruleLine("-A", chain, rule));
-    list.push(canonicalRule(rule));
+  /**
+   * Makes sure `rule` is in `chain` (created when missing): when absent it is inserted first
+   * (upstream InsertUnique with prepend) or appended (AppendUnique). `assumePresent`: an optimistic
+   * plan asserts it with `-C` instead of reading the chain.
+   */
+  ensureRule(chain: string, rule: IptRule, where: "first" | "last", assumePresent = false): void {
+    if (this.assuming(chain, assumePresent)) {
+      this.lines.push(ruleLine("-C", chain, rule));
+      return;
+    }
+    if (hasRule(this.rulesOf(chain), rule)) return;
+    this.ensureChainExists(chain);
+    if (where === "first") this.insertAt(chain, 1, rule);
+    else this.append(chain, rule);
   }
 
   /** Inserts `rule` at 1-based `position` of `chain`. */
   insertAt(chain: string, position: number, rule: IptRule): void {
     const list = this.mustRules(chain);
-    this.lines.push(ruleLine("-I", chain, rule, position));
-    list.splice(position - 1, 0, canonicalRule(rule));
+    this.change(ruleLine("-I", chain, rule, position), () => list.splice(position - 1, 0, canonicalRule(rule)));
   }
 
-  /** Deletes every rule of `chain` equal to `rule` (none present: nothing to do). */
-  deleteRule(chain: string, rule: IptRule): void {
-    const list = this.state.rules.get(chain);
-    if (list === undefined) return;
+  /**
+   * Deletes every rule of `chain` equal to `rule` (none present: nothing to do). `assumePresent`:
+   * an optimistic plan deletes it once with `-D`, without reading the chain.
+   */
+  deleteRule(chain: string, rule: IptRule, assumePresent = false): void {
+    if (this.assuming(chain, assumePresent)) {
+      this.change(ruleLine("-D", chain, rule));
+      return;
+    }
+    const list = this.state(chain);
+    if (list === null) return;
     for (let i = list.length - 1; i >= 0; i--) {
-      if (sameRule(list[i]!, rule)) {
-        this.lines.push(ruleLine("-D", chain, list[i]!));
-        list.splice(i, 1);
-      }
+      if (sameRule(list[i]!, rule)) this.change(ruleLine("-D", chain, list[i]!), () => list.splice(i, 1));
     }
   }
 
   /**
    * Makes `spec` true: the chain exists, holds every rule of `spec.rules` (a missing rule goes
    * just before the first present rule that follows it in `spec.rules`, else at the end), and every
-   * entry rule is present in its chain.
+   * entry rule is present in its chain. A chain found missing is created and filled without reading
+   * its entry chains (nothing can jump to a chain that did not exist). `assumeComplete`: an
+   * optimistic plan asserts the rules and entry rules with `-C` instead of reading.
    */
-  ensureChain(spec: IptChain): void {
-    this.ensureChainExists(spec.name);
+  ensureChain(spec: IptChain, assumeComplete = false): void {
+    if (this.assuming(spec.name, assumeComplete && spec.rules.length > 0)) {
+      for (const rule of spec.rules) this.ensureRule(spec.name, rule, "last", true);
+      for (const e of spec.entryRules) this.ensureRule(e.chain, e.rule, "last", true);
+      return;
+    }
+    if (!this.hasChain(spec.name)) {
+      this.create(spec.name);
+      for (const rule of spec.rules) this.append(spec.name, rule);
+      for (const e of spec.entryRules) this.appendUnread(e.chain, e.rule);
+      return;
+    }
     const list = this.mustRules(spec.name);
     spec.rules.forEach((rule, i) => {
-      if (list.some((r) => sameRule(r, rule))) return;
+      if (hasRule(list, rule)) return;
       const later = spec.rules.slice(i + 1);
       const before = list.findIndex((r) => later.some((l) => sameRule(r, l)));
-      if (before < 0) this.appendUnique(spec.name, rule);
+      if (before < 0) this.append(spec.name, rule);
       else this.insertAt(spec.name, before + 1, rule);
     });
-    for (const e of spec.entryRules) this.appendUnique(e.chain, e.rule);
+    for (const e of spec.entryRules) this.ensureRule(e.chain, e.rule, "last", assumeComplete);
   }
 
   /**
-   * Removes chain `name` entirely: every rule in any chain of the table that jumps or goes to it,
-   * then its rules, then the chain. Absent chain: nothing to do.
+   * Makes chain `name` hold exactly `rules` (created, or flushed and refilled when it differs),
+   * in linear time however many rules. `assumeNew`: an optimistic plan creates it with `-N`
+   * without reading it.
    */
-  deleteChain(name: string): void {
-    if (!this.hasChain(name)) return;
-    for (const chain of this.state.chains) {
-      if (chain === name) continue;
-      const list = this.state.rules.get(chain)!;
-      for (let i = list.length - 1; i >= 0; i--) {
-        if (ruleTarget(list[i]!) === name) {
-          this.lines.push(ruleLine("-D", chain, list[i]!));
-          list.splice(i, 1);
-        }
-      }
+  replaceChain(name: string, rules: readonly IptRule[], assumeNew = false): void {
+    if (this.assuming(name, assumeNew)) {
+      this.create(name);
+    } else {
+      const current = this.state(name);
+      if (current !== null && sameRules(current, rules)) return;
+      if (current === null) this.create(name);
+      else this.change(`-F ${name}`, () => current.splice(0));
     }
-    this.lines.push(`-F ${name}`, `-X ${name}`);
-    this.state.chains = this.state.chains.filter((c) => c !== name);
-    this.state.rules.delete(name);
-    this.state.policies.delete(name);
+    const list = this.mustRules(name);
+    for (const rule of rules) this.change(ruleLine("-A", name, rule), () => list.push(canonicalRule(rule)));
   }
 
-  /** The iptables-restore input (`*table` … `COMMIT`), or "" when nothing changes. */
+  /**
+   * Removes chain `name` entirely: every rule of the `referrers` chains that jumps or goes to it,
+   * then its rules, then the chain. Absent chain: nothing to do. `assumeEntries`: an optimistic plan
+   * deletes exactly these jump rules with `-D`, then declares the chain (`:name - [0:0]` creates or
+   * flushes it, so it need not exist) and deletes it, without reading anything (the final `-X`
+   * fails if any other jump to it remains).
+   */
+  deleteChain(name: string, referrers: readonly string[], assumeEntries?: readonly { chain: string; rule: IptRule }[]): void {
+    if (this.assuming(name, assumeEntries !== undefined)) {
+      for (const e of assumeEntries!) this.deleteRule(e.chain, e.rule, true);
+      this.change(`:${name} - [0:0]`);
+    } else {
+      if (!this.hasChain(name)) return;
+      for (const chain of referrers) {
+        const list = this.state(chain);
+        if (list === null) continue;
+        for (let i = list.length - 1; i >= 0; i--) {
+          if (ruleTarget(list[i]!) === name) this.change(ruleLine("-D", chain, list[i]!), () => list.splice(i, 1));
+        }
+      }
+      this.change(`-F ${name}`);
+    }
+    this.change(`-X ${name}`, () => this.known.set(name, null));
+  }
+
+  /** This table's part of the restore input (`*table` … `COMMIT`), or "" when nothing is planned. */
   render(): string {
     if (this.empty) return "";
     return `*${this.table}\n${this.lines.join("\n")}\nCOMMIT\n`;
   }
 
+  /** True when an assumption may replace reading `chain` (optimistic plan, chain not read yet). */
+  private assuming(chain: string, wanted: boolean): boolean {
+    return wanted && this.optimistic && !this.known.has(chain);
+  }
+
+  private state(chain: string): string[][] | null {
+    let s = this.known.get(chain);
+    if (s === undefined) {
+      const rules = this.read(chain);
+      s = rules === undefined ? null : rules.map((r) => canonicalRule(r));
+      this.known.set(chain, s);
+    }
+    return s;
+  }
+
+  private create(name: string): void {
+    this.change(`-N ${name}`, () => this.known.set(name, []));
+  }
+
+  private append(chain: string, rule: IptRule): void {
+    const list = this.mustRules(chain);
+    this.change(ruleLine("-A", chain, rule), () => list.push(canonicalRule(rule)));
+  }
+
+  /** Appends to a chain that need not be read (the rule cannot be there yet); keeps a read copy in step. */
+  private appendUnread(chain: string, rule: IptRule): void {
+    const list = this.known.get(chain);
+    this.change(ruleLine("-A", chain, rule), () => list?.push(canonicalRule(rule)));
+  }
+
+  private change(line: string, apply?: () => void): void {
+    this.lines.push(line);
+    this.changes++;
+    apply?.();
+  }
+
   private mustRules(chain: string): string[][] {
-    const list = this.state.rules.get(chain);
-    if (list === undefined) throw new Error(`iptables plan: chain ${chain} does not exist in table ${this.table}`);
+    const list = this.state(chain);
+    if (list === null) throw new Error(`iptables plan: chain ${chain} does not exist in table ${this.table}`);
     return list;
+  }
+}
+
+/** One restore transaction over any number of tables of one IP family. */
+export class IptablesTransaction {
+  private readonly plans = new Map<string, IptablesPlan>();
+  private readonly read: ChainReader;
+  readonly optimistic: boolean;
+
+  constructor(read: ChainReader, optimistic = false) {
+    this.read = read;
+    this.optimistic = optimistic;
+  }
+
+  /** The plan for `table` (tables appear in the restore input in the order first used). */
+  table(name: string): IptablesPlan {
+    let p = this.plans.get(name);
+    if (p === undefined) {
+      p = new IptablesPlan(name, (chain) => this.read(name, chain), this.optimistic);
+      this.plans.set(name, p);
+    }
+    return p;
+  }
+
+  get empty(): boolean {
+    return [...this.plans.values()].every((p) => p.empty);
+  }
+
+  /** True when the plans only assert (see {@link IptablesPlan.changesNothing}). */
+  get changesNothing(): boolean {
+    return [...this.plans.values()].every((p) => p.changesNothing);
+  }
+
+  /** The whole iptables-restore input, or "" when nothing is planned. */
+  render(): string {
+    return [...this.plans.values()].map((p) => p.render()).join("");
   }
 }

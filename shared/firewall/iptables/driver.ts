@@ -1,25 +1,54 @@
 /**
- * The iptables backend as the firewall helpers see it: read one table (iptables-save) and apply
- * one transaction (iptables-restore --noflush --wait), per IP family. {@link systemIptables} talks
- * to the host through the detected variant (variant.ts); fake.ts is the in-memory twin for tests.
+ * The iptables backend as the firewall helpers see it, per IP family: list ONE chain
+ * (`iptables -t <table> -S <chain>`) and apply one transaction (`iptables-restore --noflush`).
+ * There is deliberately no way to read a whole table: on a node whose nat table holds tens of
+ * thousands of rules (kube-proxy), `iptables-save` costs hundreds of milliseconds, while
+ * iptables-nft fetches only the chain a command names. {@link systemIptables} talks to the host
+ * through the detected variant (variant.ts); fake.ts is the in-memory twin for tests.
  */
 import { readFileSync } from "node:fs";
 import type { IPFamily } from "../../ip/ip.ts";
-import { CommandNotFoundError, findExecutable, runCommand } from "../exec.ts";
-import { parseSave, type SavedTable } from "./save-format.ts";
+import { CommandError, CommandNotFoundError, findExecutable, runCommand } from "../exec.ts";
+import { BUILTIN_CHAINS, tokenize } from "./save-format.ts";
 import { detectIptablesMode, toolsFor, type IptablesMode, type VariantProbe } from "./variant.ts";
 
 export interface IptablesDriver {
   /** False when no iptables tools are installed (the backend is unusable). */
   available(): boolean;
-  /** The table as stored now; undefined when it does not exist (reading never creates it). */
-  readTable(family: IPFamily, table: string): SavedTable | undefined;
-  /** Applies one restore transaction (`*table … COMMIT`) without flushing anything else. */
+  /**
+   * The rules of one chain (argument lists without `-A <chain>`), [] for an empty chain; undefined
+   * when the chain does not exist. A built-in chain exists even when its table does not (reading
+   * never creates a table).
+   */
+  listChain(family: IPFamily, table: string, chain: string): string[][] | undefined;
+  /** Applies one restore transaction (`*table … COMMIT`, several tables allowed) without flushing anything else. */
   restore(family: IPFamily, text: string): void;
 }
 
+/** True for a built-in chain of `table` (PREROUTING of nat, FORWARD of filter, …). */
+export function isBuiltinChain(table: string, chain: string): boolean {
+  return BUILTIN_CHAINS[table]?.includes(chain) ?? false;
+}
+
+/**
+ * The rules of `chain` in `iptables -S <chain>` output (`-P`/`-N` lines skipped). Rule lines have
+ * the same form and quoting as iptables-save's.
+ */
+export function parseChainListing(text: string, chain: string): string[][] {
+  const rules: string[][] = [];
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("-A ")) continue;
+    const toks = tokenize(line);
+    if (toks[1] === chain) rules.push(toks.slice(2));
+  }
+  return rules;
+}
+
+/** iptables' answers for "no such chain" (iptables-nft 1.8.9 calls a missing chain "incompatible"). */
+const NO_CHAIN = /No chain\/target\/match by that name|does not exist|is incompatible/;
+
 /** Names of the legacy (x_tables) tables that exist in the current netns. */
-function legacyTableNames(family: IPFamily): string[] {
+export function legacyTableNames(family: IPFamily): string[] {
   try {
     const text = readFileSync(family === 6 ? "/proc/net/ip6_tables_names" : "/proc/net/ip_tables_names", "utf8");
     return text.split("\n").filter((s) => s !== "");
@@ -30,7 +59,7 @@ function legacyTableNames(family: IPFamily): string[] {
 
 const hostProbe: VariantProbe = {
   exists: (tool) => findExecutable(tool) !== undefined,
-  save: (tool, args) => {
+  run: (tool, args) => {
     try {
       return runCommand([tool, ...args], { allowFailure: true }).stdout;
     } catch {
@@ -59,17 +88,22 @@ export function resetIptablesModeCache(): void {
  */
 export function systemIptables(mode?: IptablesMode): IptablesDriver {
   const currentMode = (): IptablesMode | undefined => mode ?? hostIptablesMode();
-  const tools = (family: IPFamily): { save: string; restore: string } => {
+  const tools = (family: IPFamily): ReturnType<typeof toolsFor> => {
     const m = currentMode();
     if (m === undefined) throw new CommandNotFoundError(family === 6 ? "ip6tables" : "iptables");
     return toolsFor(m, family);
   };
   return {
     available: () => currentMode() !== undefined,
-    readTable(family, table) {
-      if (currentMode() === "legacy" && !legacyTableNames(family).includes(table)) return undefined;
-      const out = runCommand([tools(family).save, "-t", table]).stdout;
-      return parseSave(out).get(table);
+    listChain(family, table, chain) {
+      const builtin = isBuiltinChain(table, chain);
+      // A legacy table that does not exist is not read: reading it would create it.
+      if (currentMode() === "legacy" && !legacyTableNames(family).includes(table)) return builtin ? [] : undefined;
+      const argv = [tools(family).iptables, "--wait", "-t", table, "-S", chain];
+      const res = runCommand(argv, { allowFailure: true });
+      if (res.status === 0) return parseChainListing(res.stdout, chain);
+      if (res.status === 1 && !builtin && NO_CHAIN.test(res.stderr)) return undefined;
+      throw new CommandError(argv, res.status, res.stderr);
     },
     restore(family, text) {
       runCommand([tools(family).restore, "--noflush", "--wait"], { input: text });

@@ -1,13 +1,16 @@
 /**
- * In-memory iptables for tests: one iptables-save model per IP family, and a restore that
- * applies `--noflush` transactions to it atomically with the real tool's rules (addresses
- * canonicalised as the kernel stores them; `-D` of a missing rule, `-N` of an existing chain,
- * a jump to a missing chain, or `-X` of a referenced or non-empty chain fail the whole
- * transaction). `dump()` is the canonical iptables-save text for golden tests.
+ * In-memory iptables for tests: one iptables-save model per IP family, a chain listing as
+ * `iptables -S <chain>` gives it, and a restore that applies `--noflush` transactions to it
+ * atomically with the real tool's rules (addresses canonicalised as the kernel stores them; `-C`
+ * or `-D` of a missing rule, `-N` of an existing chain, a jump to a missing chain, or `-X` of a
+ * referenced or non-empty chain fail the whole transaction). Every chain listed is recorded in
+ * {@link FakeIptables.reads}, every restore in {@link FakeIptables.transactions}, so tests can
+ * assert what a call read and wrote. `dump()` is the canonical iptables-save text for golden tests
+ * (a test's view only: the driver interface has no whole-table read).
  */
 import type { IPFamily } from "../../ip/ip.ts";
 import { CommandError } from "../exec.ts";
-import type { IptablesDriver } from "./driver.ts";
+import { isBuiltinChain, type IptablesDriver } from "./driver.ts";
 import { canonicalRule, ruleTarget, sameRule } from "./rule.ts";
 import { BUILTIN_CHAINS, emptyTable, parseSave, renderSave, tokenize, type SavedTable } from "./save-format.ts";
 
@@ -33,6 +36,8 @@ export class FakeIptables implements IptablesDriver {
   ]);
   /** Every restore input applied (or attempted), in order, with its family. */
   readonly transactions: { family: IPFamily; text: string }[] = [];
+  /** Every chain listed, in order: `<family> <table> <chain>`. */
+  readonly reads: string[] = [];
   /** When set, the next restore fails with this stderr (then the hook clears itself). */
   failNextRestore: string | undefined;
   installed = true;
@@ -41,14 +46,34 @@ export class FakeIptables implements IptablesDriver {
     return this.installed;
   }
 
+  /**
+   * Seeds the nat table of `family` the way kube-proxy fills it: `chains` KUBE-SEP-style chains of
+   * `rulesPerChain` rules, each with a comment and a MARK target (hot-path tests assert they are
+   * never read).
+   */
+  loadKubeProxyNat(family: IPFamily, chains: number, rulesPerChain: number): void {
+    const lines = ["*nat"];
+    const names = Array.from({ length: chains }, (_, i) => `KUBE-SEP-${i.toString(16).toUpperCase().padStart(16, "0")}`);
+    for (const name of names) lines.push(`:${name} - [0:0]`);
+    names.forEach((name, i) => {
+      for (let j = 0; j < rulesPerChain; j++) {
+        lines.push(`-A ${name} -s 10.${(i >> 8) & 255}.${i & 255}.${j + 1}/32 -m comment --comment "ns${i}/svc${i}:p${j}" -j MARK --set-xmark 0x4000/0x4000`);
+      }
+    });
+    this.restore(family, `${lines.join("\n")}\nCOMMIT\n`);
+    this.transactions.length = 0;
+  }
+
   /** Seeds a family from iptables-save text. */
   load(family: IPFamily, saveText: string): void {
     for (const [name, t] of parseSave(saveText)) this.families.get(family)!.set(name, t);
   }
 
-  readTable(family: IPFamily, table: string): SavedTable | undefined {
-    const t = this.families.get(family)!.get(table);
-    return t === undefined ? undefined : clone(new Map([[table, t]])).get(table);
+  listChain(family: IPFamily, table: string, chain: string): string[][] | undefined {
+    this.reads.push(`${family} ${table} ${chain}`);
+    const rules = this.families.get(family)!.get(table)?.rules.get(chain);
+    if (rules === undefined) return isBuiltinChain(table, chain) ? [] : undefined;
+    return rules.map((r) => [...r]);
   }
 
   /** Canonical iptables-save text of one family (tables sorted by name). */
@@ -136,11 +161,12 @@ export class FakeIptables implements IptablesDriver {
           list.splice(pos - 1, 0, canonicalRule(args));
           return;
         }
+        case "-C":
         case "-D": {
           if (list === undefined) return fail(n, "No chain/target/match by that name");
           const i = list.findIndex((r) => sameRule(r, rest));
           if (i < 0) fail(n, "Bad rule (does a matching rule exist in that chain?)");
-          list.splice(i, 1);
+          if (op === "-D") list.splice(i, 1);
           return;
         }
         default:

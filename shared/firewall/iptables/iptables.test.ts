@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { IptablesPlan } from "./chain.ts";
+import { IptablesTransaction, type IptablesPlan } from "./chain.ts";
 import { FakeIptables } from "./fake.ts";
+import { transactIptables } from "./transact.ts";
 import { canonicalRule, sameRule } from "./rule.ts";
 import { parseSave, quoteToken, tokenize } from "./save-format.ts";
 import { detectIptablesMode, toolsFor, type VariantProbe } from "./variant.ts";
@@ -61,7 +62,7 @@ describe("variant detection", () => {
     return {
       calls,
       exists: (t) => tools.includes(t),
-      save: (t, args) => {
+      run: (t, args) => {
         calls.push([t, ...args].join(" "));
         return opts.saves?.[[t, ...args].join(" ")] ?? "";
       },
@@ -79,23 +80,43 @@ describe("variant detection", () => {
     expect(detectIptablesMode(probe({ tools: ["iptables-save", "iptables-restore"] }))).toBe("plain");
     expect(detectIptablesMode(probe({ tools: [] }))).toBeUndefined();
   });
+  const rules = (n: number): string => `*filter\n:INPUT ACCEPT [0:0]\n${"-A INPUT -j ACCEPT\n".repeat(n)}COMMIT\n`;
   test("kubelet hint chains decide", () => {
     const hint = "*mangle\n:KUBE-IPTABLES-HINT - [0:0]\nCOMMIT\n";
-    expect(detectIptablesMode(probe({ legacy4: ["filter"], saves: { "iptables-nft-save -t mangle": hint } }))).toBe("nft");
-    expect(detectIptablesMode(probe({ legacy4: ["filter"], saves: { "iptables-legacy-save": hint } }))).toBe("legacy");
+    expect(detectIptablesMode(probe({ legacy4: ["filter"], saves: { "iptables-legacy-save -t filter": rules(1), "iptables-nft-save": hint } }))).toBe("nft");
+    expect(detectIptablesMode(probe({ legacy4: ["mangle"], saves: { "iptables-legacy-save -t mangle": hint } }))).toBe("legacy");
+    expect(detectIptablesMode(probe({ legacy4: ["mangle"], saves: { "iptables-legacy-save -t mangle": hint, "ip6tables-nft-save": hint } }))).toBe("nft");
   });
   test("rule counts decide, ties go to nft", () => {
-    const rules = (n: number): string => `*filter\n:INPUT ACCEPT [0:0]\n${"-A INPUT -j ACCEPT\n".repeat(n)}COMMIT\n`;
-    expect(detectIptablesMode(probe({ legacy4: ["filter"], saves: { "iptables-legacy-save": rules(3), "iptables-nft-save": rules(2) } }))).toBe("legacy");
-    expect(detectIptablesMode(probe({ legacy4: ["filter"], saves: { "iptables-legacy-save": rules(2), "ip6tables-nft-save": rules(2) } }))).toBe("nft");
-    expect(detectIptablesMode(probe({ legacy4: ["filter"], saves: { "iptables-legacy-save": rules(0) } }))).toBe("nft");
+    expect(detectIptablesMode(probe({ legacy4: ["filter"], saves: { "iptables-legacy-save -t filter": rules(3), "iptables-nft-save": rules(2) } }))).toBe("legacy");
+    expect(detectIptablesMode(probe({ legacy4: ["filter"], saves: { "iptables-legacy-save -t filter": rules(2), "ip6tables-nft-save": rules(2) } }))).toBe("nft");
+    expect(detectIptablesMode(probe({ legacy4: ["filter"], saves: { "iptables-legacy-save -t filter": rules(0) } }))).toBe("nft");
+  });
+  test("legacy tables are read one at a time, smallest-first, only until the answer is known", () => {
+    // A kube-proxy-sized legacy nat table is never read when filter already outweighs an empty nft.
+    const p = probe({ legacy4: ["nat", "filter"], saves: { "iptables-legacy-save -t filter": rules(1), "iptables-legacy-save -t nat": rules(20000) } });
+    expect(detectIptablesMode(p)).toBe("legacy");
+    expect(p.calls).toEqual(["iptables-legacy-save -t filter", "iptables-nft-save", "ip6tables-nft-save"]);
+    // Empty legacy tables (a loaded module) decide for nft without asking nft anything.
+    const q = probe({ legacy4: ["filter", "nat"] });
+    expect(detectIptablesMode(q)).toBe("nft");
+    expect(q.calls).toEqual(["iptables-legacy-save -t filter", "iptables-legacy-save -t nat"]);
+    // nft holds more: every legacy table is counted before nft wins.
+    const r = probe({ legacy4: ["nat", "filter"], saves: { "iptables-legacy-save -t filter": rules(1), "iptables-legacy-save -t nat": rules(2), "iptables-nft-save": rules(5) } });
+    expect(detectIptablesMode(r)).toBe("nft");
+    expect(r.calls.filter((c) => c.startsWith("iptables-legacy-save"))).toEqual(["iptables-legacy-save -t filter", "iptables-legacy-save -t nat"]);
   });
   test("tool names per mode", () => {
-    expect(toolsFor("legacy", 6)).toEqual({ save: "ip6tables-legacy-save", restore: "ip6tables-legacy-restore" });
-    expect(toolsFor("nft", 4)).toEqual({ save: "iptables-nft-save", restore: "iptables-nft-restore" });
-    expect(toolsFor("plain", 4)).toEqual({ save: "iptables-save", restore: "iptables-restore" });
+    expect(toolsFor("legacy", 6)).toEqual({ iptables: "ip6tables-legacy", save: "ip6tables-legacy-save", restore: "ip6tables-legacy-restore" });
+    expect(toolsFor("nft", 4)).toEqual({ iptables: "iptables-nft", save: "iptables-nft-save", restore: "iptables-nft-restore" });
+    expect(toolsFor("plain", 4)).toEqual({ iptables: "iptables", save: "iptables-save", restore: "iptables-restore" });
   });
 });
+
+/** The nat plan of a transaction reading the fake's IPv4 chains (none: an empty table). */
+function natPlan(fake = new FakeIptables()): IptablesPlan {
+  return new IptablesTransaction((t, chain) => fake.listChain(4, t, chain)).table("nat");
+}
 
 describe("plan → one restore transaction", () => {
   const spec = {
@@ -105,7 +126,7 @@ describe("plan → one restore transaction", () => {
     entryRules: [{ chain: "POSTROUTING", rule: ["-s", "10.0.0.2/32", "-m", "comment", "--comment", 'name: "n" id: "c"', "-j", "CNI-X"] }],
   };
   test("new chain: golden restore text, applied by the fake", () => {
-    const p = new IptablesPlan("nat", undefined);
+    const p = natPlan();
     p.ensureChain(spec);
     expect(p.render()).toBe(
       [
@@ -121,7 +142,7 @@ describe("plan → one restore transaction", () => {
     );
     const fake = new FakeIptables();
     fake.restore(4, p.render());
-    const again = new IptablesPlan("nat", fake.readTable(4, "nat"));
+    const again = natPlan(fake);
     again.ensureChain(spec);
     expect(again.empty).toBe(true);
     expect(again.render()).toBe("");
@@ -129,11 +150,11 @@ describe("plan → one restore transaction", () => {
   test("a missing rule is inserted before the rules that follow it", () => {
     const fake = new FakeIptables();
     fake.restore(4, "*nat\n-N CNI-X\n-A CNI-X -d 10.0.0.0/24 -j ACCEPT\n-A CNI-X ! -d 224.0.0.0/4 -j MASQUERADE\nCOMMIT\n");
-    const p = new IptablesPlan("nat", fake.readTable(4, "nat"));
+    const p = natPlan(fake);
     p.ensureChain(spec);
     expect(p.render()).toContain("-I CNI-X 2 -d 10.1.0.0/24 -j ACCEPT\n");
     fake.restore(4, p.render());
-    expect(fake.readTable(4, "nat")!.rules.get("CNI-X")!.map((r) => r.join(" "))).toEqual([
+    expect(fake.listChain(4, "nat", "CNI-X")!.map((r) => r.join(" "))).toEqual([
       "-d 10.0.0.0/24 -j ACCEPT",
       "-d 10.1.0.0/24 -j ACCEPT",
       "! -d 224.0.0.0/4 -j MASQUERADE",
@@ -143,8 +164,8 @@ describe("plan → one restore transaction", () => {
     const fake = new FakeIptables();
     fake.load(4, GO_DUMP);
     fake.restore(4, '*nat\n-A POSTROUTING -s 10.99.0.2/24 -m comment --comment "legacy form" -j CNI-9841daee412d46fd9f4b3874\n-A POSTROUTING -j ACCEPT\nCOMMIT\n');
-    const p = new IptablesPlan("nat", fake.readTable(4, "nat"));
-    p.deleteChain("CNI-9841daee412d46fd9f4b3874");
+    const p = natPlan(fake);
+    p.deleteChain("CNI-9841daee412d46fd9f4b3874", ["POSTROUTING"]);
     expect(p.render()).toBe(
       [
         "*nat",
@@ -158,9 +179,59 @@ describe("plan → one restore transaction", () => {
     );
     fake.restore(4, p.render());
     expect(fake.dump(4)).toBe("*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n-A POSTROUTING -j ACCEPT\nCOMMIT\n");
-    const none = new IptablesPlan("nat", fake.readTable(4, "nat"));
-    none.deleteChain("CNI-9841daee412d46fd9f4b3874");
+    const none = natPlan(fake);
+    none.deleteChain("CNI-9841daee412d46fd9f4b3874", ["POSTROUTING"]);
     expect(none.empty).toBe(true);
+  });
+  test("optimistic plans: assumptions are written so that the restore itself checks them", () => {
+    const fake = new FakeIptables();
+    const tx = new IptablesTransaction((t, chain) => fake.listChain(4, t, chain), true);
+    const p = tx.table("nat");
+    p.ensureRule("POSTROUTING", ["-j", "CNI-S"], "first", true);
+    p.ensureChain({ table: "nat", name: "CNI-S", rules: [["-j", "MASQUERADE"]], entryRules: [{ chain: "OUTPUT", rule: ["-j", "CNI-S"] }] }, true);
+    p.replaceChain("CNI-NEW", [["-j", "ACCEPT"]], true);
+    p.deleteRule("CNI-OLD", ["-j", "ACCEPT"], true);
+    p.deleteChain("CNI-GONE", ["POSTROUTING"], [{ chain: "PREROUTING", rule: ["-j", "CNI-GONE"] }]);
+    expect(fake.reads).toEqual([]);
+    expect(tx.render()).toBe(
+      [
+        "*nat",
+        "-C POSTROUTING -j CNI-S",
+        "-C CNI-S -j MASQUERADE",
+        "-C OUTPUT -j CNI-S",
+        "-N CNI-NEW",
+        "-A CNI-NEW -j ACCEPT",
+        "-D CNI-OLD -j ACCEPT",
+        "-D PREROUTING -j CNI-GONE",
+        ":CNI-GONE - [0:0]",
+        "-X CNI-GONE",
+        "COMMIT",
+        "",
+      ].join("\n"),
+    );
+    // None of it holds here: the restore fails as a whole and changes nothing.
+    const before = fake.dump(4);
+    expect(() => fake.restore(4, tx.render())).toThrow("line 2 failed");
+    expect(fake.dump(4)).toBe(before);
+    // Assumptions only replace reads: a chain already read is planned from what was read.
+    const exact = new IptablesTransaction((t, chain) => fake.listChain(4, t, chain), true).table("nat");
+    exact.rulesOf("POSTROUTING");
+    exact.ensureRule("POSTROUTING", ["-j", "ACCEPT"], "first", true);
+    expect(exact.render()).toBe("*nat\n-I POSTROUTING 1 -j ACCEPT\nCOMMIT\n");
+  });
+  test("transactIptables: a wrong assumption costs one failed restore, then the plan is made from reads", () => {
+    const fake = new FakeIptables();
+    fake.restore(4, "*nat\n-N CNI-X\n-A CNI-X -j ACCEPT\nCOMMIT\n");
+    fake.transactions.length = 0;
+    const plan = (tx: IptablesTransaction): void => tx.table("nat").replaceChain("CNI-X", [["-j", "RETURN"]], true);
+    transactIptables(fake, 4, plan);
+    expect(fake.transactions.map((t) => t.text)).toEqual(["*nat\n-N CNI-X\n-A CNI-X -j RETURN\nCOMMIT\n", "*nat\n-F CNI-X\n-A CNI-X -j RETURN\nCOMMIT\n"]);
+    expect(fake.listChain(4, "nat", "CNI-X")).toEqual([["-j", "RETURN"]]);
+    // An optimistic plan that would only assert is not sent: it is planned again from reads (nothing to do).
+    fake.transactions.length = 0;
+    transactIptables(fake, 4, (tx) => tx.table("nat").ensureRule("CNI-X", ["-j", "RETURN"], "last", true));
+    expect(fake.transactions).toEqual([]);
+    expect(fake.reads.at(-1)).toBe("4 nat CNI-X");
   });
   test("the fake rejects what iptables-restore rejects, atomically", () => {
     const fake = new FakeIptables();

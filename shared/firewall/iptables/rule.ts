@@ -56,3 +56,29 @@ export function ruleTarget(args: readonly string[]): string | undefined {
   }
   return undefined;
 }
+
+/** `-m comment --comment <text>`, the comment match as iptables-save prints it. */
+export function commentMatch(text: string): string[] {
+  return ["-m", "comment", "--comment", text];
+}
+
+/** The `--comment` value of a rule, if any. */
+export function ruleComment(args: readonly string[]): string | undefined {
+  const i = args.indexOf("--comment");
+  return i >= 0 ? args[i + 1] : undefined;
+}
+
+/** True when `list` holds a rule equal to `rule`. */
+export function hasRule(list: readonly (readonly string[])[], rule: readonly string[]): boolean {
+  return list.some((r) => sameRule(r, rule));
+}
+
+/** The rules of `want` that `have` lacks, in `want`'s order. */
+export function missingRules(have: readonly (readonly string[])[], want: readonly (readonly string[])[]): (readonly string[])[] {
+  return want.filter((w) => !hasRule(have, w));
+}
+
+/** True when both lists hold equal rules in the same order. */
+export function sameRules(a: readonly (readonly string[])[], b: readonly (readonly string[])[]): boolean {
+  return a.length === b.length && a.every((r, i) => sameRule(r, b[i]!));
+}

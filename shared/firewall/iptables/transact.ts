@@ -1,31 +1,45 @@
 /**
- * One iptables transaction: read the table once (`-save`), let the caller plan the changes, apply
- * them in ONE `iptables-restore --noflush`; when the restore fails because the table changed
- * between save and restore (a concurrent plugin), start over from a fresh read, a few times.
+ * One iptables transaction: plan the changes against the chains they name (chain.ts, each listed
+ * at most once), apply them in ONE `iptables-restore --noflush`; when the restore fails — an
+ * optimistic assumption was wrong, or the chains changed between reading and restoring (a
+ * concurrent plugin) — plan again from fresh reads, without assumptions, a few times.
+ *
+ * The first plan is optimistic (see chain.ts): on the hot path a call then reads only its own
+ * chains, or nothing at all. An optimistic plan that would only assert (`-C`) is not sent: it is
+ * planned again from reads, so a call that changes nothing never writes (with iptables-legacy
+ * every write replaces the whole table in the kernel).
  */
 import type { IPFamily } from "../../ip/ip.ts";
 import { CommandError } from "../exec.ts";
-import { IptablesPlan } from "./chain.ts";
+import { IptablesTransaction, type ChainReader } from "./chain.ts";
 import type { IptablesDriver } from "./driver.ts";
 
-const ATTEMPTS = 3;
+/** Plans after the optimistic one (each retried after a failed restore). */
+const EXACT_ATTEMPTS = 3;
 
-/** Plans and applies changes to `table` of one IP family; a plan that changes nothing runs no restore. */
-export function transactIptables(
-  ipt: IptablesDriver,
-  family: IPFamily,
-  table: string,
-  plan: (p: IptablesPlan) => void,
-): void {
-  for (let attempt = 1; ; attempt++) {
-    const p = new IptablesPlan(table, ipt.readTable(family, table));
-    plan(p);
-    if (p.empty) return;
+function reader(ipt: IptablesDriver, family: IPFamily): ChainReader {
+  return (table, chain) => ipt.listChain(family, table, chain);
+}
+
+/** Reads what `read` needs, for one IP family, without changing anything. */
+export function readIptables<T>(ipt: IptablesDriver, family: IPFamily, read: (tx: IptablesTransaction) => T): T {
+  return read(new IptablesTransaction(reader(ipt, family)));
+}
+
+/** Plans and applies changes for one IP family (see module doc); a plan that changes nothing runs no restore. */
+export function transactIptables(ipt: IptablesDriver, family: IPFamily, plan: (tx: IptablesTransaction) => void): void {
+  let exact = 0;
+  for (let optimistic = true; ; optimistic = false) {
+    const tx = new IptablesTransaction(reader(ipt, family), optimistic);
+    plan(tx);
+    if (tx.empty) return;
+    if (tx.changesNothing && optimistic) continue;
+    if (!optimistic) exact++;
     try {
-      ipt.restore(family, p.render());
+      ipt.restore(family, tx.render());
       return;
     } catch (err) {
-      if (attempt >= ATTEMPTS || !(err instanceof CommandError)) throw err;
+      if (exact >= EXACT_ATTEMPTS || !(err instanceof CommandError)) throw err;
     }
   }
 }

@@ -1,10 +1,11 @@
 /**
- * The nftables backend: {@link applyNft} runs one transaction as one `nft -f -`, and
- * {@link listNftTable} reads one table with `nft -j list table`. {@link NftDriver} lets the
+ * The nftables backend: {@link applyNft} runs one transaction as one `nft -f -`;
+ * {@link listNftTable} reads one table (`nft -j list table`) and {@link listNftChain} one chain
+ * (`nft -j list chain`: cheaper where only one chain matters). {@link NftDriver} lets the
  * firewall helpers run against fake.ts in tests.
  */
 import { CommandError, findExecutable, runCommand } from "../exec.ts";
-import { tableStateFromJson, type NftTableState } from "./state.ts";
+import { tableStateFromJson, type NftRuleState, type NftTableState } from "./state.ts";
 import type { NftFamily, NftTransaction } from "./transaction.ts";
 
 export interface NftDriver {
@@ -14,6 +15,8 @@ export interface NftDriver {
   run(tx: NftTransaction): void;
   /** The table, or undefined when it does not exist. */
   listTable(family: NftFamily, table: string): NftTableState | undefined;
+  /** The rules of one chain, or undefined when the chain (or its table) does not exist. */
+  listChain(family: NftFamily, table: string, chain: string): NftRuleState[] | undefined;
 }
 
 /** nft's answer when the kernel or nft cannot do nftables at all. */
@@ -37,11 +40,12 @@ export function applyNft(tx: NftTransaction): void {
   runCommand(["nft", "-f", "-"], { input: tx.render() });
 }
 
-/** `nft -j list table <family> <table>`, normalised; undefined when the table does not exist. */
-export function listNftTable(family: NftFamily, table: string): NftTableState | undefined {
-  const res = runCommand(["nft", "-j", "list", "table", family, table], { allowFailure: true });
+/** `nft -j list <what…>` of one table, normalised; undefined when the object does not exist. */
+function listNft(what: readonly string[], family: NftFamily, table: string): NftTableState | undefined {
+  const argv = ["nft", "-j", "list", ...what];
+  const res = runCommand(argv, { allowFailure: true });
   if (res.status !== 0) {
-    const err = new CommandError(["nft", "-j", "list", "table", family, table], res.status, res.stderr);
+    const err = new CommandError(argv, res.status, res.stderr);
     if (isNftNotFound(err)) return undefined;
     throw err;
   }
@@ -49,9 +53,19 @@ export function listNftTable(family: NftFamily, table: string): NftTableState | 
   try {
     parsed = JSON.parse(res.stdout) as { nftables?: unknown[] };
   } catch (cause) {
-    throw new CommandError(["nft", "-j", "list", "table", family, table], 0, `unparsable JSON output: ${String(cause)}`, { cause });
+    throw new CommandError(argv, 0, `unparsable JSON output: ${String(cause)}`, { cause });
   }
   return tableStateFromJson(family, table, parsed.nftables ?? []);
+}
+
+/** `nft -j list table <family> <table>`, normalised; undefined when the table does not exist. */
+export function listNftTable(family: NftFamily, table: string): NftTableState | undefined {
+  return listNft(["table", family, table], family, table);
+}
+
+/** `nft -j list chain <family> <table> <chain>`: its rules; undefined when the chain or table does not exist. */
+export function listNftChain(family: NftFamily, table: string, chain: string): NftRuleState[] | undefined {
+  return listNft(["chain", family, table, chain], family, table)?.rules.filter((r) => r.chain === chain);
 }
 
 /** The host's nftables through the `nft` tool. */
@@ -59,4 +73,5 @@ export const systemNft: NftDriver = {
   available: nftAvailable,
   run: applyNft,
   listTable: listNftTable,
+  listChain: listNftChain,
 };

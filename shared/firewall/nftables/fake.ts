@@ -8,7 +8,7 @@
  */
 import { CommandError } from "../exec.ts";
 import type { NftDriver } from "./driver.ts";
-import type { NftTableState } from "./state.ts";
+import type { NftRuleState, NftTableState } from "./state.ts";
 import {
   chainBody,
   elementText,
@@ -177,6 +177,11 @@ export class FakeNft implements NftDriver {
       state.sets.push(entry);
     }
     return state;
+  }
+
+  listChain(family: NftFamily, table: string, chain: string): NftRuleState[] | undefined {
+    if (!this.tables.get(`${family} ${table}`)?.chains.has(chain)) return undefined;
+    return this.listTable(family, table)!.rules.filter((r) => r.chain === chain);
   }
 
   /** The whole ruleset as canonical `add …` lines (see module doc). */

@@ -1,0 +1,118 @@
+/**
+ * The one place that picks a firewall backend and tears down across backends, for every feature
+ * that writes firewall rules (ipMasq here, portmap, the firewall plugin):
+ *
+ * - {@link chooseBackend}: the requested backend, else upstream's default — iptables, unless iptables
+ *   is unusable and nftables usable (upstream `pkg/utils` `SupportsIPTables`/`SupportsNFTables`
+ *   checks in portmap and ipmasq; the firewall plugin first asks whether firewalld runs);
+ * - {@link teardownEverywhere}: DEL removes a feature's rules from EVERY backend whose tools are
+ *   installed, because the backend that ADD used may have been chosen differently (an older plugin,
+ *   another config, iptables uninstalled since). A backend that turns out to be unsupported here is
+ *   skipped; other failures are collected and reported together;
+ * - {@link FirewallFeature}: what one feature implements once per backend.
+ *
+ * Errors are plain (the CNI code is chosen by shared/cni/errors.ts from the cause chain); callers add
+ * their context with `annotate`.
+ */
+import { annotateError } from "../error/annotate.ts";
+import type { ValidAttachment } from "../cni/netconf.ts";
+import { TeardownError } from "../cni/teardown.ts";
+import { CommandNotFoundError } from "./exec.ts";
+import { systemIptables, type IptablesDriver } from "./iptables/driver.ts";
+import { isNftUnsupported, systemNft, type NftDriver } from "./nftables/driver.ts";
+
+export type BackendName = "iptables" | "nftables";
+
+/** The tools the backends talk to; tests pass fakes (iptables/fake.ts, nftables/fake.ts). */
+export interface FirewallDrivers {
+  iptables: IptablesDriver;
+  nftables: NftDriver;
+}
+
+let system: FirewallDrivers | undefined;
+/** The host's iptables (detected variant) and nft, created on first use. */
+export function systemFirewallDrivers(): FirewallDrivers {
+  system ??= { iptables: systemIptables(), nftables: systemNft };
+  return system;
+}
+
+/** Upstream's default: iptables, unless iptables is unusable and nftables usable. */
+export function chooseBackend(requested: BackendName | undefined, d: FirewallDrivers): BackendName {
+  if (requested !== undefined) return requested;
+  return !d.iptables.available() && d.nftables.available() ? "nftables" : "iptables";
+}
+
+/** True for "this backend cannot be used here": its tool is missing, or the kernel lacks nftables. */
+export function isBackendUnsupported(err: unknown): boolean {
+  return err instanceof CommandNotFoundError || isNftUnsupported(err);
+}
+
+/**
+ * One feature in one backend. `Target` is what ADD and CHECK act on, `DelTarget` what DEL knows
+ * (usually less: no addresses), `Removed` what DEL reports back (e.g. the ports it unforwarded).
+ */
+export interface FirewallFeature<Target, DelTarget = Target, Removed = void> {
+  readonly backend: BackendName;
+  /** False when the backend's tools are not installed. */
+  available(): boolean;
+  /** Makes the rules for `t` exactly what they should be (idempotent). */
+  setup(t: Target): void;
+  /** Reads only; the problems found (empty: everything is in place). */
+  check(t: Target): string[];
+  /**
+   * Removes the rules of `t`; idempotent, succeeds when they are already gone. `expected`: this is
+   * the backend the config selects, so its rules are most likely there (a plan may start from that).
+   */
+  teardown(t: DelTarget, expected: boolean): Removed;
+  /** Removes the rules of `network` that belong to no attachment in `keep` (where the rules tell). */
+  gc(network: string, keep: readonly ValidAttachment[]): void;
+}
+
+/**
+ * Runs `fn` for every item, even after one failed; then throws the one failure (annotated with
+ * `label(item)`), or a TeardownError holding each. For teardown work that must not stop halfway.
+ */
+export function runAll<T, R>(items: readonly T[], label: (item: T) => string, fn: (item: T) => R): R[] {
+  const out: R[] = [];
+  const errors: unknown[] = [];
+  for (const item of items) {
+    try {
+      out.push(fn(item));
+    } catch (err) {
+      errors.push(annotateError(label(item), err));
+    }
+  }
+  if (errors.length === 1) throw errors[0];
+  if (errors.length > 1) throw new TeardownError(errors);
+  return out;
+}
+
+/** Runs `run` for each available backend of `features`; unsupported backends are skipped. */
+function everyBackend<F extends { readonly backend: BackendName; available(): boolean }, R>(features: readonly F[], run: (f: F) => R): R[] {
+  const ran = runAll(
+    features.filter((f) => f.available()),
+    (f) => f.backend,
+    (f): { result: R } | undefined => {
+      try {
+        return { result: run(f) };
+      } catch (err) {
+        if (isBackendUnsupported(err)) return undefined;
+        throw err;
+      }
+    },
+  );
+  return ran.flatMap((r) => (r === undefined ? [] : [r.result]));
+}
+
+/**
+ * DEL: `teardown(t)` in every available backend (see module doc), `chosen` being the one the
+ * config selects; the results of those that ran.
+ */
+export function teardownEverywhere<D, R>(features: readonly FirewallFeature<unknown, D, R>[], t: D, chosen: BackendName): R[] {
+  return everyBackend(features, (f) => f.teardown(t, f.backend === chosen));
+}
+
+/** GC: `gc(network, keep)` in every available backend (see module doc). */
+export function collectEverywhere(features: readonly FirewallFeature<unknown, unknown, unknown>[], network: string, keep: readonly ValidAttachment[]): void {
+  everyBackend(features, (f) => f.gc(network, keep));
+}
