@@ -330,7 +330,7 @@ async function runElevatedChild(lanes: PrivilegedLane[]): Promise<never> {
  * saved totals are merged with ours. `rerun` is the command to give when root cannot be had.
  */
 async function runWithElevation(lanes: PrivilegedLane[], withUnit: boolean, rerun: string): Promise<never> {
-  const elevation = prepareElevation(log);
+  const elevation = prepareElevation(lanes, log);
   if (elevation.method === "unavailable") log(`${lanes.join(", ")}: will not run: ${elevation.reason}`);
   const ran: [string, SuiteTotals][] = withUnit ? [["unit", await runUnit()]] : [];
   let notRunReason = elevation.method === "unavailable" ? elevation.reason : undefined;

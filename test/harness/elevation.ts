@@ -12,8 +12,9 @@
  *    They are not failures: the lanes that ran decide the exit status (a run that ran nothing
  *    exits 1).
  *
- * The elevated child hands what it wrote in the checkout back to the checkout's owner
- * (`returnToCheckoutOwner`), so the user's next `make test` or `make build` finds no root-owned files.
+ * A root run in a checkout owned by someone else (the elevated child, `sudo make test`) hands its
+ * outputs back to the checkout's owner (`returnToCheckoutOwner`), so that user's next `make test`
+ * or `make build` finds no root-owned files.
  */
 import { closeSync, existsSync, lstatSync, openSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -95,10 +96,10 @@ export function probeElevation(env: Record<string, string | undefined> = process
  * Chooses the method; for sudo with a password, asks for it now (`sudo -v` on the terminal), once.
  * A refused `sudo -v` (wrong password, no sudo rights) makes the lanes "not run".
  */
-export function prepareElevation(log: (text: string) => void): Elevation {
+export function prepareElevation(lanes: readonly PrivilegedLane[], log: (text: string) => void): Elevation {
   const choice = chooseElevation(probeElevation());
   if (choice.method === "sudo" && choice.asksPassword) {
-    log("the integration, vm, e2e and diff lanes need root: asking sudo for your password now, once");
+    log(`${lanes.join(", ")}: need root; asking sudo for your password now, once`);
     const v = Bun.spawnSync(["sudo", "-v"], { stdin: "inherit", stdout: "inherit", stderr: "inherit" });
     if (v.exitCode !== 0) return { method: "unavailable", reason: `sudo -v failed (exit ${v.exitCode}: wrong password, or no sudo rights)` };
   }
