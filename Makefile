@@ -88,7 +88,9 @@ test-diff: build
 	@bash test/setup-host.sh
 	$(BUN) test/run.ts diff
 
-# Everything: system packages, build, unit + integration + VM lane; last line is the summary.
+# Everything: system packages, build, unit + integration + VM + e2e + diff lanes; last line is the
+# summary. As a normal user the root lanes run through one sudo (or are reported as not run); see
+# README.md, Commands.
 test:
 	@bash test/setup-host.sh
 	@$(MAKE) --no-print-directory deps build

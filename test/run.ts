@@ -5,8 +5,7 @@
  *   test/harness/), junit to .test-out/unit.xml.
  * - integration: as root, `bun test` over test/integration/*.test.ts (except `*.vm.test.ts`) inside a
  *   throwaway host network namespace (`unshare --net`, `lo` brought up first), junit to
- *   .test-out/integration.xml. As another user it asks for elevation (@vscode/sudo-prompt, then an
- *   interactive `sudo` on a terminal) and runs this same command as root.
+ *   .test-out/integration.xml.
  * - vm: the `*.vm.test.ts` files (tests needing kernel features the host may lack) in ONE throwaway
  *   QEMU VM with Debian's stock kernel (test/vm/vm-run.sh; the repo is shared read-write), again in
  *   a fresh netns, junit to .test-out/vm.xml. No such files: no boot. A VM that cannot boot is a
@@ -17,13 +16,26 @@
  * - diff: the differential suite against the Go 1.1.1 binaries, same sandbox, .test-out/diff.xml.
  * - all: unit, integration, vm, e2e, diff, then the totals.
  *
+ * As a normal user, the root lanes (integration, vm, e2e, diff) run in ONE elevated child,
+ * `bun test/run.ts elevated <lane,...>` (sudo, or the desktop prompt; test/harness/elevation.ts),
+ * after the unit lane ran as the user. When root cannot be had, they are reported as not run, with
+ * the command that runs them, on the line above the totals; they do not fail the run.
+ *
  * bun's own output goes to stderr. The last line on stdout is `N passed, N failed, N skipped`; the
- * exit status is non-zero when anything failed, a suite crashed, or a suite wrote no junit report.
+ * exit status is non-zero when anything failed, a suite crashed, a suite wrote no junit report, or
+ * nothing ran at all.
  */
 import { pluginNames } from "../build/registry.ts";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { isatty } from "node:tty";
 import { join, relative } from "node:path";
+import {
+  forwardedEnv,
+  notRunLine,
+  prepareElevation,
+  returnToCheckoutOwner,
+  runAsRoot,
+  type PrivilegedLane,
+} from "./harness/elevation.ts";
 import {
   combineTotals,
   formatTotals,
@@ -283,67 +295,73 @@ async function runVmAsRoot(): Promise<SuiteTotals> {
 
 /** The host's CNI_TEST_* variables (e.g. CNI_TEST_KERNEL_MISSING) as NAME=VALUE, for the guest. */
 function forwardedTestEnv(): string[] {
-  return Object.entries(process.env)
-    .filter(([k, v]) => k.startsWith("CNI_TEST_") && k !== SANDBOX_ENV && v !== undefined)
-    .map(([k, v]) => `${k}=${v}`);
+  return forwardedEnv(process.env, ["CNI_TEST_"], [SANDBOX_ENV]);
 }
 
-async function runVm(): Promise<SuiteTotals> {
-  return isRoot() ? runVmAsRoot() : runElevated("vm");
+const ROOT_LANES: Record<PrivilegedLane, () => Promise<SuiteTotals>> = {
+  integration: runIntegrationAsRoot,
+  vm: runVmAsRoot,
+  e2e: () => runE2eAsRoot("e2e"),
+  diff: () => runE2eAsRoot("diff"),
+};
+const ALL_ROOT_LANES: PrivilegedLane[] = ["integration", "vm", "e2e", "diff"];
+/** What a root run writes in the checkout (`sudo make test` builds and installs, too). */
+const OUTPUT_DIRS = [".test-out", "dist", "node_modules"];
+/** Written first by the elevated child: proof that elevation worked (its absence: "not run"). */
+const ELEVATED_MARKER = join(TEST_OUT, "elevated.started");
+
+/** Root, started by `runWithElevation`: installs missing test tools as `make test` would, runs `lanes`. */
+async function runElevatedChild(lanes: PrivilegedLane[]): Promise<never> {
+  writeFileSync(ELEVATED_MARKER, `${lanes.join(",")}\n`);
+  const setup = Bun.spawnSync(["bash", join(REPO_ROOT, "test", "setup-host.sh")], { stdout: "inherit", stderr: "inherit" });
+  if (setup.exitCode !== 0) log("elevated: test/setup-host.sh failed; tests needing the missing tools will fail");
+  let failed = false;
+  for (const lane of lanes) {
+    const totals = await ROOT_LANES[lane]();
+    failed ||= totals.failed > 0 || totals.problems.length > 0;
+  }
+  // The totals are in .test-out/<lane>.summary.json; the unprivileged parent reports them.
+  returnToCheckoutOwner(REPO_ROOT, OUTPUT_DIRS);
+  process.exit(failed ? 1 : 0);
 }
 
-/** Non-root: run `bun test/run.ts <suite>` as root, then read the totals it saved. */
-async function runElevated(suite: "integration" | "vm" | "e2e" | "diff"): Promise<SuiteTotals> {
-  rmSync(summaryFile(suite), { force: true });
-  const command = `${shellQuote(process.execPath)} ${shellQuote(join(REPO_ROOT, "test", "run.ts"))} ${suite}`;
-  log(`${suite}: these tests need root (network namespaces${suite === "vm" ? ", apt, qemu" : ""}); asking for elevation`);
-  let ok = await elevateWithPrompt(suite, command);
-  if (!ok && isatty(0) && Bun.which("sudo") !== null) {
-    log(`${suite}: graphical elevation unavailable; falling back to sudo on this terminal`);
-    const proc = Bun.spawn(["sudo", "--", "/bin/sh", "-c", `cd ${shellQuote(REPO_ROOT)} && ${command}`], {
-      stdin: "inherit",
-      stdout: "inherit",
-      stderr: "inherit",
-    });
-    await proc.exited;
-    ok = true;
+/**
+ * Not root: the unit lane (when `withUnit`) as this user, then `lanes` in one elevated child, whose
+ * saved totals are merged with ours. `rerun` is the command to give when root cannot be had.
+ */
+async function runWithElevation(lanes: PrivilegedLane[], withUnit: boolean, rerun: string): Promise<never> {
+  const elevation = prepareElevation(lanes, log);
+  if (elevation.method === "unavailable") log(`${lanes.join(", ")}: will not run: ${elevation.reason}`);
+  const ran: [string, SuiteTotals][] = withUnit ? [["unit", await runUnit()]] : [];
+  let notRunReason = elevation.method === "unavailable" ? elevation.reason : undefined;
+  if (elevation.method !== "unavailable") {
+    for (const f of [ELEVATED_MARKER, ...lanes.map(summaryFile)]) rmSync(f, { force: true });
+    log(`\n=== ${lanes.join(", ")}: as root (${elevation.method}), in one run`);
+    const argv = [process.execPath, join(REPO_ROOT, "test", "run.ts"), "elevated", lanes.join(",")];
+    const ended = await runAsRoot(elevation, argv, forwardedEnv(process.env, ["CNI_", "VM_"], [SANDBOX_ENV]), REPO_ROOT);
+    if (!existsSync(ELEVATED_MARKER)) notRunReason = `elevation failed: ${ended}`;
+    else {
+      for (const lane of lanes) {
+        const saved = summaryFile(lane);
+        const totals = existsSync(saved)
+          ? (JSON.parse(readFileSync(saved, "utf8")) as SuiteTotals)
+          : failedSuite(`${lane}: the elevated run ended without a result for this lane (${ended})`);
+        ran.push([lane, totals]);
+      }
+    }
   }
-  if (existsSync(summaryFile(suite))) {
-    return JSON.parse(readFileSync(summaryFile(suite), "utf8")) as SuiteTotals;
-  }
-  return failedSuite(
-    ok
-      ? `${suite}: the elevated run produced no results`
-      : `${suite}: could not get root; run \`sudo make test-${suite}\` (or \`make test\` as root)`,
+  const lines = ran.map(([name, totals]) => `${name}: ${formatTotals(totals)}`);
+  if (notRunReason !== undefined) lines.push(...lanes.map((lane) => `${lane}: not run`));
+  if (lines.length > 1) log(`\n${lines.join("\n")}`);
+  finish(
+    ran.map(([, totals]) => totals),
+    notRunReason === undefined ? undefined : notRunLine(lanes, notRunReason, rerun),
   );
 }
 
-async function elevateWithPrompt(suite: "integration" | "vm" | "e2e" | "diff", command: string): Promise<boolean> {
-  const { exec } = await import("@vscode/sudo-prompt");
-  return new Promise((resolve) => {
-    exec(
-      `cd ${shellQuote(REPO_ROOT)} && ${command}`,
-      { name: "CNI plugins integration tests", env: { PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin" } },
-      (error, stdout, stderr) => {
-        if (stderr) process.stderr.write(stderr.toString());
-        if (stdout) process.stderr.write(stdout.toString());
-        if (error) log(`${suite}: elevation: ${error.message}`);
-        // A failing test run also reports an error; the saved summary tells the two apart.
-        resolve(existsSync(summaryFile(suite)));
-      },
-    );
-  });
-}
-
-function shellQuote(s: string): string {
-  return `'${s.replaceAll("'", `'\\''`)}'`;
-}
-
-async function runIntegration(): Promise<SuiteTotals> {
-  return isRoot() ? runIntegrationAsRoot() : runElevated("integration");
-}
-
-function finish(results: SuiteTotals[]): never {
+/** Prints the problems, the not-run line (if any) and the totals; exits. */
+function finish(results: SuiteTotals[], notRun?: string): never {
+  if (isRoot()) returnToCheckoutOwner(REPO_ROOT, OUTPUT_DIRS);
   const total = results.reduce(
     (acc, r) => ({ passed: acc.passed + r.passed, failed: acc.failed + r.failed, skipped: acc.skipped + r.skipped }),
     { passed: 0, failed: 0, skipped: 0 },
@@ -353,8 +371,9 @@ function finish(results: SuiteTotals[]): never {
     log("\nproblems:");
     for (const p of problems) log(`  - ${p}`);
   }
+  if (notRun !== undefined) process.stdout.write(`${notRun}\n`);
   process.stdout.write(`${formatTotals(total)}\n`);
-  process.exit(total.failed > 0 || problems.length > 0 ? 1 : 0);
+  process.exit(total.failed > 0 || problems.length > 0 || results.length === 0 ? 1 : 0);
 }
 
 async function main(): Promise<void> {
@@ -364,18 +383,26 @@ async function main(): Promise<void> {
     case "unit":
       finish([await runUnit()]);
     case "integration":
-      finish([await runIntegration()]);
     case "vm":
-      finish([await runVm()]);
     case "e2e":
     case "diff":
-      finish([isRoot() ? await runE2eAsRoot(mode) : await runElevated(mode)]);
+      if (!isRoot()) return runWithElevation([mode], false, `sudo make test-${mode}`);
+      finish([await ROOT_LANES[mode]()]);
+    case "elevated": {
+      const lanes = (process.argv[3] ?? "").split(",").filter((l): l is PrivilegedLane => Object.hasOwn(ROOT_LANES, l));
+      if (!isRoot() || lanes.length === 0) {
+        log("usage (as root, started by run.ts itself): bun test/run.ts elevated <integration,vm,e2e,diff>");
+        process.exit(2);
+      }
+      return runElevatedChild(lanes);
+    }
     case "all": {
+      if (!isRoot()) return runWithElevation(ALL_ROOT_LANES, true, "sudo make test");
       const unit = await runUnit();
-      const integration = await runIntegration();
-      const vm = await runVm();
-      const e2e = isRoot() ? await runE2eAsRoot("e2e") : await runElevated("e2e");
-      const diff = isRoot() ? await runE2eAsRoot("diff") : await runElevated("diff");
+      const integration = await runIntegrationAsRoot();
+      const vm = await runVmAsRoot();
+      const e2e = await runE2eAsRoot("e2e");
+      const diff = await runE2eAsRoot("diff");
       log(
         `\nunit: ${formatTotals(unit)}\nintegration: ${formatTotals(integration)}\nvm: ${formatTotals(vm)}` +
           `\ne2e: ${formatTotals(e2e)}\ndiff: ${formatTotals(diff)}`,

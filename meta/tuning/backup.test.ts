@@ -22,7 +22,7 @@ describe("backup file format (upstream MarshalIndent with one space)", () => {
     expect(parseBackup("not json")).toBeUndefined();
     expect(parseBackup('{"sysctlRestore": {"/proc/sys/kernel/x": "1", "/proc/sys/net/../../kernel": "1"}}')).toEqual({});
   });
-  test("write creates the dir (0600) and file (0600) at <dataDir>/<cid>_<if>.json; read returns undefined when absent", () => {
+  test("write creates the dir (0700: searchable by its owner only) and file (0600) at <dataDir>/<cid>_<if>.json; read returns undefined when absent", () => {
     const base = mkdtempSync(join(tmpdir(), "tuning-bk-"));
     try {
       const dir = join(base, "sub");
@@ -30,7 +30,7 @@ describe("backup file format (upstream MarshalIndent with one space)", () => {
       expect(path).toBe(join(dir, "cid1_eth0.json"));
       expect(readBackup(path)).toBeUndefined();
       writeBackup(path, dir, { mtu: 1400 });
-      expect(statSync(dir).mode & 0o777).toBe(0o600);
+      expect(statSync(dir).mode & 0o777).toBe(0o700);
       expect(statSync(path).mode & 0o777).toBe(0o600);
       expect(readBackup(path)).toEqual({ mtu: 1400 });
     } finally {

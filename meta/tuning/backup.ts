@@ -90,7 +90,11 @@ export function parseBackup(text: string): LinkBackup | undefined {
   return b;
 }
 
-/** Writes the backup file (directory created with upstream's mode 0600 when missing; file 0600). */
+/**
+ * Writes the backup file (0600). A missing directory is created 0700: upstream asks for 0600
+ * (`os.MkdirAll(dataDir, 0o600)`), a directory without the search bit that only a process with
+ * CAP_DAC_OVERRIDE can enter; 0700 gives its owner the same access and no one else any (DIFFERENCES.md).
+ */
 export function writeBackup(path: string, dataDir: string, b: LinkBackup): void {
   let exists = true;
   try {
@@ -98,7 +102,7 @@ export function writeBackup(path: string, dataDir: string, b: LinkBackup): void 
   } catch {
     exists = false;
   }
-  if (!exists) mkdirSync(dataDir, { recursive: true, mode: 0o600 });
+  if (!exists) mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   writeFileSync(path, formatBackup(b), { mode: 0o600 });
 }
 
