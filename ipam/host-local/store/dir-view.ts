@@ -6,7 +6,7 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, type Dirent } from "node:fs";
 import { join } from "node:path";
 import { O_CLOEXEC } from "../../../shared/sys/constants.ts";
-import { INDEX_NAME, INDEX_TMP_NAME, type IndexEntry } from "./index-file.ts";
+import { encodeEntries, INDEX_NAME, INDEX_TMP_NAME, IndexBody, type IndexEntry } from "./index-file.ts";
 import { goTrimSpace } from "./owner.ts";
 
 /** Files in the network directory that are bookkeeping, never reservations. */
@@ -130,10 +130,17 @@ export function scanDirectory(dir: string, previous: ReadonlyMap<string, IndexEn
   return { entries, nested, filesRead };
 }
 
-/** The entries of a directory, indexed by name and by owner key. */
+/**
+ * The entries of a directory: the lines of an index body (searched as text, see index-file.ts)
+ * plus this session's changes, kept apart so that writing them back can append instead of
+ * rewriting the whole index.
+ */
 export class DirView {
-  readonly #byName = new Map<string, IndexEntry>();
-  readonly #byKey = new Map<string, Set<string>>();
+  readonly #base: IndexBody;
+  /** Entries added (or replaced) in this session, by name. */
+  readonly #added = new Map<string, IndexEntry>();
+  /** Names of the base removed (or replaced) in this session. */
+  readonly #removed = new Set<string>();
   /** Whether the directory had subdirectories. */
   readonly nested: boolean;
   /** Changed since it was loaded: must be written back. */
@@ -141,55 +148,54 @@ export class DirView {
   /** Found to disagree with the disk: must not be trusted by the next reader. */
   invalid = false;
 
-  constructor(entries: Iterable<IndexEntry>, nested: boolean) {
+  constructor(base: IndexBody, nested: boolean) {
+    this.#base = base;
     this.nested = nested;
-    for (const e of entries) this.add(e);
   }
 
-  get size(): number {
-    return this.#byName.size;
+  /** A view of scanned entries (the index body is built from them). */
+  static of(entries: Iterable<IndexEntry>, nested: boolean): DirView {
+    return new DirView(new IndexBody(encodeEntries(entries)), nested);
   }
 
-  entries(): IterableIterator<IndexEntry> {
-    return this.#byName.values();
+  #inBase(name: string): boolean {
+    return !this.#removed.has(name) && this.#base.has(name);
   }
 
-  byName(): ReadonlyMap<string, IndexEntry> {
-    return this.#byName;
+  /** Every entry (parses the whole base). */
+  entries(): IndexEntry[] {
+    const out = this.#base.entries().filter((e) => !this.#removed.has(e.name));
+    return [...out, ...this.#added.values()];
   }
 
   has(name: string): boolean {
-    return this.#byName.has(name);
-  }
-
-  get(name: string): IndexEntry | undefined {
-    return this.#byName.get(name);
+    return this.#added.has(name) || this.#inBase(name);
   }
 
   /** Names of the files whose trimmed content is exactly `key`. */
   namesWithKey(key: string): string[] {
-    const names = this.#byKey.get(key);
-    return names === undefined ? [] : [...names];
+    const names = this.#base.namesWithKey(key).filter((n) => !this.#removed.has(n));
+    for (const e of this.#added.values()) if (e.key === key) names.push(e.name);
+    return names;
   }
 
   add(e: IndexEntry): void {
-    this.remove(e.name);
-    this.#byName.set(e.name, e);
-    if (e.key !== null) {
-      let names = this.#byKey.get(e.key);
-      if (names === undefined) this.#byKey.set(e.key, (names = new Set()));
-      names.add(e.name);
-    }
+    if (this.#base.has(e.name)) this.#removed.add(e.name);
+    this.#added.set(e.name, e);
   }
 
   remove(name: string): void {
-    const e = this.#byName.get(name);
-    if (e === undefined) return;
-    this.#byName.delete(name);
-    if (e.key !== null) {
-      const names = this.#byKey.get(e.key);
-      names?.delete(name);
-      if (names?.size === 0) this.#byKey.delete(e.key);
-    }
+    this.#added.delete(name);
+    if (this.#base.has(name)) this.#removed.add(name);
+  }
+
+  /** Lines to append to the base's file, or null when the base itself changed (rewrite needed). */
+  appendedLines(): string | null {
+    return this.#removed.size === 0 ? encodeEntries(this.#added.values()) : null;
+  }
+
+  /** The whole body as it is now. */
+  body(): string {
+    return this.#base.without(this.#removed) + encodeEntries(this.#added.values());
   }
 }
