@@ -1,24 +1,34 @@
 /**
  * The only compile entry of the multi-call executable. It dispatches on the name it was invoked by,
- * `basename(process.argv0)` (hard links and symlinks both keep it; argv[0] does not — see
- * platform.md §4), falling back to the first field of /proc/self/cmdline. Under its own name it
- * lists the plugins it contains.
+ * the last path component of `process.argv0` (hard links and symlinks both keep it; `argv[0]` may
+ * be rewritten by the runtime), falling back to the first field of /proc/self/cmdline. Under its
+ * own name it lists the plugins it contains.
+ *
+ * Start-up is most of a short plugin call (docs/performance.md), so this file imports only what
+ * every call needs: node:fs and node:path are not loaded here, and VERSION is answered from the
+ * registry without loading any plugin code.
  */
-import { readFileSync } from "node:fs";
-import { basename } from "node:path";
 import { enableInProcessDelegation } from "../shared/cni/in-process.ts";
-import { runPlugin } from "../shared/cni/skel.ts";
-import { readAllSync, writeAllSync } from "../shared/cni/stdio.ts";
-import { lookupPlugin, pluginNames } from "./registry.ts";
+import { readAllSync, writeAllSync, writeLineToStdout } from "../shared/cni/stdio.ts";
+import { versionText } from "../shared/cni/version.ts";
+import { mark, phasesReport } from "../shared/sys/phases.ts";
+import { lookupPlugin, pluginEntry, pluginNames } from "./registry.ts";
 import { buildVersion } from "./version.ts";
+
+/** The last component of a path ("" for none). */
+function lastComponent(path: string): string {
+  const trimmed = path.replace(/\/+$/, "");
+  return trimmed.slice(trimmed.lastIndexOf("/") + 1);
+}
 
 /** The name this process was started as. */
 export function invokedName(): string {
-  const fromArgv0 = process.argv0 ? basename(process.argv0) : "";
+  const fromArgv0 = process.argv0 ? lastComponent(process.argv0) : "";
   if (fromArgv0 !== "" && fromArgv0 !== "bun") return fromArgv0;
   try {
+    const { readFileSync } = require("node:fs") as typeof import("node:fs");
     const first = readFileSync("/proc/self/cmdline", "utf8").split("\0")[0] ?? "";
-    return basename(first);
+    return lastComponent(first);
   } catch {
     return fromArgv0;
   }
@@ -33,24 +43,35 @@ function multiCallHelp(name: string): string {
 }
 
 async function main(): Promise<number> {
+  mark("entry");
   const name = invokedName();
   if (name === "dhcp" && process.argv[2] === "daemon") {
     // `dhcp daemon [flags]`: the long-running lease daemon (ipam/dhcp/daemon), as upstream.
     const daemon = require("../ipam/dhcp/daemon/main.ts") as typeof import("../ipam/dhcp/daemon/main.ts");
     return daemon.runDhcpDaemon(process.argv.slice(3), process.env);
   }
-  const spec = await lookupPlugin(name);
-  if (!spec) {
+  const entry = pluginEntry(name);
+  if (entry === undefined) {
     writeAllSync(2, multiCallHelp(name));
     return name === "cni-plugins" ? 0 : 1;
   }
+  if (process.env.CNI_COMMAND === "VERSION") {
+    // skel's answer to VERSION (which requires no other variable), without loading plugin code.
+    writeLineToStdout(versionText(entry.versions));
+    return 0;
+  }
+  const [spec, skel] = await Promise.all([entry.load(), import("../shared/cni/skel.ts")]);
+  mark("plugin loaded");
   enableInProcessDelegation(lookupPlugin, buildVersion());
-  return runPlugin(
+  return skel.runPlugin(
     spec,
     {
       env: process.env,
       readStdin: () => readAllSync(0),
-      stdout: (text) => writeAllSync(1, text),
+      stdout: (text) => {
+        writeAllSync(1, text);
+        mark("result written");
+      },
       stderr: (text) => writeAllSync(2, text),
     },
     buildVersion(),
@@ -58,7 +79,11 @@ async function main(): Promise<number> {
 }
 
 main().then(
-  (code) => process.exit(code),
+  (code) => {
+    const phases = phasesReport();
+    if (phases !== "") writeAllSync(2, phases);
+    process.exit(code);
+  },
   (err: unknown) => {
     writeAllSync(2, `internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exit(2);

@@ -1,5 +1,5 @@
 /**
- * Delegation to another plugin (IPAM), as libcni `invoke` does it (upstream-matrix §1.1):
+ * Delegation to another plugin (IPAM), as libcni `invoke` does it (upstream `pkg/invoke`):
  * find `<type>` in CNI_PATH, run it with the complete config on stdin and the caller's environment
  * with CNI_COMMAND overridden, pass its stderr through, and re-emit its error JSON unchanged.
  *
@@ -10,6 +10,7 @@
 import type { spawnSync as SpawnSync } from "node:child_process";
 import { statSync, type Stats } from "node:fs";
 import { join } from "node:path";
+import { spanEnd, spanStart } from "../sys/phases.ts";
 import { DelegateError, InternalError, InvalidConfigError, InvalidEnvError } from "./errors.ts";
 import { inProcessPlugins } from "./in-process.ts";
 import { parseResult } from "./result/index.ts";
@@ -135,10 +136,12 @@ function delegateFailure(out: DelegateOutput): DelegateError {
 
 /** Runs `type` for `command` with the caller's inputs; returns its stdout on success. */
 export async function execDelegate(type: string, args: CmdArgs, command: Command): Promise<string> {
+  const started = spanStart();
   const file = findInPath(type, args.path);
   const inProcess = inProcessPlugins();
   const spec = inProcess && isThisExecutable(file) ? await inProcess.lookup(type) : undefined;
   const out = spec ? await runInProcess(spec, args, command) : runExternal(file, args, command);
+  spanEnd("delegate", started);
   if (out.status !== 0) throw delegateFailure(out);
   return out.stdout;
 }

@@ -1,10 +1,18 @@
 /**
- * Synchronous stdin/stdout for plugin processes (platform.md §5, pitfalls P6/P7):
- * - stdin is read with a `readSync` loop that tolerates EAGAIN (an O_NONBLOCK pipe or a socket);
+ * Synchronous stdin/stdout for plugin processes:
+ * - stdin is read with a `readSync` loop that tolerates EAGAIN (an O_NONBLOCK pipe or a socket;
+ *   `readFileSync(0)` throws EAGAIN there, and "/dev/stdin" cannot open a socket);
  * - output is written with a `writeSync` loop that also tolerates EAGAIN, so a large result is never
- *   truncated by an exit that follows. `process.stdout`/`process.stdin` are never touched.
+ *   truncated by an exit that follows. `process.stdout`/`process.stdin` are never touched: creating
+ *   them costs milliseconds, and `process.stdout` loses output past 64 KiB when `process.exit`
+ *   follows.
+ * node:fs is loaded on first use (loading it costs milliseconds; docs/performance.md).
  */
-import { readSync, writeSync } from "node:fs";
+type Fs = typeof import("node:fs");
+let fs: Fs | undefined;
+function nodeFs(): Fs {
+  return (fs ??= require("node:fs") as Fs);
+}
 
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
@@ -25,7 +33,7 @@ export function readAllSync(fd: number): Uint8Array {
   for (;;) {
     let n: number;
     try {
-      n = readSync(fd, buf, 0, buf.length, null);
+      n = nodeFs().readSync(fd, buf, 0, buf.length, null);
     } catch (err) {
       if (isErrno(err, "EAGAIN") || isErrno(err, "EWOULDBLOCK")) {
         backoff(1);
@@ -48,7 +56,7 @@ export function writeAllSync(fd: number, text: string | Uint8Array): void {
   let off = 0;
   while (off < data.length) {
     try {
-      off += writeSync(fd, data, off, data.length - off);
+      off += nodeFs().writeSync(fd, data, off, data.length - off);
     } catch (err) {
       if (isErrno(err, "EAGAIN") || isErrno(err, "EWOULDBLOCK")) {
         backoff(1);
@@ -59,3 +67,14 @@ export function writeAllSync(fd: number, text: string | Uint8Array): void {
     }
   }
 }
+
+/**
+ * Writes one newline-terminated text to stdout through `console.log`, which Bun writes
+ * synchronously and completely (also to an O_NONBLOCK pipe) and which needs no node:fs. Used for
+ * VERSION, the most frequent call, so it costs no more than a hello-world (docs/performance.md).
+ */
+export function writeLineToStdout(text: string): void {
+  if (!text.endsWith("\n")) throw new Error("writeLineToStdout: text must end with a newline");
+  console.log(text.slice(0, -1));
+}
+

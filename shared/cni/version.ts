@@ -10,6 +10,11 @@ export const ALL_VERSIONS = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0
 /** The version results are built in and VERSION reports. */
 export const CURRENT_VERSION = "1.1.0";
 
+/** The VERSION answer: library version plus the versions a plugin supports, one line. */
+export function versionText(versions: readonly string[]): string {
+  return `${JSON.stringify({ cniVersion: CURRENT_VERSION, supportedVersions: versions })}\n`;
+}
+
 /** Versions from `min` on (for plugins such as bandwidth and firewall). */
 export function versionsFrom(min: string): readonly string[] {
   return ALL_VERSIONS.filter((v) => versionGte(v, min));

@@ -13,6 +13,7 @@
 import { dlopen, read as ffiRead } from "bun:ffi";
 import { EINTR } from "./errno.ts";
 import { SyscallError } from "./errors.ts";
+import { spanEnd, spanStart } from "./phases.ts";
 
 /** glibc's soname (Debian/Ubuntu/RHEL). A musl build would bind "libc.so" instead. */
 const LIBC_NAME = "libc.so.6";
@@ -49,7 +50,11 @@ let libc: Libc | undefined;
 
 /** The bound symbols; opens libc on first use. */
 function sym(): Libc {
-  if (libc === undefined) libc = load().symbols;
+  if (libc === undefined) {
+    const started = spanStart();
+    libc = load().symbols;
+    spanEnd("dlopen", started);
+  }
   return libc;
 }
 
@@ -114,11 +119,14 @@ export function getsockname(fd: number, addr: Uint8Array): number {
 /** sendto(2); `addr` null sends to the connected/default peer. Returns bytes sent. */
 export function sendto(fd: number, buf: Uint8Array, flags = 0, addr: Uint8Array | null = null): number {
   const a = ptrOrNull(addr);
-  return checkSize(
+  const started = spanStart();
+  const n = checkSize(
     () => sym().sendto(fd, ptrOrNull(buf), buf.byteLength, flags, a, a === null ? 0 : a.byteLength),
     "sendto",
     `fd=${fd}`,
   );
+  spanEnd("socket", started);
+  return n;
 }
 
 /**
@@ -126,7 +134,10 @@ export function sendto(fd: number, buf: Uint8Array, flags = 0, addr: Uint8Array 
  * netlink socket this is the full datagram length, which may exceed `buf.byteLength`.
  */
 export function recvfrom(fd: number, buf: Uint8Array, flags = 0): number {
-  return checkSize(() => sym().recvfrom(fd, ptrOrNull(buf), buf.byteLength, flags, null, null), "recvfrom", `fd=${fd}`);
+  const started = spanStart();
+  const n = checkSize(() => sym().recvfrom(fd, ptrOrNull(buf), buf.byteLength, flags, null, null), "recvfrom", `fd=${fd}`);
+  spanEnd("socket", started);
+  return n;
 }
 
 /** setsockopt(2) with a raw option value. */
@@ -165,7 +176,9 @@ export function write(fd: number, buf: Uint8Array): number {
 
 /** setns(2): moves the calling thread into the namespace behind `fd`. */
 export function setns(fd: number, nstype: number): void {
+  const started = spanStart();
   check(sym().setns(fd, nstype), "setns", `fd=${fd}`);
+  spanEnd("setns", started);
 }
 
 /** unshare(2) for the calling thread. */
@@ -178,8 +191,9 @@ export function unshare(flags: number): void {
  * EWOULDBLOCK (= EAGAIN).
  */
 export function flock(fd: number, op: number): void {
+  const started = spanStart();
   for (;;) {
-    if (sym().flock(fd, op) === 0) return;
+    if (sym().flock(fd, op) === 0) return spanEnd("flock", started);
     const e = errno();
     if (e !== EINTR || (op & 4) /* LOCK_NB */ !== 0) throw new SyscallError("flock", e, `fd=${fd} op=${op}`);
   }
