@@ -13,6 +13,8 @@ SYSTEMDDIR ?= /etc/systemd/system
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 PLUGINS = $(shell $(BUN) build/list-plugins.ts 2>/dev/null)
 SOURCES := $(shell find build shared plugins ipam meta -name '*.ts' ! -name '*.test.ts' 2>/dev/null)
+# Compile flags of the multi-call binary; `make bench` builds its hello-world floor with the same.
+COMPILE_FLAGS := --compile --bytecode --splitting --format=esm --minify-syntax --no-compile-autoload-dotenv --no-compile-autoload-bunfig
 
 .PHONY: all deps build install lint test test-unit test-integration test-vm test-e2e test-diff demo bench clean
 
@@ -28,8 +30,7 @@ build: $(BINARY)
 
 $(BINARY): node_modules/.installed $(SOURCES)
 	@mkdir -p $(DIST)
-	$(BUN) build --compile --bytecode --splitting --format=esm --minify-syntax \
-		--no-compile-autoload-dotenv --no-compile-autoload-bunfig \
+	$(BUN) build $(COMPILE_FLAGS) \
 		--define 'CNI_BUILD_VERSION="$(VERSION)"' \
 		build/entry.ts --outfile $(BINARY)
 	@rm -f $(filter-out $(BINARY),$(wildcard $(DIST)/*))
@@ -81,8 +82,10 @@ demo:
 	@$(MAKE) --no-print-directory deps build
 	@$(BUN) test/demo/demo.ts
 
+# Ours next to the Go 1.1.1 binaries, every scenario of docs/performance.md, one table at the end; root.
 bench: build
-	$(BUN) test/bench/run.ts
+	@bash test/setup-host.sh
+	CNI_BENCH_COMPILE_FLAGS="$(COMPILE_FLAGS)" $(BUN) test/bench/run.ts
 
 clean:
 	rm -rf dist .test-out

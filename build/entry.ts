@@ -15,10 +15,11 @@ import { mark, phasesReport } from "../shared/sys/phases.ts";
 import { lookupPlugin, pluginEntry, pluginNames } from "./registry.ts";
 import { buildVersion } from "./version.ts";
 
-/** The last component of a path ("" for none). */
+/** The last component of a path ("" for none); string methods only, no regular expression. */
 function lastComponent(path: string): string {
-  const trimmed = path.replace(/\/+$/, "");
-  return trimmed.slice(trimmed.lastIndexOf("/") + 1);
+  let end = path.length;
+  while (end > 0 && path[end - 1] === "/") end--;
+  return path.slice(path.lastIndexOf("/", end - 1) + 1, end);
 }
 
 /** The name this process was started as. */

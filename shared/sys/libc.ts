@@ -2,7 +2,9 @@
  * Thin synchronous wrappers over the libc calls the plugins need. This directory is the only
  * importer of `bun:ffi` in the project.
  *
- * - libc is `dlopen`ed lazily, on the first call (no work at module load).
+ * - bun:ffi is loaded and libc `dlopen`ed on the first call, not at module load: loading bun:ffi
+ *   costs about 1.4 ms and the dlopen about 0.5 ms plus 0.02 ms per symbol (docs/performance.md),
+ *   which a process that imports this module but never calls it (VERSION, an early error) skips.
  * - Every wrapper reads errno through `__errno_location()` immediately after a failing call and
  *   throws {@link SyscallError}; never dlsym `errno` (oven-sh/bun#22212).
  * - `isize`/`i64` returns arrive as BigInt and are converted with `Number()`.
@@ -10,7 +12,7 @@
  *   sendto, blocking flock) are retried on EINTR.
  */
 
-import { dlopen, read as ffiRead } from "bun:ffi";
+import type * as Ffi from "bun:ffi";
 import { EINTR } from "./errno.ts";
 import { SyscallError } from "./errors.ts";
 import { spanEnd, spanStart } from "./phases.ts";
@@ -18,8 +20,11 @@ import { spanEnd, spanStart } from "./phases.ts";
 /** glibc's soname (Debian/Ubuntu/RHEL). A musl build would bind "libc.so" instead. */
 const LIBC_NAME = "libc.so.6";
 
+let ffi: typeof Ffi | undefined;
+
 function load() {
-  return dlopen(LIBC_NAME, {
+  ffi = require("bun:ffi") as typeof Ffi;
+  return ffi.dlopen(LIBC_NAME, {
     __errno_location: { args: [], returns: "ptr" },
     socket: { args: ["i32", "i32", "i32"], returns: "i32" },
     bind: { args: ["i32", "ptr", "u32"], returns: "i32" },
@@ -62,7 +67,7 @@ function sym(): Libc {
 function errno(): number {
   const loc = sym().__errno_location();
   if (loc === null) return 0;
-  return ffiRead.i32(loc, 0);
+  return ffi!.read.i32(loc, 0);
 }
 
 const encoder = new TextEncoder();
