@@ -8,12 +8,13 @@
  * every call needs: node:fs and node:path are not loaded here, and VERSION is answered from the
  * registry without loading any plugin code.
  */
-import { enableInProcessDelegation } from "../shared/cni/in-process.ts";
-import { readAllSync, writeAllSync, writeLineToStdout } from "../shared/cni/stdio.ts";
 import { versionText } from "../shared/cni/version.ts";
 import { mark, phasesReport } from "../shared/sys/phases.ts";
 import { lookupPlugin, pluginEntry, pluginNames } from "./registry.ts";
 import { buildVersion } from "./version.ts";
+
+/** stdin/stdout (through libc), loaded after the VERSION answer. */
+const stdio = () => import("../shared/cni/stdio.ts");
 
 /** The last component of a path ("" for none); string methods only, no regular expression. */
 function lastComponent(path: string): string {
@@ -52,18 +53,25 @@ async function main(): Promise<number> {
     return daemon.runDhcpDaemon(process.argv.slice(3), process.env);
   }
   const entry = pluginEntry(name);
+  if (entry !== undefined && process.env.CNI_COMMAND === "VERSION") {
+    // skel's answer to VERSION (which requires no other variable), without loading plugin code,
+    // libc or node:fs. console.log writes synchronously and completely in Bun, also to an
+    // O_NONBLOCK pipe, and supplies the answer's final newline.
+    console.log(versionText(entry.versions).slice(0, -1));
+    return 0;
+  }
+  const { readAllSync, writeAllSync } = await stdio();
   if (entry === undefined) {
     writeAllSync(2, multiCallHelp(name));
     return name === "cni-plugins" ? 0 : 1;
   }
-  if (process.env.CNI_COMMAND === "VERSION") {
-    // skel's answer to VERSION (which requires no other variable), without loading plugin code.
-    writeLineToStdout(versionText(entry.versions));
-    return 0;
-  }
-  const [spec, skel] = await Promise.all([entry.load(), import("../shared/cni/skel.ts")]);
+  const [spec, skel, inProcess] = await Promise.all([
+    entry.load(),
+    import("../shared/cni/skel.ts"),
+    import("../shared/cni/in-process.ts"),
+  ]);
   mark("plugin loaded");
-  enableInProcessDelegation(lookupPlugin, buildVersion());
+  inProcess.enableInProcessDelegation(lookupPlugin, buildVersion());
   return skel.runPlugin(
     spec,
     {
@@ -80,13 +88,13 @@ async function main(): Promise<number> {
 }
 
 main().then(
-  (code) => {
+  async (code) => {
     const phases = phasesReport();
-    if (phases !== "") writeAllSync(2, phases);
+    if (phases !== "") (await stdio()).writeAllSync(2, phases);
     process.exit(code);
   },
-  (err: unknown) => {
-    writeAllSync(2, `internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  async (err: unknown) => {
+    (await stdio()).writeAllSync(2, `internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exit(2);
   },
 );

@@ -8,8 +8,7 @@
  * saving a whole process start per pod.
  */
 import type { spawnSync as SpawnSync } from "node:child_process";
-import { statSync, type Stats } from "node:fs";
-import { join } from "node:path";
+import { joinPath, stat, type FileStat } from "../sys/file.ts";
 import { spanEnd, spanStart } from "../sys/phases.ts";
 import { DelegateError, InternalError, InvalidConfigError, InvalidEnvError } from "./errors.ts";
 import { inProcessPlugins } from "./in-process.ts";
@@ -18,7 +17,7 @@ import { runPlugin } from "./skel.ts";
 import { writeAllSync } from "./stdio.ts";
 import type { CmdArgs, Command, PluginSpec, Result } from "./types.ts";
 
-let selfStat: Stats | null | undefined;
+let selfStat: FileStat | null | undefined;
 
 /** Rejects plugin names that could escape CNI_PATH (CVE-2021-20206). */
 export function validatePluginName(type: string): void {
@@ -34,9 +33,9 @@ export function findInPath(type: string, cniPath: string): string {
   const dirs = cniPath.split(":").filter((d) => d !== "");
   if (dirs.length === 0) throw new InvalidEnvError("no paths provided");
   for (const dir of dirs) {
-    const candidate = join(dir, type);
+    const candidate = joinPath(dir, type);
     try {
-      if (statSync(candidate).isFile()) return candidate;
+      if (stat(candidate).isFile()) return candidate;
     } catch {
       // not here; keep looking
     }
@@ -47,14 +46,14 @@ export function findInPath(type: string, cniPath: string): string {
 function isThisExecutable(file: string): boolean {
   if (selfStat === undefined) {
     try {
-      selfStat = statSync(process.execPath);
+      selfStat = stat(process.execPath);
     } catch {
       selfStat = null;
     }
   }
   if (selfStat === null) return false;
   try {
-    const st = statSync(file);
+    const st = stat(file);
     return st.dev === selfStat.dev && st.ino === selfStat.ino;
   } catch {
     return false;

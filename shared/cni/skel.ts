@@ -18,6 +18,7 @@ import {
   toErrorJson,
   type ErrorJson,
 } from "./errors.ts";
+import { stat } from "../sys/file.ts";
 import { mark } from "../sys/phases.ts";
 import { ID_PATTERN, readCniEnv, type CniEnv } from "./env.ts";
 import { goJsonMarshalIndent } from "./result/go-json.ts";
@@ -149,13 +150,11 @@ function isTrue(s: string): boolean {
  */
 export function guardOwnNetns(env: CniEnv): void {
   if (env.netns === "" || isTrue(env.netnsOverride)) return;
-  // node:fs on first use: VERSION and error answers never need it (docs/performance.md).
-  const { statSync } = require("node:fs") as typeof import("node:fs");
   let target;
   let own;
   try {
-    target = statSync(env.netns);
-    own = statSync("/proc/thread-self/ns/net");
+    target = stat(env.netns);
+    own = stat("/proc/thread-self/ns/net");
   } catch {
     return;
   }

@@ -47,6 +47,13 @@ function load() {
     mount: { args: ["ptr", "ptr", "ptr", "u64", "ptr"], returns: "i32" },
     umount2: { args: ["ptr", "i32"], returns: "i32" },
     if_nametoindex: { args: ["ptr"], returns: "u32" },
+    openat: { args: ["i32", "ptr", "i32", "u32"], returns: "i32" },
+    statx: { args: ["i32", "ptr", "i32", "u32", "ptr"], returns: "i32" },
+    getdents64: { args: ["i32", "ptr", "u64"], returns: "i64" },
+    unlinkat: { args: ["i32", "ptr", "i32"], returns: "i32" },
+    renameat: { args: ["i32", "ptr", "i32", "ptr"], returns: "i32" },
+    mkdirat: { args: ["i32", "ptr", "u32"], returns: "i32" },
+    utimensat: { args: ["i32", "ptr", "ptr", "i32"], returns: "i32" },
   });
 }
 
@@ -70,11 +77,11 @@ function errno(): number {
   return ffi!.read.i32(loc, 0);
 }
 
-const encoder = new TextEncoder();
+let encoder: TextEncoder | undefined;
 
 /** A NUL-terminated copy of `s` for `const char *` arguments. */
 function cstr(s: string): Uint8Array {
-  return encoder.encode(`${s}\0`);
+  return (encoder ??= new TextEncoder()).encode(`${s}\0`);
 }
 
 /** A pointer argument that is NULL for an empty or missing buffer (FFI cannot point at 0 bytes). */
@@ -262,3 +269,55 @@ export function ifNameToIndex(name: string): number {
   if (idx === 0) fail("if_nametoindex", JSON.stringify(name));
   return idx;
 }
+
+/** `dirfd` meaning "relative to the current directory" (<fcntl.h>). */
+export const AT_FDCWD = -100;
+
+/** openat(2), retried on EINTR. Returns the new fd (pass O_CLOEXEC in `flags`). */
+export function openat(dirfd: number, path: string, flags: number, mode = 0): number {
+  const p = cstr(path);
+  for (;;) {
+    const fd = sym().openat(dirfd, p, flags, mode);
+    if (fd !== -1) return fd;
+    const e = errno();
+    if (e !== EINTR) throw new SyscallError("open", e, JSON.stringify(path));
+  }
+}
+
+/** Size of struct statx (<linux/stat.h>; the same on every architecture). */
+export const STATX_SIZE = 256;
+
+/**
+ * statx(2) into `buf` (STATX_SIZE bytes): `path` relative to `dirfd`; with AT_EMPTY_PATH and ""
+ * the file behind `dirfd` itself.
+ */
+export function statx(dirfd: number, path: string, flags: number, mask: number, buf: Uint8Array): void {
+  check(sym().statx(dirfd, cstr(path), flags, mask, buf), "statx", path === "" ? `fd=${dirfd}` : JSON.stringify(path));
+}
+
+/** getdents64(2): directory entries of `fd` into `buf`; returns the bytes filled (0 at the end). */
+export function getdents64(fd: number, buf: Uint8Array): number {
+  return checkSize(() => sym().getdents64(fd, buf, buf.byteLength), "getdents64", `fd=${fd}`);
+}
+
+/** unlinkat(2) (AT_REMOVEDIR in `flags` removes a directory). */
+export function unlinkat(dirfd: number, path: string, flags = 0): void {
+  check(sym().unlinkat(dirfd, cstr(path), flags), "unlink", JSON.stringify(path));
+}
+
+/** renameat(2). */
+export function renameat(fromDirfd: number, from: string, toDirfd: number, to: string): void {
+  check(sym().renameat(fromDirfd, cstr(from), toDirfd, cstr(to)), "rename", `${JSON.stringify(from)} ${JSON.stringify(to)}`);
+}
+
+/** mkdirat(2). */
+export function mkdirat(dirfd: number, path: string, mode: number): void {
+  check(sym().mkdirat(dirfd, cstr(path), mode), "mkdir", JSON.stringify(path));
+}
+
+/** utimensat(2) with access and modification times in (seconds, nanoseconds). */
+export function utimensat(dirfd: number, path: string, atime: [number, number], mtime: [number, number], flags = 0): void {
+  const times = new BigInt64Array([BigInt(atime[0]), BigInt(atime[1]), BigInt(mtime[0]), BigInt(mtime[1])]);
+  check(sym().utimensat(dirfd, cstr(path), new Uint8Array(times.buffer), flags), "utimensat", JSON.stringify(path));
+}
+

@@ -3,9 +3,9 @@
  * built either from the trusted owner index (no per-file I/O) or by scanning the directory
  * (see disk.ts for when each is used and why that is safe).
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, type Dirent } from "node:fs";
-import { join } from "node:path";
-import { O_CLOEXEC } from "../../../shared/sys/constants.ts";
+import { O_NONBLOCK, O_RDONLY } from "../../../shared/sys/constants.ts";
+import { fstat, joinPath, lstatIfExists, open, readAll, readDir, type DirEntry } from "../../../shared/sys/file.ts";
+import { close } from "../../../shared/sys/libc.ts";
 import { encodeEntries, INDEX_NAME, INDEX_TMP_NAME, IndexBody, type IndexEntry } from "./index-file.ts";
 import { goTrimSpace } from "./owner.ts";
 
@@ -27,22 +27,6 @@ export function isStable(ctimeNs: bigint, nowNs: bigint): boolean {
 
 const decoder = new TextDecoder();
 
-/** Reads every byte of an open file. */
-function readAll(fd: number, sizeHint: number): Uint8Array {
-  let buf = new Uint8Array(Math.max(64, sizeHint + 1));
-  let len = 0;
-  for (;;) {
-    if (len === buf.length) {
-      const bigger = new Uint8Array(buf.length * 2);
-      bigger.set(buf);
-      buf = bigger;
-    }
-    const n = readSync(fd, buf, len, buf.length - len, null);
-    if (n === 0) return buf.subarray(0, len);
-    len += n;
-  }
-}
-
 /**
  * Reads one file as upstream's walk does (following symlinks; content trimmed). Returns undefined
  * when the file no longer exists, and an entry with key null when it cannot be read. Opened with
@@ -51,38 +35,32 @@ function readAll(fd: number, sizeHint: number): Uint8Array {
 export function readEntry(dir: string, name: string, nowNs: bigint): IndexEntry | undefined {
   let fd: number;
   try {
-    fd = openSync(join(dir, name), constants.O_RDONLY | constants.O_NONBLOCK | O_CLOEXEC);
+    fd = open(joinPath(dir, name), O_RDONLY | O_NONBLOCK);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    if ((err as { code?: unknown }).code === "ENOENT") return undefined;
     return { name, ino: "0", ctimeNs: "0", size: 0, stable: false, key: null };
   }
   try {
-    const st = fstatSync(fd, { bigint: true });
-    const identity = { name, ino: st.ino.toString(), ctimeNs: st.ctimeNs.toString(), size: Number(st.size) };
+    const st = fstat(fd);
+    const identity = { name, ino: st.ino.toString(), ctimeNs: st.ctimeNs.toString(), size: st.size };
     if (!st.isFile()) return { ...identity, stable: false, key: null };
     let key: string | null;
     try {
-      key = goTrimSpace(decoder.decode(readAll(fd, Number(st.size))));
+      key = goTrimSpace(decoder.decode(readAll(fd, st.size)));
     } catch {
       key = null;
     }
     return { ...identity, stable: isStable(st.ctimeNs, nowNs), key };
   } finally {
-    closeSync(fd);
+    close(fd);
   }
 }
 
 /** True when `prev` still describes the file at `name` (same inode, ctime and size). */
 function unchanged(dir: string, prev: IndexEntry): boolean {
   if (!prev.stable) return false;
-  const st = lstatSync(join(dir, prev.name), { bigint: true, throwIfNoEntry: false });
-  return (
-    st !== undefined &&
-    st.isFile() &&
-    st.ino.toString() === prev.ino &&
-    st.ctimeNs.toString() === prev.ctimeNs &&
-    Number(st.size) === prev.size
-  );
+  const st = lstatIfExists(joinPath(dir, prev.name));
+  return st !== undefined && st.isFile() && st.ino.toString() === prev.ino && st.ctimeNs.toString() === prev.ctimeNs && st.size === prev.size;
 }
 
 export interface ScanResult {
@@ -102,12 +80,12 @@ export function scanDirectory(dir: string, previous: ReadonlyMap<string, IndexEn
   const entries: IndexEntry[] = [];
   let nested = false;
   let filesRead = 0;
-  const visit = (rel: string, d: Dirent, depth: number) => {
-    if (d.isDirectory()) {
+  const visit = (rel: string, d: DirEntry, depth: number) => {
+    if (d.kind === "dir") {
       nested = true;
-      let children: Dirent[];
+      let children: DirEntry[];
       try {
-        children = readdirSync(join(dir, rel), { withFileTypes: true });
+        children = readDir(joinPath(dir, rel));
       } catch {
         return; // upstream's walk skips unreadable directories
       }
@@ -117,7 +95,7 @@ export function scanDirectory(dir: string, previous: ReadonlyMap<string, IndexEn
     if (depth === 0) {
       if (isBookkeepingName(rel)) return;
       const prev = previous?.get(rel);
-      if (prev !== undefined && d.isFile() && unchanged(dir, prev)) {
+      if (prev !== undefined && d.kind === "file" && unchanged(dir, prev)) {
         entries.push(prev);
         return;
       }
@@ -126,7 +104,7 @@ export function scanDirectory(dir: string, previous: ReadonlyMap<string, IndexEn
     const e = readEntry(dir, rel, nowNs);
     if (e !== undefined) entries.push(depth === 0 ? e : { ...e, stable: false });
   };
-  for (const d of readdirSync(dir, { withFileTypes: true })) visit(d.name, d, 0);
+  for (const d of readDir(dir)) visit(d.name, d, 0);
   return { entries, nested, filesRead };
 }
 

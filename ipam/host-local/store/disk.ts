@@ -42,9 +42,9 @@
  * `make bench` times an ADD at 5,000 and 20,000 reservations next to the Go plugin
  * (docs/performance.md).
  */
-import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
-import { join } from "node:path";
-import { O_CLOEXEC } from "../../../shared/sys/constants.ts";
+import { O_CREAT, O_EXCL, O_RDWR } from "../../../shared/sys/constants.ts";
+import { fstat, joinPath, mkdirAll, open, readTextFile, statIfExists, unlink, writeAll, writeFile } from "../../../shared/sys/file.ts";
+import { close } from "../../../shared/sys/libc.ts";
 import { InternalError, InvalidConfigError } from "../../../shared/cni/errors.ts";
 import { errnoMessage } from "../../../shared/sys/errno.ts";
 import { FileLock } from "../../../shared/sys/flock.ts";
@@ -106,7 +106,7 @@ function isErrno(err: unknown, code: string): boolean {
 /** The directory of one network's reservations. */
 export function networkDir(network: string, dataDir: string): string {
   if (!NETWORK_NAME.test(network)) throw new InvalidConfigError("invalid characters found in network name");
-  return join(dataDir === "" ? DEFAULT_DATA_DIR : dataDir, network);
+  return joinPath(dataDir === "" ? DEFAULT_DATA_DIR : dataDir, network);
 }
 
 export class DiskStore implements Store {
@@ -133,7 +133,7 @@ export class DiskStore implements Store {
   static open(network: string, dataDir: string, opts: DiskStoreOptions = {}): DiskStore {
     const dir = networkDir(network, dataDir);
     try {
-      mkdirSync(dir, { recursive: true, mode: 0o755 });
+      mkdirAll(dir, 0o755);
     } catch (err) {
       throw fsError("mkdir", dir, err);
     }
@@ -143,14 +143,14 @@ export class DiskStore implements Store {
   /** Opens the store only if its directory exists (STATUS and GC must not create anything). */
   static openExisting(network: string, dataDir: string, opts: DiskStoreOptions = {}): DiskStore | null {
     const dir = networkDir(network, dataDir);
-    const st = statSync(dir, { throwIfNoEntry: false });
+    const st = statIfExists(dir);
     if (st === undefined) return null;
     if (!st.isDirectory()) throw new InternalError(`open ${dir}: not a directory`);
     return DiskStore.#openLock(dir, opts);
   }
 
   static #openLock(dir: string, opts: DiskStoreOptions): DiskStore {
-    const path = join(dir, LOCK_NAME);
+    const path = joinPath(dir, LOCK_NAME);
     const openLock = opts.openLock ?? ((p: string) => FileLock.open(p));
     let lock: StoreLock;
     try {
@@ -188,7 +188,7 @@ export class DiskStore implements Store {
   }
 
   #path(name: string): string {
-    return join(this.dir, name);
+    return joinPath(this.dir, name);
   }
 
   #nowNs(): bigint {
@@ -203,7 +203,7 @@ export class DiskStore implements Store {
     if (this.#useIndex) {
       const index = readIndexFile(this.dir);
       if (index !== null) {
-        const mtime = statSync(this.dir, { bigint: true, throwIfNoEntry: false })?.mtimeNs;
+        const mtime = statIfExists(this.dir)?.mtimeNs;
         if (index.stamp !== NO_STAMP && index.stamp === mtime && !index.nested) {
           this.stats.trustedLoads++;
           this.#view = new DirView(index.body, false);
@@ -275,7 +275,7 @@ export class DiskStore implements Store {
     const content = reservationContent(id, ifname);
     let fd: number;
     try {
-      fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | O_CLOEXEC, 0o600);
+      fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0o600);
     } catch (err) {
       if (isErrno(err, "EEXIST")) {
         view.invalid = true; // someone holds it although the picture said free
@@ -286,21 +286,21 @@ export class DiskStore implements Store {
     this.#changedDir = true;
     let identity: { ino: string; ctimeNs: string; size: number; stable: boolean };
     try {
-      writeSync(fd, content);
-      const st = fstatSync(fd, { bigint: true });
+      writeAll(fd, content);
+      const st = fstat(fd);
       identity = {
         ino: st.ino.toString(),
         ctimeNs: st.ctimeNs.toString(),
-        size: Number(st.size),
+        size: st.size,
         stable: isStable(st.ctimeNs, this.#nowNs()),
       };
     } catch (err) {
-      closeSync(fd);
+      close(fd);
       this.#unlinkQuietly(path);
       throw fsError("write", path, err);
     }
     try {
-      closeSync(fd);
+      close(fd);
     } catch (err) {
       this.#unlinkQuietly(path);
       throw fsError("close", path, err);
@@ -310,7 +310,7 @@ export class DiskStore implements Store {
 
     const lastPath = this.#path(LAST_RESERVED_PREFIX + rangeID);
     try {
-      writeFileSync(lastPath, name, { mode: 0o600 });
+      writeFile(lastPath, name, 0o600);
     } catch (err) {
       // Unlike upstream, do not leave the reservation behind when the bookkeeping fails.
       this.#unlinkQuietly(path);
@@ -322,7 +322,7 @@ export class DiskStore implements Store {
 
   #unlinkQuietly(path: string): void {
     try {
-      unlinkSync(path);
+      unlink(path);
       this.#changedDir = true;
     } catch {
       // nothing else to do
@@ -332,7 +332,7 @@ export class DiskStore implements Store {
   lastReservedIP(rangeID: string): IPAddr | null {
     try {
       // Like upstream: the whole content must be an IP (no trimming).
-      return parseIP(readFileSync(this.#path(LAST_RESERVED_PREFIX + rangeID), "utf8"));
+      return parseIP(readTextFile(this.#path(LAST_RESERVED_PREFIX + rangeID)));
     } catch {
       return null;
     }
@@ -399,7 +399,7 @@ export class DiskStore implements Store {
         return "stale";
       }
       try {
-        unlinkSync(this.#path(name));
+        unlink(this.#path(name));
       } catch {
         continue; // upstream ignores removal failures
       }
@@ -439,7 +439,7 @@ export class DiskStore implements Store {
       return false;
     }
     try {
-      unlinkSync(this.#path(name));
+      unlink(this.#path(name));
     } catch {
       return false;
     }

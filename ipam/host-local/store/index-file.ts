@@ -19,9 +19,8 @@
  * matches, never releases and never reports it. A file in the older v1 layout (one JSON
  * document) is not recognised: the directory is then scanned and the index rewritten.
  */
-import { closeSync, constants, openSync, readFileSync, renameSync, statSync, utimesSync, writeFileSync, writeSync } from "node:fs";
-import { join } from "node:path";
-import { O_CLOEXEC } from "../../../shared/sys/constants.ts";
+import { O_APPEND, O_CREAT, O_TRUNC, O_WRONLY } from "../../../shared/sys/constants.ts";
+import { joinPath, readTextFile, rename, stat, utimes, writeFile } from "../../../shared/sys/file.ts";
 
 export const INDEX_NAME = ".host-local-owners";
 export const INDEX_TMP_NAME = ".host-local-owners.tmp";
@@ -195,7 +194,7 @@ export function decodeIndex(text: string): IndexFile | null {
 export function readIndexFile(dir: string): IndexFile | null {
   let text: string;
   try {
-    text = readFileSync(join(dir, INDEX_NAME), "utf8");
+    text = readTextFile(joinPath(dir, INDEX_NAME));
   } catch {
     return null;
   }
@@ -214,15 +213,10 @@ export function readIndexFile(dir: string): IndexFile | null {
  */
 function stampDirectory(dir: string, path: string, nested: boolean, nowMs: number): bigint {
   const past = Math.floor(nowMs / 1000) - 3;
-  utimesSync(dir, nowMs / 1000, past);
-  const stamp = statSync(dir, { bigint: true }).mtimeNs;
+  utimes(dir, nowMs / 1000, past);
+  const stamp = stat(dir).mtimeNs;
   if (stamp === NO_STAMP) return NO_STAMP;
-  const fd = openSync(path, constants.O_WRONLY | O_CLOEXEC);
-  try {
-    writeSync(fd, header(nested, stamp), 0);
-  } finally {
-    closeSync(fd);
-  }
+  writeFile(path, header(nested, stamp), 0o600, O_WRONLY); // in place: no O_TRUNC
   return stamp;
 }
 
@@ -233,10 +227,10 @@ function stampDirectory(dir: string, path: string, nested: boolean, nowMs: numbe
  * rescans. Returns the stamp.
  */
 export function writeIndexFile(dir: string, nested: boolean, body: string, nowMs: number, stamp: boolean): bigint {
-  const path = join(dir, INDEX_NAME);
-  const tmp = join(dir, INDEX_TMP_NAME);
-  writeFileSync(tmp, header(nested, NO_STAMP) + body, { mode: 0o600 });
-  renameSync(tmp, path);
+  const path = joinPath(dir, INDEX_NAME);
+  const tmp = joinPath(dir, INDEX_TMP_NAME);
+  writeFile(tmp, header(nested, NO_STAMP) + body, 0o600, O_WRONLY | O_CREAT | O_TRUNC);
+  rename(tmp, path);
   return stamp ? stampDirectory(dir, path, nested, nowMs) : NO_STAMP;
 }
 
@@ -247,12 +241,7 @@ export function writeIndexFile(dir: string, nested: boolean, body: string, nowMs
  * the next reader rescans instead of trusting a half-written tail.
  */
 export function appendIndexFile(dir: string, nested: boolean, lines: string, nowMs: number): bigint {
-  const path = join(dir, INDEX_NAME);
-  const fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | O_CLOEXEC);
-  try {
-    writeSync(fd, lines);
-  } finally {
-    closeSync(fd);
-  }
+  const path = joinPath(dir, INDEX_NAME);
+  writeFile(path, lines, 0o600, O_WRONLY | O_APPEND);
   return stampDirectory(dir, path, nested, nowMs);
 }
