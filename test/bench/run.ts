@@ -22,7 +22,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { log, sh } from "./lib.ts";
+import { log, normalisePageCache, sh } from "./lib.ts";
 import { cleanState, SCENARIOS, type ScenarioOutput } from "./scenarios.ts";
 import { median } from "./stats.ts";
 import { formatTable, type Row, type Target } from "./table.ts";
@@ -245,6 +245,7 @@ async function main(): Promise<number> {
   const state = mkdtempSync(join(tmpdir(), "cni-bench-"));
   try {
     const hello = buildHello(state);
+    normalisePageCache([OURS, GO], [hello]);
     const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
     log(`ours ${OURS}, Go ${GO}, ${navigator.hardwareConcurrency} CPUs, load ${load}`);
     const rows: Row[] = [];

@@ -3,7 +3,7 @@
  * starts it as a worker under `unshare -n`), alternates ours and Go for `rounds` rounds (ABBA
  * order, see stats.ts) and returns its raw samples; run.ts turns them into the final table.
  */
-import { mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { kubeProxyTables } from "./kube-table.ts";
 import {
@@ -14,6 +14,7 @@ import {
   ContainerNetns,
   delNetnsBatch,
   log,
+  normalisePageCache,
   sh,
   wallNow,
   type CallEnv,
@@ -339,16 +340,7 @@ const memory: Scenario = (ctx) => {
   const s: Samples = {};
   const scratch = join(ctx.state, "mem");
   mkdirSync(scratch, { recursive: true });
-  // How much of an executable's file a process maps on its page faults depends on how the file
-  // sits in the page cache (fault-around maps cached neighbours; a freshly written file is cached
-  // in larger folios than one read back): an identical copy of a binary measured 2 MB more. So
-  // every executable is written back, dropped from the cache and read once, alike.
-  const files = [...new Set([ctx.hello, ...IMPLS.flatMap((impl) => readdirSync(ctx.dirs[impl]).map((p) => realpathSync(join(ctx.dirs[impl], p))))])];
-  sh(["sync", ...files]);
-  for (const file of files) {
-    sh(["dd", `if=${file}`, "iflag=nocache", "count=0", "status=none"]);
-    readFileSync(file);
-  }
+  normalisePageCache([ctx.dirs.ours, ctx.dirs.go], [ctx.hello]);
   const record = (kind: string, impl: Impl | "hello", m: MemSample) => {
     push(s, `peak ${kind}`, impl, m.hwm_kb / 1024);
     push(s, `anon ${kind}`, impl, m.anon_kb / 1024);
