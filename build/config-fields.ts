@@ -142,7 +142,7 @@ export async function collect(): Promise<PluginFields> {
   instrument();
   const { PLUGINS, pluginNames } = await import("./registry.ts");
   const { netConfFields } = await import("../shared/cni/netconf.ts");
-  for (const name of pluginNames()) await PLUGINS[name]!();
+  for (const name of pluginNames()) await PLUGINS[name]!.load();
   const base: Record<string, Schema<unknown>> = netConfFields;
   const isCommon = (name: string, schema: Schema<unknown>) => Object.hasOwn(base, name) && base[name] === schema;
   const result: PluginFields = {};

@@ -5,7 +5,7 @@
  * `search` and `options` append all their arguments; anything else is ignored. Inline comments are
  * not stripped.
  */
-import { readFileSync } from "node:fs";
+import { readTextFile } from "../../shared/sys/file.ts";
 import type { DNS } from "../../shared/cni/types.ts";
 import { goFields, goTrimSpace } from "./go-strings.ts";
 import { fsError } from "./store/disk.ts";
@@ -42,7 +42,7 @@ export function parseResolvConfText(text: string): DNS {
 export function parseResolvConf(path: string): DNS {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readTextFile(path);
   } catch (err) {
     throw fsError((err as NodeJS.ErrnoException).code === "EISDIR" ? "read" : "open", path, err);
   }

@@ -1,5 +1,5 @@
 /**
- * Config decoding with Go `encoding/json` semantics (upstream-matrix §1.6), driven by a small schema:
+ * Config decoding with Go `encoding/json` semantics, driven by a small schema:
  * - object keys match fields case-insensitively (an exact-case match is preferred), unknown keys are
  *   ignored, and for duplicate keys the last one wins (JSON.parse already does that for exact twins);
  * - `null` leaves the field unset;
@@ -12,6 +12,7 @@
  * const conf = decode(NetConf, json); // { mtu?: number; bridge?: string; ipam?: unknown }
  * ```
  */
+import { spanEnd, spanStart } from "../sys/phases.ts";
 import { InvalidConfigError } from "./errors.ts";
 
 /** A decoder for one JSON value; `path` is the Go-style field path used in error messages. */
@@ -201,7 +202,12 @@ export const t = {
 
 /** Decodes a parsed JSON value with a top-level struct schema. */
 export function decode<T>(schema: Schema<T>, value: unknown): T {
-  return schema.decode(value, { struct: "", path: "" });
+  const started = spanStart();
+  try {
+    return schema.decode(value, { struct: "", path: "" });
+  } finally {
+    spanEnd("decode", started);
+  }
 }
 
 /** Looks a key up in a JSON object the way Go does: exact match first, then case-insensitively. */

@@ -1,5 +1,5 @@
 /**
- * Delegation to another plugin (IPAM), as libcni `invoke` does it (upstream-matrix §1.1):
+ * Delegation to another plugin (IPAM), as libcni `invoke` does it (upstream `pkg/invoke`):
  * find `<type>` in CNI_PATH, run it with the complete config on stdin and the caller's environment
  * with CNI_COMMAND overridden, pass its stderr through, and re-emit its error JSON unchanged.
  *
@@ -8,8 +8,8 @@
  * saving a whole process start per pod.
  */
 import type { spawnSync as SpawnSync } from "node:child_process";
-import { statSync, type Stats } from "node:fs";
-import { join } from "node:path";
+import { joinPath, stat, type FileStat } from "../sys/file.ts";
+import { spanEnd, spanStart } from "../sys/phases.ts";
 import { DelegateError, InternalError, InvalidConfigError, InvalidEnvError } from "./errors.ts";
 import { inProcessPlugins } from "./in-process.ts";
 import { parseResult } from "./result/index.ts";
@@ -17,7 +17,7 @@ import { runPlugin } from "./skel.ts";
 import { writeAllSync } from "./stdio.ts";
 import type { CmdArgs, Command, PluginSpec, Result } from "./types.ts";
 
-let selfStat: Stats | null | undefined;
+let selfStat: FileStat | null | undefined;
 
 /** Rejects plugin names that could escape CNI_PATH (CVE-2021-20206). */
 export function validatePluginName(type: string): void {
@@ -33,9 +33,9 @@ export function findInPath(type: string, cniPath: string): string {
   const dirs = cniPath.split(":").filter((d) => d !== "");
   if (dirs.length === 0) throw new InvalidEnvError("no paths provided");
   for (const dir of dirs) {
-    const candidate = join(dir, type);
+    const candidate = joinPath(dir, type);
     try {
-      if (statSync(candidate).isFile()) return candidate;
+      if (stat(candidate).isFile()) return candidate;
     } catch {
       // not here; keep looking
     }
@@ -46,14 +46,14 @@ export function findInPath(type: string, cniPath: string): string {
 function isThisExecutable(file: string): boolean {
   if (selfStat === undefined) {
     try {
-      selfStat = statSync(process.execPath);
+      selfStat = stat(process.execPath);
     } catch {
       selfStat = null;
     }
   }
   if (selfStat === null) return false;
   try {
-    const st = statSync(file);
+    const st = stat(file);
     return st.dev === selfStat.dev && st.ino === selfStat.ino;
   } catch {
     return false;
@@ -135,10 +135,12 @@ function delegateFailure(out: DelegateOutput): DelegateError {
 
 /** Runs `type` for `command` with the caller's inputs; returns its stdout on success. */
 export async function execDelegate(type: string, args: CmdArgs, command: Command): Promise<string> {
+  const started = spanStart();
   const file = findInPath(type, args.path);
   const inProcess = inProcessPlugins();
   const spec = inProcess && isThisExecutable(file) ? await inProcess.lookup(type) : undefined;
   const out = spec ? await runInProcess(spec, args, command) : runExternal(file, args, command);
+  spanEnd("delegate", started);
   if (out.status !== 0) throw delegateFailure(out);
   return out.stdout;
 }

@@ -1,6 +1,6 @@
 /**
  * skel: one CNI invocation from environment and stdin to stdout and exit status (upstream cni v1.3.0
- * `pkg/skel`, upstream-matrix §1.2), with two deliberate improvements:
+ * `pkg/skel`), with two deliberate improvements:
  * - the "CNI_NETNS is the plugin's own netns" guard (code 8) runs BEFORE the handler, for ADD, CHECK
  *   and DEL, so a mistaken runtime never gets the host's interfaces rewired (upstream checks after
  *   ADD/DEL have already done their work);
@@ -8,7 +8,6 @@
  *
  * Handlers return data; skel converts a Result to the config's cniVersion and prints it.
  */
-import { statSync } from "node:fs";
 import {
   CniError,
   DecodingError,
@@ -19,10 +18,12 @@ import {
   toErrorJson,
   type ErrorJson,
 } from "./errors.ts";
+import { stat } from "../sys/file.ts";
+import { mark } from "../sys/phases.ts";
 import { ID_PATTERN, readCniEnv, type CniEnv } from "./env.ts";
 import { goJsonMarshalIndent } from "./result/go-json.ts";
 import { PRINT_AS_IS, type CmdArgs, type Command, type PluginSpec } from "./types.ts";
-import { CURRENT_VERSION, goQuoteList, versionGte } from "./version.ts";
+import { goQuoteList, versionGte, versionText } from "./version.ts";
 
 /** Where one invocation reads and writes; the real process or an in-process delegate call. */
 export interface PluginIO {
@@ -35,11 +36,6 @@ export interface PluginIO {
 /** `CNI <plugin> plugin <build>` + the supported versions, as upstream prints with no CNI_COMMAND. */
 export function aboutText(spec: PluginSpec, buildVersion: string): string {
   return `CNI ${spec.name} plugin ${buildVersion}\nCNI protocol versions supported: ${spec.versions.join(", ")}\n`;
-}
-
-/** The VERSION answer: library version plus what the plugin supports, one line. */
-export function versionText(spec: PluginSpec): string {
-  return `${JSON.stringify({ cniVersion: CURRENT_VERSION, supportedVersions: spec.versions })}\n`;
 }
 
 /** Formats an error the way upstream prints it: 4-space JSON, code/msg/details, no newline. */
@@ -157,8 +153,8 @@ export function guardOwnNetns(env: CniEnv): void {
   let target;
   let own;
   try {
-    target = statSync(env.netns);
-    own = statSync("/proc/thread-self/ns/net");
+    target = stat(env.netns);
+    own = stat("/proc/thread-self/ns/net");
   } catch {
     return;
   }
@@ -172,6 +168,14 @@ export const CALL_LOG_ENV = "CNI_PLUGINS_CALL_LOG";
 export const CALL_LOG_KEY = "callLog";
 const CALL_LOG_KEY_BYTES = Buffer.from(JSON.stringify(CALL_LOG_KEY));
 
+/** How many runPlugin calls are active (an in-process delegate runs inside its caller's). */
+let nesting = 0;
+
+/** A phase mark (shared/sys/phases.ts) of the outermost invocation only, not of a delegate. */
+function markOuter(label: string): void {
+  if (nesting === 1) mark(label);
+}
+
 /**
  * Runs one invocation of `spec`. Returns the exit status: 0 on success, 1 after printing a CNI
  * error. `buildVersion` goes into the about text. When the per-call log is on (an environment
@@ -182,19 +186,25 @@ export async function runPlugin(spec: PluginSpec, io: PluginIO, buildVersion = "
   const started = performance.now();
   let stdin: Uint8Array | undefined;
   let stdout = "";
-  const status = await runPluginOnce(
-    spec,
-    {
-      env: io.env,
-      readStdin: () => (stdin = io.readStdin()),
-      stdout: (text) => {
-        stdout += text;
-        io.stdout(text);
+  nesting++;
+  let status: number;
+  try {
+    status = await runPluginOnce(
+      spec,
+      {
+        env: io.env,
+        readStdin: () => (stdin = io.readStdin()),
+        stdout: (text) => {
+          stdout += text;
+          io.stdout(text);
+        },
+        stderr: io.stderr,
       },
-      stderr: io.stderr,
-    },
-    buildVersion,
-  );
+      buildVersion,
+    );
+  } finally {
+    nesting--;
+  }
   const keyed = stdin !== undefined && Buffer.from(stdin.buffer, stdin.byteOffset, stdin.byteLength).includes(CALL_LOG_KEY_BYTES);
   if (keyed || (io.env[CALL_LOG_ENV] ?? "") !== "") {
     const log = require("./call-log.ts") as typeof import("./call-log.ts");
@@ -216,7 +226,7 @@ async function runPluginOnce(spec: PluginSpec, io: PluginIO, buildVersion: strin
     return 1;
   }
   if (env.command === "VERSION") {
-    io.stdout(versionText(spec));
+    io.stdout(versionText(spec.versions));
     return 0;
   }
   try {
@@ -236,7 +246,9 @@ async function dispatch(spec: PluginSpec, io: PluginIO, env: CniEnv): Promise<st
   } catch (err) {
     throw new CniError(5, `error reading from stdin: ${(err as Error).message}`, { cause: err });
   }
+  markOuter("stdin read");
   const config = parseNetworkConfig(stdinData);
+  markOuter("config parsed");
   const rawVersion = configVersionOf(config);
   const version = rawVersion === "" ? "0.1.0" : rawVersion;
   const args = (command: Command): CmdArgs => ({
@@ -256,15 +268,21 @@ async function dispatch(spec: PluginSpec, io: PluginIO, env: CniEnv): Promise<st
       requireSupported(spec, version);
       guardOwnNetns(env);
       const result = await spec.add(args("ADD"));
+      markOuter("handler done");
       // Loaded only when there is a result to print (start-up cost of the converters).
       const printer = require("./result/index.ts") as typeof import("./result/index.ts");
-      if (result[PRINT_AS_IS] && rawVersion !== "") return printer.formatResultRelabelled(result, rawVersion);
-      return printer.formatResult(result, rawVersion);
+      const text =
+        result[PRINT_AS_IS] && rawVersion !== ""
+          ? printer.formatResultRelabelled(result, rawVersion)
+          : printer.formatResult(result, rawVersion);
+      markOuter("result formatted");
+      return text;
     }
     case "DEL":
       requireSupported(spec, version);
       guardOwnNetns(env);
       await spec.del(args("DEL"));
+      markOuter("handler done");
       return undefined;
     case "CHECK":
       requireAtLeast(spec, version, "0.4.0", "CHECK");

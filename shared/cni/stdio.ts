@@ -1,61 +1,28 @@
 /**
- * Synchronous stdin/stdout for plugin processes (platform.md §5, pitfalls P6/P7):
- * - stdin is read with a `readSync` loop that tolerates EAGAIN (an O_NONBLOCK pipe or a socket);
- * - output is written with a `writeSync` loop that also tolerates EAGAIN, so a large result is never
- *   truncated by an exit that follows. `process.stdout`/`process.stdin` are never touched.
+ * Synchronous stdin/stdout for plugin processes, through libc read(2)/write(2) (shared/sys/file.ts):
+ * - stdin is read with a loop that tolerates EAGAIN (an O_NONBLOCK pipe or a socket; node's
+ *   `readFileSync(0)` throws EAGAIN there, and "/dev/stdin" cannot open a socket);
+ * - output is written with a loop that also tolerates EAGAIN, so a large result is never truncated
+ *   by an exit that follows. `process.stdout`/`process.stdin` are never touched: creating them
+ *   costs milliseconds, and `process.stdout` loses output past 64 KiB when `process.exit` follows.
+ * Neither needs node:fs, whose loading costs a plugin process 4-5 ms (docs/performance.md).
  */
-import { readSync, writeSync } from "node:fs";
+import { readAll, writeAll } from "../sys/file.ts";
 
-const pause = new Int32Array(new SharedArrayBuffer(4));
+let pause: Int32Array | undefined;
 
 /** Sleeps the thread briefly (no timers, no event loop): used only between EAGAIN retries. */
-function backoff(ms: number): void {
-  Atomics.wait(pause, 0, 0, ms);
-}
-
-function isErrno(err: unknown, code: string): boolean {
-  return typeof err === "object" && err !== null && (err as { code?: unknown }).code === code;
+function backoff(): void {
+  pause ??= new Int32Array(new SharedArrayBuffer(4));
+  Atomics.wait(pause, 0, 0, 1);
 }
 
 /** Reads a file descriptor to EOF. EAGAIN waits and retries; EINTR retries. */
 export function readAllSync(fd: number): Uint8Array {
-  const chunks: Buffer[] = [];
-  let total = 0;
-  const buf = Buffer.allocUnsafe(65536);
-  for (;;) {
-    let n: number;
-    try {
-      n = readSync(fd, buf, 0, buf.length, null);
-    } catch (err) {
-      if (isErrno(err, "EAGAIN") || isErrno(err, "EWOULDBLOCK")) {
-        backoff(1);
-        continue;
-      }
-      if (isErrno(err, "EINTR")) continue;
-      if (isErrno(err, "EOF")) break;
-      throw err;
-    }
-    if (n === 0) break;
-    chunks.push(Buffer.from(buf.subarray(0, n)));
-    total += n;
-  }
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+  return readAll(fd, 65535, backoff);
 }
 
 /** Writes all of `text` to `fd`, retrying on EAGAIN/EINTR until every byte is out. */
 export function writeAllSync(fd: number, text: string | Uint8Array): void {
-  const data = typeof text === "string" ? Buffer.from(text, "utf8") : text;
-  let off = 0;
-  while (off < data.length) {
-    try {
-      off += writeSync(fd, data, off, data.length - off);
-    } catch (err) {
-      if (isErrno(err, "EAGAIN") || isErrno(err, "EWOULDBLOCK")) {
-        backoff(1);
-        continue;
-      }
-      if (isErrno(err, "EINTR")) continue;
-      throw err;
-    }
-  }
+  writeAll(fd, text, backoff);
 }

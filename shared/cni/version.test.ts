@@ -20,8 +20,9 @@ describe("versions", () => {
       }
     }
   });
-  test("versionsFrom lists the tail", () => {
+  test("versionsFrom lists the tail, the versions at or above the given one", () => {
     expect(versionsFrom("0.4.0")).toEqual(["0.4.0", "1.0.0", "1.1.0"]);
+    for (const min of ALL_VERSIONS) expect(versionsFrom(min)).toEqual(ALL_VERSIONS.filter((v) => versionGte(v, min)));
   });
   test("every version has a result family", () => {
     for (const v of ALL_VERSIONS) expect(resultFamily(v)).toBeDefined();

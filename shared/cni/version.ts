@@ -10,9 +10,20 @@ export const ALL_VERSIONS = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0
 /** The version results are built in and VERSION reports. */
 export const CURRENT_VERSION = "1.1.0";
 
-/** Versions from `min` on (for plugins such as bandwidth and firewall). */
-export function versionsFrom(min: string): readonly string[] {
-  return ALL_VERSIONS.filter((v) => versionGte(v, min));
+/** The VERSION answer: library version plus the versions a plugin supports, one line. */
+export function versionText(versions: readonly string[]): string {
+  return `${JSON.stringify({ cniVersion: CURRENT_VERSION, supportedVersions: versions })}\n`;
+}
+
+/**
+ * Versions from `min` (one of ALL_VERSIONS) on, for plugins such as bandwidth and firewall. A
+ * slice, not a comparison: build/registry.ts calls it at start-up, where the first regular
+ * expression would cost a compile (docs/performance.md).
+ */
+export function versionsFrom(min: (typeof ALL_VERSIONS)[number]): readonly string[] {
+  const i = ALL_VERSIONS.indexOf(min);
+  if (i < 0) throw new RangeError(`versionsFrom: unknown version ${min}`);
+  return ALL_VERSIONS.slice(i);
 }
 
 /** Parses `major[.minor[.micro]]` like upstream `version.ParseVersion`; errors are code 6. */

@@ -5,8 +5,8 @@
  * broken OS thread locked so the runtime discards it.
  */
 
-import { writeSync } from "node:fs";
 import { CLONE_NEWNET } from "../sys/constants.ts";
+import { writeAll } from "../sys/file.ts";
 import { setns } from "../sys/libc.ts";
 
 /** setns back to `origFd`, or report on stderr and abort the process. */
@@ -16,7 +16,7 @@ export function restoreOrAbort(origFd: number, enteredPath: string): void {
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
     try {
-      writeSync(2, `fatal: failed to switch back to the original network namespace after entering ${JSON.stringify(enteredPath)}: ${why}\n`);
+      writeAll(2, `fatal: failed to switch back to the original network namespace after entering ${JSON.stringify(enteredPath)}: ${why}\n`);
     } finally {
       process.abort();
     }

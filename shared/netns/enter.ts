@@ -7,9 +7,9 @@
  * thenable result throws at runtime (after the namespace has been restored).
  */
 
-import { openSync, closeSync } from "node:fs";
-import { CLONE_NEWNET, O_CLOEXEC, O_RDONLY } from "../sys/constants.ts";
-import { setns } from "../sys/libc.ts";
+import { CLONE_NEWNET, O_RDONLY } from "../sys/constants.ts";
+import { open } from "../sys/file.ts";
+import { close, setns } from "../sys/libc.ts";
 import type { NetNS } from "./netns.ts";
 import { THREAD_NETNS_PATH } from "./netns.ts";
 import { restoreOrAbort } from "./_restore.ts";
@@ -32,7 +32,7 @@ function isThenable(v: unknown): boolean {
  * Keep the window minimal: open a netlink socket or a /proc/sys file inside, work from outside.
  */
 export function withNetNS<T>(ns: NetNS, fn: () => NotThenable<T>): NotThenable<T> {
-  const orig = openSync(THREAD_NETNS_PATH, O_RDONLY | O_CLOEXEC);
+  const orig = open(THREAD_NETNS_PATH, O_RDONLY);
   try {
     setns(ns.fd, CLONE_NEWNET);
     let result: NotThenable<T>;
@@ -46,6 +46,6 @@ export function withNetNS<T>(ns: NetNS, fn: () => NotThenable<T>): NotThenable<T
     }
     return result;
   } finally {
-    closeSync(orig);
+    close(orig);
   }
 }

@@ -3,11 +3,11 @@
  * path like upstream `ns.GetNS`; entering happens only through {@link withNetNS} in `enter.ts`.
  */
 
-import { fstatSync, openSync } from "node:fs";
-import { O_CLOEXEC, O_RDONLY, NSFS_MAGIC, PROC_SUPER_MAGIC } from "../sys/constants.ts";
+import { O_RDONLY, NSFS_MAGIC, PROC_SUPER_MAGIC } from "../sys/constants.ts";
 import { ENOENT, errnoMessage } from "../sys/errno.ts";
 import { SyscallError } from "../sys/errors.ts";
 import { OwnedFd } from "../sys/fd.ts";
+import { fstat, open } from "../sys/file.ts";
 import { statfs } from "../sys/libc.ts";
 import { NetnsError, NetnsNotFoundError, NotANetnsError } from "./errors.ts";
 
@@ -31,15 +31,9 @@ export function checkNetnsPath(path: string): void {
   if (magic !== NSFS_MAGIC && magic !== PROC_SUPER_MAGIC) throw new NotANetnsError(path, magic);
 }
 
-/** Opens `path` read-only with O_CLOEXEC, mapping Node-style errors to SyscallError. */
+/** Opens `path` read-only with O_CLOEXEC (SyscallError "open" on failure). */
 function openNsFile(path: string): OwnedFd {
-  try {
-    return new OwnedFd(openSync(path, O_RDONLY | O_CLOEXEC));
-  } catch (err) {
-    const raw = (err as { errno?: unknown }).errno;
-    if (typeof raw !== "number") throw err;
-    throw new SyscallError("open", Math.abs(raw), JSON.stringify(path), { cause: err });
-  }
+  return new OwnedFd(open(path, O_RDONLY));
 }
 
 export class NetNS {
@@ -97,7 +91,7 @@ export class NetNS {
 
 /** True when both handles refer to the same namespace (same nsfs device and inode). */
 export function isSameNetNS(a: NetNS, b: NetNS): boolean {
-  const sa = fstatSync(a.fd);
-  const sb = fstatSync(b.fd);
+  const sa = fstat(a.fd);
+  const sb = fstat(b.fd);
   return sa.dev === sb.dev && sa.ino === sb.ino;
 }

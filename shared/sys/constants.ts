@@ -42,6 +42,9 @@ export const O_WRONLY = 1;
 export const O_RDWR = 2;
 export const O_CREAT = 0o100;
 export const O_EXCL = 0o200;
+export const O_TRUNC = 0o1000;
+export const O_APPEND = 0o2000;
+export const O_NONBLOCK = 0o4000;
 export const O_CLOEXEC = 0o2000000;
 
 // <linux/fcntl.h> / <sys/file.h>

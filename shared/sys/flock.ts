@@ -7,11 +7,11 @@
  * main thread.
  */
 
-import { openSync } from "node:fs";
 import { EAGAIN } from "./errno.ts";
 import { SyscallError } from "./errors.ts";
-import { LOCK_EX, LOCK_NB, LOCK_UN, O_CLOEXEC, O_CREAT, O_RDONLY } from "./constants.ts";
+import { LOCK_EX, LOCK_NB, LOCK_UN, O_CREAT, O_RDONLY } from "./constants.ts";
 import { OwnedFd } from "./fd.ts";
+import { open } from "./file.ts";
 import { flock } from "./libc.ts";
 
 export class FileLock {
@@ -26,15 +26,7 @@ export class FileLock {
 
   /** Opens (creating if needed) the lock file. Does not take the lock. */
   static open(path: string, mode = 0o750): FileLock {
-    let fd: number;
-    try {
-      fd = openSync(path, O_RDONLY | O_CREAT | O_CLOEXEC, mode);
-    } catch (err) {
-      const errno = typeof (err as { errno?: unknown }).errno === "number" ? Math.abs((err as { errno: number }).errno) : 0;
-      if (errno === 0) throw err;
-      throw new SyscallError("open", errno, JSON.stringify(path), { cause: err });
-    }
-    return new FileLock(path, new OwnedFd(fd));
+    return new FileLock(path, new OwnedFd(open(path, O_RDONLY | O_CREAT, mode)));
   }
 
   /** The underlying descriptor. */

@@ -2,7 +2,9 @@
  * Thin synchronous wrappers over the libc calls the plugins need. This directory is the only
  * importer of `bun:ffi` in the project.
  *
- * - libc is `dlopen`ed lazily, on the first call (no work at module load).
+ * - bun:ffi is loaded and libc `dlopen`ed on the first call, not at module load: loading bun:ffi
+ *   costs about 1.4 ms and the dlopen about 0.5 ms plus 0.02 ms per symbol (docs/performance.md),
+ *   which a process that imports this module but never calls it (VERSION, an early error) skips.
  * - Every wrapper reads errno through `__errno_location()` immediately after a failing call and
  *   throws {@link SyscallError}; never dlsym `errno` (oven-sh/bun#22212).
  * - `isize`/`i64` returns arrive as BigInt and are converted with `Number()`.
@@ -10,15 +12,19 @@
  *   sendto, blocking flock) are retried on EINTR.
  */
 
-import { dlopen, read as ffiRead } from "bun:ffi";
+import type * as Ffi from "bun:ffi";
 import { EINTR } from "./errno.ts";
 import { SyscallError } from "./errors.ts";
+import { spanEnd, spanStart } from "./phases.ts";
 
 /** glibc's soname (Debian/Ubuntu/RHEL). A musl build would bind "libc.so" instead. */
 const LIBC_NAME = "libc.so.6";
 
+let ffi: typeof Ffi | undefined;
+
 function load() {
-  return dlopen(LIBC_NAME, {
+  ffi = require("bun:ffi") as typeof Ffi;
+  return ffi.dlopen(LIBC_NAME, {
     __errno_location: { args: [], returns: "ptr" },
     socket: { args: ["i32", "i32", "i32"], returns: "i32" },
     bind: { args: ["i32", "ptr", "u32"], returns: "i32" },
@@ -41,6 +47,13 @@ function load() {
     mount: { args: ["ptr", "ptr", "ptr", "u64", "ptr"], returns: "i32" },
     umount2: { args: ["ptr", "i32"], returns: "i32" },
     if_nametoindex: { args: ["ptr"], returns: "u32" },
+    openat: { args: ["i32", "ptr", "i32", "u32"], returns: "i32" },
+    statx: { args: ["i32", "ptr", "i32", "u32", "ptr"], returns: "i32" },
+    getdents64: { args: ["i32", "ptr", "u64"], returns: "i64" },
+    unlinkat: { args: ["i32", "ptr", "i32"], returns: "i32" },
+    renameat: { args: ["i32", "ptr", "i32", "ptr"], returns: "i32" },
+    mkdirat: { args: ["i32", "ptr", "u32"], returns: "i32" },
+    utimensat: { args: ["i32", "ptr", "ptr", "i32"], returns: "i32" },
   });
 }
 
@@ -49,7 +62,11 @@ let libc: Libc | undefined;
 
 /** The bound symbols; opens libc on first use. */
 function sym(): Libc {
-  if (libc === undefined) libc = load().symbols;
+  if (libc === undefined) {
+    const started = spanStart();
+    libc = load().symbols;
+    spanEnd("dlopen", started);
+  }
   return libc;
 }
 
@@ -57,14 +74,14 @@ function sym(): Libc {
 function errno(): number {
   const loc = sym().__errno_location();
   if (loc === null) return 0;
-  return ffiRead.i32(loc, 0);
+  return ffi!.read.i32(loc, 0);
 }
 
-const encoder = new TextEncoder();
+let encoder: TextEncoder | undefined;
 
 /** A NUL-terminated copy of `s` for `const char *` arguments. */
 function cstr(s: string): Uint8Array {
-  return encoder.encode(`${s}\0`);
+  return (encoder ??= new TextEncoder()).encode(`${s}\0`);
 }
 
 /** A pointer argument that is NULL for an empty or missing buffer (FFI cannot point at 0 bytes). */
@@ -114,11 +131,14 @@ export function getsockname(fd: number, addr: Uint8Array): number {
 /** sendto(2); `addr` null sends to the connected/default peer. Returns bytes sent. */
 export function sendto(fd: number, buf: Uint8Array, flags = 0, addr: Uint8Array | null = null): number {
   const a = ptrOrNull(addr);
-  return checkSize(
+  const started = spanStart();
+  const n = checkSize(
     () => sym().sendto(fd, ptrOrNull(buf), buf.byteLength, flags, a, a === null ? 0 : a.byteLength),
     "sendto",
     `fd=${fd}`,
   );
+  spanEnd("socket", started);
+  return n;
 }
 
 /**
@@ -126,7 +146,10 @@ export function sendto(fd: number, buf: Uint8Array, flags = 0, addr: Uint8Array 
  * netlink socket this is the full datagram length, which may exceed `buf.byteLength`.
  */
 export function recvfrom(fd: number, buf: Uint8Array, flags = 0): number {
-  return checkSize(() => sym().recvfrom(fd, ptrOrNull(buf), buf.byteLength, flags, null, null), "recvfrom", `fd=${fd}`);
+  const started = spanStart();
+  const n = checkSize(() => sym().recvfrom(fd, ptrOrNull(buf), buf.byteLength, flags, null, null), "recvfrom", `fd=${fd}`);
+  spanEnd("socket", started);
+  return n;
 }
 
 /** setsockopt(2) with a raw option value. */
@@ -165,7 +188,9 @@ export function write(fd: number, buf: Uint8Array): number {
 
 /** setns(2): moves the calling thread into the namespace behind `fd`. */
 export function setns(fd: number, nstype: number): void {
+  const started = spanStart();
   check(sym().setns(fd, nstype), "setns", `fd=${fd}`);
+  spanEnd("setns", started);
 }
 
 /** unshare(2) for the calling thread. */
@@ -178,8 +203,9 @@ export function unshare(flags: number): void {
  * EWOULDBLOCK (= EAGAIN).
  */
 export function flock(fd: number, op: number): void {
+  const started = spanStart();
   for (;;) {
-    if (sym().flock(fd, op) === 0) return;
+    if (sym().flock(fd, op) === 0) return spanEnd("flock", started);
     const e = errno();
     if (e !== EINTR || (op & 4) /* LOCK_NB */ !== 0) throw new SyscallError("flock", e, `fd=${fd} op=${op}`);
   }
@@ -243,3 +269,55 @@ export function ifNameToIndex(name: string): number {
   if (idx === 0) fail("if_nametoindex", JSON.stringify(name));
   return idx;
 }
+
+/** `dirfd` meaning "relative to the current directory" (<fcntl.h>). */
+export const AT_FDCWD = -100;
+
+/** openat(2), retried on EINTR. Returns the new fd (pass O_CLOEXEC in `flags`). */
+export function openat(dirfd: number, path: string, flags: number, mode = 0): number {
+  const p = cstr(path);
+  for (;;) {
+    const fd = sym().openat(dirfd, p, flags, mode);
+    if (fd !== -1) return fd;
+    const e = errno();
+    if (e !== EINTR) throw new SyscallError("open", e, JSON.stringify(path));
+  }
+}
+
+/** Size of struct statx (<linux/stat.h>; the same on every architecture). */
+export const STATX_SIZE = 256;
+
+/**
+ * statx(2) into `buf` (STATX_SIZE bytes): `path` relative to `dirfd`; with AT_EMPTY_PATH and ""
+ * the file behind `dirfd` itself.
+ */
+export function statx(dirfd: number, path: string, flags: number, mask: number, buf: Uint8Array): void {
+  check(sym().statx(dirfd, cstr(path), flags, mask, buf), "statx", path === "" ? `fd=${dirfd}` : JSON.stringify(path));
+}
+
+/** getdents64(2): directory entries of `fd` into `buf`; returns the bytes filled (0 at the end). */
+export function getdents64(fd: number, buf: Uint8Array): number {
+  return checkSize(() => sym().getdents64(fd, buf, buf.byteLength), "getdents64", `fd=${fd}`);
+}
+
+/** unlinkat(2) (AT_REMOVEDIR in `flags` removes a directory). */
+export function unlinkat(dirfd: number, path: string, flags = 0): void {
+  check(sym().unlinkat(dirfd, cstr(path), flags), "unlink", JSON.stringify(path));
+}
+
+/** renameat(2). */
+export function renameat(fromDirfd: number, from: string, toDirfd: number, to: string): void {
+  check(sym().renameat(fromDirfd, cstr(from), toDirfd, cstr(to)), "rename", `${JSON.stringify(from)} ${JSON.stringify(to)}`);
+}
+
+/** mkdirat(2). */
+export function mkdirat(dirfd: number, path: string, mode: number): void {
+  check(sym().mkdirat(dirfd, cstr(path), mode), "mkdir", JSON.stringify(path));
+}
+
+/** utimensat(2) with access and modification times in (seconds, nanoseconds). */
+export function utimensat(dirfd: number, path: string, atime: [number, number], mtime: [number, number], flags = 0): void {
+  const times = new BigInt64Array([BigInt(atime[0]), BigInt(atime[1]), BigInt(mtime[0]), BigInt(mtime[1])]);
+  check(sym().utimensat(dirfd, cstr(path), new Uint8Array(times.buffer), flags), "utimensat", JSON.stringify(path));
+}
+

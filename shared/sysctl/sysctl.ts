@@ -7,9 +7,9 @@
  * the interface `eth0.1`. Writes carry no trailing newline; reads are trimmed.
  */
 
-import { readFileSync, writeFileSync } from "node:fs";
 import { ENOENT } from "../sys/errno.ts";
 import { SyscallError } from "../sys/errors.ts";
+import { readTextFile, writeFile } from "../sys/file.ts";
 
 const PROC_SYS = "/proc/sys/";
 
@@ -40,17 +40,17 @@ export function sysctlPath(name: string): string {
   return PROC_SYS + rel;
 }
 
-function toSyscallError(op: string, path: string, err: unknown): unknown {
-  const raw = (err as { errno?: unknown }).errno;
-  if (typeof raw !== "number") return err;
-  return new SyscallError(op, Math.abs(raw), JSON.stringify(path), { cause: err });
+/** The failure of any step of `op` on `path`, reported as `op` (open for reads, write for writes). */
+function asOp(op: string, path: string, err: unknown): unknown {
+  if (!(err instanceof SyscallError)) return err;
+  return new SyscallError(op, err.errno, JSON.stringify(path), { cause: err });
 }
 
 function readValue(path: string): string {
   try {
-    return readFileSync(path, "utf8").trim();
+    return readTextFile(path).trim();
   } catch (err) {
-    throw toSyscallError("open", path, err);
+    throw asOp("open", path, err);
   }
 }
 
@@ -83,8 +83,8 @@ export function sysctlSet(name: string, value: string, opts: SysctlOptions = {})
   }
   if (current === value.trim()) return;
   try {
-    writeFileSync(path, value);
+    writeFile(path, value);
   } catch (err) {
-    throw toSyscallError("write", path, err);
+    throw asOp("write", path, err);
   }
 }

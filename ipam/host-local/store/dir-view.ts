@@ -3,10 +3,10 @@
  * built either from the trusted owner index (no per-file I/O) or by scanning the directory
  * (see disk.ts for when each is used and why that is safe).
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, type Dirent } from "node:fs";
-import { join } from "node:path";
-import { O_CLOEXEC } from "../../../shared/sys/constants.ts";
-import { INDEX_NAME, INDEX_TMP_NAME, type IndexEntry } from "./index-file.ts";
+import { O_NONBLOCK, O_RDONLY } from "../../../shared/sys/constants.ts";
+import { fstat, joinPath, lstatIfExists, open, readAll, readDir, type DirEntry } from "../../../shared/sys/file.ts";
+import { close } from "../../../shared/sys/libc.ts";
+import { encodeEntries, INDEX_NAME, INDEX_TMP_NAME, IndexBody, type IndexEntry } from "./index-file.ts";
 import { goTrimSpace } from "./owner.ts";
 
 /** Files in the network directory that are bookkeeping, never reservations. */
@@ -27,22 +27,6 @@ export function isStable(ctimeNs: bigint, nowNs: bigint): boolean {
 
 const decoder = new TextDecoder();
 
-/** Reads every byte of an open file. */
-function readAll(fd: number, sizeHint: number): Uint8Array {
-  let buf = new Uint8Array(Math.max(64, sizeHint + 1));
-  let len = 0;
-  for (;;) {
-    if (len === buf.length) {
-      const bigger = new Uint8Array(buf.length * 2);
-      bigger.set(buf);
-      buf = bigger;
-    }
-    const n = readSync(fd, buf, len, buf.length - len, null);
-    if (n === 0) return buf.subarray(0, len);
-    len += n;
-  }
-}
-
 /**
  * Reads one file as upstream's walk does (following symlinks; content trimmed). Returns undefined
  * when the file no longer exists, and an entry with key null when it cannot be read. Opened with
@@ -51,38 +35,32 @@ function readAll(fd: number, sizeHint: number): Uint8Array {
 export function readEntry(dir: string, name: string, nowNs: bigint): IndexEntry | undefined {
   let fd: number;
   try {
-    fd = openSync(join(dir, name), constants.O_RDONLY | constants.O_NONBLOCK | O_CLOEXEC);
+    fd = open(joinPath(dir, name), O_RDONLY | O_NONBLOCK);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    if ((err as { code?: unknown }).code === "ENOENT") return undefined;
     return { name, ino: "0", ctimeNs: "0", size: 0, stable: false, key: null };
   }
   try {
-    const st = fstatSync(fd, { bigint: true });
-    const identity = { name, ino: st.ino.toString(), ctimeNs: st.ctimeNs.toString(), size: Number(st.size) };
+    const st = fstat(fd);
+    const identity = { name, ino: st.ino.toString(), ctimeNs: st.ctimeNs.toString(), size: st.size };
     if (!st.isFile()) return { ...identity, stable: false, key: null };
     let key: string | null;
     try {
-      key = goTrimSpace(decoder.decode(readAll(fd, Number(st.size))));
+      key = goTrimSpace(decoder.decode(readAll(fd, st.size)));
     } catch {
       key = null;
     }
     return { ...identity, stable: isStable(st.ctimeNs, nowNs), key };
   } finally {
-    closeSync(fd);
+    close(fd);
   }
 }
 
 /** True when `prev` still describes the file at `name` (same inode, ctime and size). */
 function unchanged(dir: string, prev: IndexEntry): boolean {
   if (!prev.stable) return false;
-  const st = lstatSync(join(dir, prev.name), { bigint: true, throwIfNoEntry: false });
-  return (
-    st !== undefined &&
-    st.isFile() &&
-    st.ino.toString() === prev.ino &&
-    st.ctimeNs.toString() === prev.ctimeNs &&
-    Number(st.size) === prev.size
-  );
+  const st = lstatIfExists(joinPath(dir, prev.name));
+  return st !== undefined && st.isFile() && st.ino.toString() === prev.ino && st.ctimeNs.toString() === prev.ctimeNs && st.size === prev.size;
 }
 
 export interface ScanResult {
@@ -102,12 +80,12 @@ export function scanDirectory(dir: string, previous: ReadonlyMap<string, IndexEn
   const entries: IndexEntry[] = [];
   let nested = false;
   let filesRead = 0;
-  const visit = (rel: string, d: Dirent, depth: number) => {
-    if (d.isDirectory()) {
+  const visit = (rel: string, d: DirEntry, depth: number) => {
+    if (d.kind === "dir") {
       nested = true;
-      let children: Dirent[];
+      let children: DirEntry[];
       try {
-        children = readdirSync(join(dir, rel), { withFileTypes: true });
+        children = readDir(joinPath(dir, rel));
       } catch {
         return; // upstream's walk skips unreadable directories
       }
@@ -117,7 +95,7 @@ export function scanDirectory(dir: string, previous: ReadonlyMap<string, IndexEn
     if (depth === 0) {
       if (isBookkeepingName(rel)) return;
       const prev = previous?.get(rel);
-      if (prev !== undefined && d.isFile() && unchanged(dir, prev)) {
+      if (prev !== undefined && d.kind === "file" && unchanged(dir, prev)) {
         entries.push(prev);
         return;
       }
@@ -126,14 +104,21 @@ export function scanDirectory(dir: string, previous: ReadonlyMap<string, IndexEn
     const e = readEntry(dir, rel, nowNs);
     if (e !== undefined) entries.push(depth === 0 ? e : { ...e, stable: false });
   };
-  for (const d of readdirSync(dir, { withFileTypes: true })) visit(d.name, d, 0);
+  for (const d of readDir(dir)) visit(d.name, d, 0);
   return { entries, nested, filesRead };
 }
 
-/** The entries of a directory, indexed by name and by owner key. */
+/**
+ * The entries of a directory: the lines of an index body (searched as text, see index-file.ts)
+ * plus this session's changes, kept apart so that writing them back can append instead of
+ * rewriting the whole index.
+ */
 export class DirView {
-  readonly #byName = new Map<string, IndexEntry>();
-  readonly #byKey = new Map<string, Set<string>>();
+  readonly #base: IndexBody;
+  /** Entries added (or replaced) in this session, by name. */
+  readonly #added = new Map<string, IndexEntry>();
+  /** Names of the base removed (or replaced) in this session. */
+  readonly #removed = new Set<string>();
   /** Whether the directory had subdirectories. */
   readonly nested: boolean;
   /** Changed since it was loaded: must be written back. */
@@ -141,55 +126,54 @@ export class DirView {
   /** Found to disagree with the disk: must not be trusted by the next reader. */
   invalid = false;
 
-  constructor(entries: Iterable<IndexEntry>, nested: boolean) {
+  constructor(base: IndexBody, nested: boolean) {
+    this.#base = base;
     this.nested = nested;
-    for (const e of entries) this.add(e);
   }
 
-  get size(): number {
-    return this.#byName.size;
+  /** A view of scanned entries (the index body is built from them). */
+  static of(entries: Iterable<IndexEntry>, nested: boolean): DirView {
+    return new DirView(new IndexBody(encodeEntries(entries)), nested);
   }
 
-  entries(): IterableIterator<IndexEntry> {
-    return this.#byName.values();
+  #inBase(name: string): boolean {
+    return !this.#removed.has(name) && this.#base.has(name);
   }
 
-  byName(): ReadonlyMap<string, IndexEntry> {
-    return this.#byName;
+  /** Every entry (parses the whole base). */
+  entries(): IndexEntry[] {
+    const out = this.#base.entries().filter((e) => !this.#removed.has(e.name));
+    return [...out, ...this.#added.values()];
   }
 
   has(name: string): boolean {
-    return this.#byName.has(name);
-  }
-
-  get(name: string): IndexEntry | undefined {
-    return this.#byName.get(name);
+    return this.#added.has(name) || this.#inBase(name);
   }
 
   /** Names of the files whose trimmed content is exactly `key`. */
   namesWithKey(key: string): string[] {
-    const names = this.#byKey.get(key);
-    return names === undefined ? [] : [...names];
+    const names = this.#base.namesWithKey(key).filter((n) => !this.#removed.has(n));
+    for (const e of this.#added.values()) if (e.key === key) names.push(e.name);
+    return names;
   }
 
   add(e: IndexEntry): void {
-    this.remove(e.name);
-    this.#byName.set(e.name, e);
-    if (e.key !== null) {
-      let names = this.#byKey.get(e.key);
-      if (names === undefined) this.#byKey.set(e.key, (names = new Set()));
-      names.add(e.name);
-    }
+    if (this.#base.has(e.name)) this.#removed.add(e.name);
+    this.#added.set(e.name, e);
   }
 
   remove(name: string): void {
-    const e = this.#byName.get(name);
-    if (e === undefined) return;
-    this.#byName.delete(name);
-    if (e.key !== null) {
-      const names = this.#byKey.get(e.key);
-      names?.delete(name);
-      if (names?.size === 0) this.#byKey.delete(e.key);
-    }
+    this.#added.delete(name);
+    if (this.#base.has(name)) this.#removed.add(name);
+  }
+
+  /** Lines to append to the base's file, or null when the base itself changed (rewrite needed). */
+  appendedLines(): string | null {
+    return this.#removed.size === 0 ? encodeEntries(this.#added.values()) : null;
+  }
+
+  /** The whole body as it is now. */
+  body(): string {
+    return this.#base.without(this.#removed) + encodeEntries(this.#added.values());
   }
 }

@@ -1,7 +1,7 @@
 /**
  * Lookup by container at 10 000 reservations: upstream's read-every-file walk against the owner
- * index (trusted, and verified after a foreign change). Prints the timings; asserts the I/O counts
- * and that the index paths beat the walk.
+ * index (trusted, and verified after a foreign change). Asserts the I/O each path does and prints
+ * the timings for information (speed itself is measured by `make bench`, next to the Go plugin).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -64,6 +64,4 @@ test("lookup by container at 10 000 reservations: the owner index avoids reading
   expect(trusted.stats).toEqual({ trustedLoads: 1, scans: 0, filesRead: 0 });
   expect(verified.stats).toEqual({ trustedLoads: 0, scans: 1, filesRead: 1 });
   expect(trustedAgain.stats.filesRead).toBe(0);
-  expect(trusted.ms).toBeLessThan(walk.ms);
-  expect(trustedAgain.ms).toBeLessThan(walk.ms);
 }, 120_000);

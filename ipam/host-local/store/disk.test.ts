@@ -205,7 +205,7 @@ describe("DiskStore owner index", () => {
     session((s) => {
       for (let i = 2; i < 50; i++) s.reserve(`c${i}`, "eth0", ip(`10.0.0.${i}`), "0");
     });
-    expect(readFileSync(join(dir, INDEX_NAME), "latin1").startsWith("#host-local owner index v1 stamp=")).toBe(true);
+    expect(readFileSync(join(dir, INDEX_NAME), "latin1").startsWith("#host-local owner index v2 nested=0 stamp=")).toBe(true);
     const { value, store } = session((s) => s.findByID("c17", "eth0"));
     expect(value).toBe(true);
     expect(store.stats).toEqual({ trustedLoads: 1, scans: 0, filesRead: 0 });
@@ -260,7 +260,7 @@ describe("DiskStore owner index", () => {
 
   test("index: a corrupt or foreign index is ignored", () => {
     session((s) => s.reserve("a", "eth0", ip("10.0.0.2"), "0"));
-    for (const garbage of ["", "#host-local owner index v1 stamp=123\n{", "nonsense", '{"entries":[]}']) {
+    for (const garbage of ["", "#host-local owner index v2 nested=0 stamp=123\n{", "nonsense", '{"entries":[]}']) {
       writeFileSync(join(dir, INDEX_NAME), garbage);
       const { value, store } = session((s) => s.findByID("a", "eth0"));
       expect(value).toBe(true);
@@ -285,6 +285,48 @@ describe("DiskStore owner index", () => {
     const { value, store } = session((s) => s.findByID("c5", "eth0"), { ownerIndex: false });
     expect(value).toBe(true);
     expect(store.stats).toEqual({ trustedLoads: 0, scans: 1, filesRead: 10 });
+  });
+
+  test("index: a new reservation in a trusted session is appended, and the index stays trusted", () => {
+    session((s) => {
+      for (let i = 2; i < 6; i++) s.reserve(`c${i}`, "eth0", ip(`10.0.0.${i}`), "0");
+    });
+    const before = readFileSync(join(dir, INDEX_NAME), "utf8");
+    const inodeBefore = statSync(join(dir, INDEX_NAME)).ino;
+    const added = session((s) => {
+      expect(s.getByID("c9", "eth0")).toEqual([]);
+      return s.reserve("c9", "eth0", ip("10.0.0.9"), "0");
+    });
+    expect(added.value).toBe(true);
+    expect(added.store.stats).toEqual({ trustedLoads: 1, scans: 0, filesRead: 0 });
+    const after = readFileSync(join(dir, INDEX_NAME), "utf8");
+    expect(statSync(join(dir, INDEX_NAME)).ino).toBe(inodeBefore); // appended in place, not replaced
+    expect(after.slice(after.indexOf("\n"))).toBe(`${before.slice(before.indexOf("\n"))}${after.slice(before.length)}`);
+    expect(after.slice(before.length)).toStartWith('"10.0.0.9"\t');
+    const next = session((s) => [s.getByID("c9", "eth0").map(formatIP), s.findByID("c3", "eth0")]);
+    expect(next.value).toEqual([["10.0.0.9"], true]);
+    expect(next.store.stats).toEqual({ trustedLoads: 1, scans: 0, filesRead: 0 });
+    // A release rewrites the index without the line; still trusted afterwards.
+    session((s) => s.releaseByID("c9", "eth0"));
+    const last = session((s) => s.findByID("c9", "eth0"));
+    expect(last.value).toBe(false);
+    expect(last.store.stats.trustedLoads).toBe(1);
+    expect(readFileSync(join(dir, INDEX_NAME), "utf8")).not.toContain('"10.0.0.9"');
+  });
+
+  test("index: a malformed line in a trusted index discards it and the directory is scanned", () => {
+    session((s) => {
+      s.reserve("a", "eth0", ip("10.0.0.2"), "0");
+      s.reserve("b", "eth0", ip("10.0.0.3"), "0");
+    });
+    // Damage b's line in place (same length, so only the content changes; the directory does not).
+    const text = readFileSync(join(dir, INDEX_NAME), "utf8");
+    const at = text.indexOf('"10.0.0.3"');
+    writeFileSync(join(dir, INDEX_NAME), `${text.slice(0, at)}X${text.slice(at + 1)}`);
+    const { value, store } = session((s) => s.getByID("b", "eth0").map(formatIP));
+    expect(value).toEqual(["10.0.0.3"]);
+    expect(store.stats.scans).toBe(1);
+    expect(session((s) => s.findByID("b", "eth0")).store.stats.trustedLoads).toBe(1);
   });
 
   test("index: the index file can never match an owner key", () => {

@@ -2,25 +2,33 @@
  * The owner index file `<network dir>/.host-local-owners`: a cache of "which reservation file
  * holds which owner key", written only by this implementation (see disk.ts for the design).
  *
- * Layout: one fixed-width header line carrying the directory stamp, then one JSON document:
+ * Layout: one fixed-width header line carrying the directory stamp, then one line per file:
  * ```
- * #host-local owner index v1 stamp=01795311489977000000
- * {"nested":false,"entries":[["10.1.2.3","1234","1795311480000000000",9,1,"c1\r\neth0"],...]}
+ * #host-local owner index v2 nested=0 stamp=01795311489977000000
+ * "10.1.2.3"\t1234\t1795311480000000000\t9\t1\t"c1\r\neth0"
  * ```
+ * Fields: name and owner key as JSON strings (the key `null` when the file could not be read),
+ * inode, ctime (ns), size, stable (0/1). JSON strings never contain a raw tab or newline, so a
+ * line is found by searching the raw text for `\n"<name>"\t` or `\t"<key>"\n`: a lookup costs one
+ * read and a substring search of the file, never a parse of every entry, and a new reservation is
+ * one appended line (disk.ts keeps the file exact). At 20,000 reservations the file is about
+ * 1.5 MB.
+ *
  * The header starts with `#`, so the whitespace-trimmed content can never equal a reservation
  * key (container IDs start with an alphanumeric): Go's recursive walk reads this file but never
- * matches, never releases and never reports it.
+ * matches, never releases and never reports it. A file in the older v1 layout (one JSON
+ * document) is not recognised: the directory is then scanned and the index rewritten.
  */
-import { closeSync, constants, openSync, readFileSync, renameSync, statSync, utimesSync, writeFileSync, writeSync } from "node:fs";
-import { join } from "node:path";
-import { O_CLOEXEC } from "../../../shared/sys/constants.ts";
+import { O_APPEND, O_CREAT, O_TRUNC, O_WRONLY } from "../../../shared/sys/constants.ts";
+import { joinPath, readTextFile, rename, stat, utimes, writeFile } from "../../../shared/sys/file.ts";
 
 export const INDEX_NAME = ".host-local-owners";
 export const INDEX_TMP_NAME = ".host-local-owners.tmp";
 
-const HEADER_PREFIX = "#host-local owner index v1 stamp=";
+const HEADER_PREFIX = "#host-local owner index v2 nested=";
+const STAMP_KEY = " stamp=";
 const STAMP_DIGITS = 20;
-const HEADER_LENGTH = HEADER_PREFIX.length + STAMP_DIGITS + 1;
+const HEADER_LENGTH = HEADER_PREFIX.length + 1 + STAMP_KEY.length + STAMP_DIGITS + 1;
 /** A stamp that no directory can have: the index is then never trusted without a rescan. */
 export const NO_STAMP = 0n;
 
@@ -42,63 +50,151 @@ export interface IndexEntry {
   readonly key: string | null;
 }
 
-export interface IndexSnapshot {
+/** An index as read from disk: the header's facts and the unparsed entry lines. */
+export interface IndexFile {
   /** mtime (ns) the directory had right after this index was written; NO_STAMP if unknown. */
   readonly stamp: bigint;
   /** True when the directory had subdirectories (their files are always re-read). */
   readonly nested: boolean;
-  readonly entries: readonly IndexEntry[];
+  readonly body: IndexBody;
 }
 
-function header(stamp: bigint): string {
-  return `${HEADER_PREFIX}${stamp.toString().padStart(STAMP_DIGITS, "0")}\n`;
+function header(nested: boolean, stamp: bigint): string {
+  return `${HEADER_PREFIX}${nested ? 1 : 0}${STAMP_KEY}${stamp.toString().padStart(STAMP_DIGITS, "0")}\n`;
 }
 
-/** Serialises a snapshot (header + JSON body). */
-export function encodeIndex(s: IndexSnapshot): string {
-  const rows = s.entries.map((e) => [e.name, e.ino, e.ctimeNs, e.size, e.stable ? 1 : 0, e.key]);
-  return header(s.stamp) + JSON.stringify({ nested: s.nested, entries: rows }) + "\n";
+/** One entry as an index line (with its newline). */
+export function encodeEntry(e: IndexEntry): string {
+  const key = e.key === null ? "null" : JSON.stringify(e.key);
+  return `${JSON.stringify(e.name)}\t${e.ino}\t${e.ctimeNs}\t${e.size}\t${e.stable ? 1 : 0}\t${key}\n`;
 }
 
-/** Parses an index; null for anything malformed (a torn or foreign file is just ignored). */
-export function decodeIndex(text: string): IndexSnapshot | null {
-  if (text.length < HEADER_LENGTH || !text.startsWith(HEADER_PREFIX) || text[HEADER_LENGTH - 1] !== "\n") return null;
-  const digits = text.slice(HEADER_PREFIX.length, HEADER_LENGTH - 1);
-  if (!/^[0-9]+$/.test(digits)) return null;
-  let body: unknown;
+/** The index body of `entries`. */
+export function encodeEntries(entries: Iterable<IndexEntry>): string {
+  let out = "";
+  for (const e of entries) out += encodeEntry(e);
+  return out;
+}
+
+/** A malformed entry line: the index must not be used. */
+export class IndexCorruptError extends Error {
+  override name = "IndexCorruptError";
+}
+
+const DIGITS = /^[0-9]+$/;
+
+function parseJsonString(text: string, nullable: boolean): string | null {
+  if (nullable && text === "null") return null;
+  let v: unknown;
   try {
-    body = JSON.parse(text.slice(HEADER_LENGTH));
+    v = JSON.parse(text);
   } catch {
-    return null;
+    throw new IndexCorruptError(`bad field ${text.slice(0, 40)}`);
   }
-  if (typeof body !== "object" || body === null) return null;
-  const { nested, entries: rows } = body as { nested?: unknown; entries?: unknown };
-  if (typeof nested !== "boolean" || !Array.isArray(rows)) return null;
-  const entries: IndexEntry[] = new Array(rows.length);
-  for (let i = 0; i < rows.length; i++) {
-    const r: unknown = rows[i];
-    if (!Array.isArray(r) || r.length !== 6) return null;
-    const [name, ino, ctimeNs, size, stable, key] = r as unknown[];
-    if (
-      typeof name !== "string" ||
-      typeof ino !== "string" ||
-      typeof ctimeNs !== "string" ||
-      typeof size !== "number" ||
-      (stable !== 0 && stable !== 1) ||
-      (typeof key !== "string" && key !== null)
-    ) {
-      return null;
-    }
-    entries[i] = { name, ino, ctimeNs, size, stable: stable === 1, key };
-  }
-  return { stamp: BigInt(digits), nested, entries };
+  if (typeof v !== "string") throw new IndexCorruptError(`bad field ${text.slice(0, 40)}`);
+  return v;
 }
 
-/** Reads the index of a network directory; null when missing or malformed. */
-export function readIndexFile(dir: string): IndexSnapshot | null {
+/** Parses one line (without its newline). Throws IndexCorruptError when malformed. */
+export function decodeEntry(line: string): IndexEntry {
+  const f = line.split("\t");
+  if (f.length !== 6) throw new IndexCorruptError(`bad line ${line.slice(0, 60)}`);
+  const [name, ino, ctimeNs, size, stable, key] = f as [string, string, string, string, string, string];
+  if (!DIGITS.test(ino) || !DIGITS.test(ctimeNs) || !DIGITS.test(size) || (stable !== "0" && stable !== "1")) {
+    throw new IndexCorruptError(`bad line ${line.slice(0, 60)}`);
+  }
+  return { name: parseJsonString(name, false)!, ino, ctimeNs, size: Number(size), stable: stable === "1", key: parseJsonString(key, true) };
+}
+
+/**
+ * The entry lines of an index, searched as text. `text` is "" or newline-terminated lines; each
+ * name occurs on at most one line (disk.ts never writes a name twice).
+ */
+export class IndexBody {
+  readonly text: string;
+  constructor(text: string) {
+    this.text = text;
+  }
+
+  /** Start offset of `name`'s line, or -1. */
+  lineStart(name: string): number {
+    const needle = `${JSON.stringify(name)}\t`;
+    if (this.text.startsWith(needle)) return 0;
+    const at = this.text.indexOf(`\n${needle}`);
+    return at < 0 ? -1 : at + 1;
+  }
+
+  has(name: string): boolean {
+    return this.lineStart(name) >= 0;
+  }
+
+  /** The entry of `name`, or undefined. */
+  get(name: string): IndexEntry | undefined {
+    const start = this.lineStart(name);
+    return start < 0 ? undefined : decodeEntry(this.text.slice(start, this.text.indexOf("\n", start)));
+  }
+
+  /** Names of the entries whose key is exactly `key`. */
+  namesWithKey(key: string): string[] {
+    const needle = `\t${JSON.stringify(key)}\n`;
+    const names: string[] = [];
+    for (let at = this.text.indexOf(needle); at >= 0; at = this.text.indexOf(needle, at + needle.length)) {
+      const start = this.text.lastIndexOf("\n", at) + 1;
+      names.push(decodeEntry(this.text.slice(start, at + needle.length - 1)).name);
+    }
+    return names;
+  }
+
+  /** Every entry, parsed. */
+  entries(): IndexEntry[] {
+    const out: IndexEntry[] = [];
+    let start = 0;
+    while (start < this.text.length) {
+      const end = this.text.indexOf("\n", start);
+      if (end < 0) throw new IndexCorruptError("unterminated line");
+      out.push(decodeEntry(this.text.slice(start, end)));
+      start = end + 1;
+    }
+    return out;
+  }
+
+  /** The text without the lines of `names` (names without a line are ignored). */
+  without(names: Iterable<string>): string {
+    const cuts: number[] = [];
+    for (const name of names) {
+      const start = this.lineStart(name);
+      if (start >= 0) cuts.push(start);
+    }
+    if (cuts.length === 0) return this.text;
+    cuts.sort((a, b) => a - b);
+    let out = "";
+    let from = 0;
+    for (const start of cuts) {
+      out += this.text.slice(from, start);
+      from = this.text.indexOf("\n", start) + 1;
+    }
+    return out + this.text.slice(from);
+  }
+}
+
+/** Parses an index's header; null for anything that is not a v2 index (the file is then ignored). */
+export function decodeIndex(text: string): IndexFile | null {
+  if (text.length < HEADER_LENGTH || !text.startsWith(HEADER_PREFIX) || text[HEADER_LENGTH - 1] !== "\n") return null;
+  const nestedFlag = text[HEADER_PREFIX.length];
+  if (nestedFlag !== "0" && nestedFlag !== "1") return null;
+  if (text.slice(HEADER_PREFIX.length + 1, HEADER_PREFIX.length + 1 + STAMP_KEY.length) !== STAMP_KEY) return null;
+  const digits = text.slice(HEADER_LENGTH - 1 - STAMP_DIGITS, HEADER_LENGTH - 1);
+  if (!DIGITS.test(digits)) return null;
+  const body = text.slice(HEADER_LENGTH);
+  if (body !== "" && !body.endsWith("\n")) return null; // torn
+  return { stamp: BigInt(digits), nested: nestedFlag === "1", body: new IndexBody(body) };
+}
+
+/** Reads the index of a network directory; null when missing or not a v2 index. */
+export function readIndexFile(dir: string): IndexFile | null {
   let text: string;
   try {
-    text = readFileSync(join(dir, INDEX_NAME), "utf8");
+    text = readTextFile(joinPath(dir, INDEX_NAME));
   } catch {
     return null;
   }
@@ -106,32 +202,46 @@ export function readIndexFile(dir: string): IndexSnapshot | null {
 }
 
 /**
- * Writes the index and stamps the directory, with the lock held:
- * 1. the body goes to a temp file renamed over the index (readers never see a torn body), with
- *    NO_STAMP in its header;
- * 2. the directory's mtime is set to a whole second at least 3 s in the past — any later change
+ * Stamps the directory after the index's entry lines are on disk, with the lock held:
+ * 1. the directory's mtime is set to a whole second at least 3 s in the past — any later change
  *    of the directory's entries (a create, unlink or rename by anyone, Go included) sets the mtime
  *    to the current time, which can then never equal this value, whatever the timestamp
  *    granularity of the filesystem;
- * 3. the mtime the filesystem actually stored is written into the header in place (an in-place
+ * 2. the mtime the filesystem actually stored is written into the header in place (an in-place
  *    write does not touch the directory).
- * If any step fails the header keeps NO_STAMP and the next reader rescans. Returns the stamp.
+ * Returns the stamp (NO_STAMP when the filesystem stored none).
  */
-export function writeIndexFile(dir: string, s: Omit<IndexSnapshot, "stamp">, nowMs: number, stampDirectory: boolean): bigint {
-  const path = join(dir, INDEX_NAME);
-  const tmp = join(dir, INDEX_TMP_NAME);
-  writeFileSync(tmp, encodeIndex({ ...s, stamp: NO_STAMP }), { mode: 0o600 });
-  renameSync(tmp, path);
-  if (!stampDirectory) return NO_STAMP;
+function stampDirectory(dir: string, path: string, nested: boolean, nowMs: number): bigint {
   const past = Math.floor(nowMs / 1000) - 3;
-  utimesSync(dir, nowMs / 1000, past);
-  const stamp = statSync(dir, { bigint: true }).mtimeNs;
+  utimes(dir, nowMs / 1000, past);
+  const stamp = stat(dir).mtimeNs;
   if (stamp === NO_STAMP) return NO_STAMP;
-  const fd = openSync(path, constants.O_WRONLY | O_CLOEXEC);
-  try {
-    writeSync(fd, header(stamp), 0);
-  } finally {
-    closeSync(fd);
-  }
+  writeFile(path, header(nested, stamp), 0o600, O_WRONLY); // in place: no O_TRUNC
   return stamp;
+}
+
+/**
+ * Writes a whole index: the body goes to a temp file renamed over the index (readers never see a
+ * torn body) with NO_STAMP in its header, then the directory is stamped (see stampDirectory)
+ * unless `stamp` is false. If any step fails the header keeps NO_STAMP and the next reader
+ * rescans. Returns the stamp.
+ */
+export function writeIndexFile(dir: string, nested: boolean, body: string, nowMs: number, stamp: boolean): bigint {
+  const path = joinPath(dir, INDEX_NAME);
+  const tmp = joinPath(dir, INDEX_TMP_NAME);
+  writeFile(tmp, header(nested, NO_STAMP) + body, 0o600, O_WRONLY | O_CREAT | O_TRUNC);
+  rename(tmp, path);
+  return stamp ? stampDirectory(dir, path, nested, nowMs) : NO_STAMP;
+}
+
+/**
+ * Appends entry lines to the index this session read as trusted, then stamps the directory. Only
+ * for a session that changed the directory (created a reservation): should the process die before
+ * the new stamp is written, the directory's mtime is that change's, which no stamp can equal, so
+ * the next reader rescans instead of trusting a half-written tail.
+ */
+export function appendIndexFile(dir: string, nested: boolean, lines: string, nowMs: number): bigint {
+  const path = joinPath(dir, INDEX_NAME);
+  writeFile(path, lines, 0o600, O_WRONLY | O_APPEND);
+  return stampDirectory(dir, path, nested, nowMs);
 }

@@ -1,0 +1,144 @@
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, lstatSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { O_APPEND, O_CREAT, O_EXCL, O_RDWR, O_WRONLY } from "./constants.ts";
+import { EEXIST, ENOENT, ENOTDIR } from "./errno.ts";
+import { SyscallError } from "./errors.ts";
+import * as file from "./file.ts";
+import { close } from "./libc.ts";
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "sys-file-"));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+function errnoOf(f: () => unknown): number {
+  try {
+    f();
+  } catch (err) {
+    expect(err).toBeInstanceOf(SyscallError);
+    return (err as SyscallError).errno;
+  }
+  throw new Error("did not throw");
+}
+
+describe("file (libc)", () => {
+  test("stat, lstat and fstat agree with node:fs", () => {
+    const p = join(dir, "f");
+    writeFileSync(p, "hello");
+    symlinkSync(p, join(dir, "l"));
+    for (const [mine, node] of [
+      [file.stat(join(dir, "l")), statSync(join(dir, "l"), { bigint: true })],
+      [file.lstat(join(dir, "l")), lstatSync(join(dir, "l"), { bigint: true })],
+      [file.stat(dir), statSync(dir, { bigint: true })],
+      [file.stat("/proc/self/ns/net"), statSync("/proc/self/ns/net", { bigint: true })],
+    ] as const) {
+      expect({ dev: mine.dev, ino: mine.ino, mode: mine.mode, size: mine.size, mtimeNs: mine.mtimeNs, ctimeNs: mine.ctimeNs }).toEqual({
+        dev: node.dev,
+        ino: node.ino,
+        mode: Number(node.mode),
+        size: Number(node.size),
+        mtimeNs: node.mtimeNs,
+        ctimeNs: node.ctimeNs,
+      });
+      expect([mine.isFile(), mine.isDirectory(), mine.isSymbolicLink()]).toEqual([node.isFile(), node.isDirectory(), node.isSymbolicLink()]);
+    }
+    const fd = file.open(p, O_RDWR);
+    try {
+      expect(file.fstat(fd).ino).toBe(statSync(p, { bigint: true }).ino);
+    } finally {
+      close(fd);
+    }
+  });
+
+  test("missing paths: ENOENT, or undefined from the IfExists forms", () => {
+    expect(errnoOf(() => file.stat(join(dir, "nope")))).toBe(ENOENT);
+    expect(file.statIfExists(join(dir, "nope"))).toBeUndefined();
+    expect(file.lstatIfExists(join(dir, "nope"))).toBeUndefined();
+    expect(errnoOf(() => file.readFile(join(dir, "nope")))).toBe(ENOENT);
+  });
+
+  test("writeFile creates with the mode, truncates, honours O_EXCL; readFile and readTextFile read it all", () => {
+    const p = join(dir, "w");
+    file.writeFile(p, "first version, long", 0o600);
+    file.writeFile(p, "é\u2603 second");
+    expect(readFileSync(p, "utf8")).toBe("é\u2603 second");
+    expect(statSync(p).mode & 0o777).toBe(0o600);
+    expect(file.readTextFile(p)).toBe("é\u2603 second");
+    expect(errnoOf(() => file.writeFile(p, "x", 0o600, O_WRONLY | O_CREAT | O_EXCL))).toBe(EEXIST);
+    const big = "y".repeat(200_000);
+    file.writeFile(p, new TextEncoder().encode(big));
+    expect(file.readTextFile(p)).toBe(big);
+    expect(file.readTextFile("/proc/self/cmdline").length).toBeGreaterThan(0); // size 0 in stat, content read anyway
+  });
+
+  test("writeAll appends through O_APPEND and overwrites in place without O_TRUNC", () => {
+    const p = join(dir, "a");
+    writeFileSync(p, "0123456789");
+    file.writeFile(p, "AB", 0o600, O_WRONLY);
+    expect(readFileSync(p, "utf8")).toBe("AB23456789");
+    const fd = file.open(p, O_WRONLY | O_APPEND);
+    try {
+      file.writeAll(fd, "tail");
+    } finally {
+      close(fd);
+    }
+    expect(readFileSync(p, "utf8")).toBe("AB23456789tail");
+  });
+
+  test("readDir lists names and kinds like readdirSync withFileTypes", () => {
+    writeFileSync(join(dir, "10.0.0.2"), "x");
+    mkdirSync(join(dir, "sub"));
+    symlinkSync("/nonexistent", join(dir, "link"));
+    writeFileSync(join(dir, "é name"), "");
+    for (let i = 0; i < 2000; i++) writeFileSync(join(dir, `many-${i}`), ""); // several getdents64 batches
+    const mine = new Map(file.readDir(dir).map((e) => [e.name, e.kind]));
+    const node = readdirSync(dir, { withFileTypes: true });
+    expect(mine.size).toBe(node.length);
+    for (const d of node) {
+      expect(mine.get(d.name)).toBe(d.isFile() ? "file" : d.isDirectory() ? "dir" : d.isSymbolicLink() ? "symlink" : "other");
+    }
+    expect(errnoOf(() => file.readDir(join(dir, "10.0.0.2")))).toBe(ENOTDIR);
+  });
+
+  test("joinPath cleans like path.join (and Go's filepath.Join)", () => {
+    const { join: nodeJoin } = require("node:path") as typeof import("node:path");
+    for (const parts of [
+      ["/var/lib/cni/networks", "net1"],
+      ["/var/lib/cni/networks/", "net1"],
+      ["/tmp//x/./y", "..", "z"],
+      ["rel", "a"],
+      ["./rel/", "a"],
+      ["/", "..", "a"],
+      ["..", "a"],
+      ["a", "..", ".."],
+      ["", "a"],
+      [""],
+      ["a", ".."],
+    ]) {
+      expect(file.joinPath(...parts)).toBe(nodeJoin(...parts));
+    }
+  });
+
+  test("rename, unlink, mkdirAll and utimes", () => {
+    const a = join(dir, "a");
+    writeFileSync(a, "x");
+    file.rename(a, join(dir, "b"));
+    expect(readdirSync(dir)).toEqual(["b"]);
+    file.unlink(join(dir, "b"));
+    expect(readdirSync(dir)).toEqual([]);
+    expect(errnoOf(() => file.unlink(join(dir, "b")))).toBe(ENOENT);
+    const deep = join(dir, "x", "y", "z/");
+    file.mkdirAll(deep, 0o755);
+    file.mkdirAll(deep, 0o755);
+    expect(statSync(join(dir, "x", "y", "z")).isDirectory()).toBe(true);
+    writeFileSync(join(dir, "f"), "");
+    expect(errnoOf(() => file.mkdirAll(join(dir, "f"), 0o755))).toBe(EEXIST);
+    file.utimes(join(dir, "x"), 1_700_000_000.5, 1_600_000_000);
+    const st = statSync(join(dir, "x"), { bigint: true });
+    expect(st.mtimeNs).toBe(1_600_000_000_000_000_000n);
+    expect(st.atimeNs).toBe(1_700_000_000_500_000_000n);
+  });
+});

@@ -1,0 +1,296 @@
+/**
+ * Synchronous file-system calls over libc (open, read, write, stat, readdir, rename, ...) for the
+ * start-up path of plugin processes. Loading node:fs costs a compiled plugin about 4-5 ms and
+ * several MB (it brings Node's stream machinery with it), while libc is bound anyway for netlink
+ * (docs/performance.md). Failures throw SyscallError, whose `code` (ENOENT, EEXIST, ...) and
+ * positive `errno` are what callers test, as they would on a node:fs error.
+ */
+import { O_CLOEXEC, O_CREAT, O_RDONLY, O_TRUNC, O_WRONLY } from "./constants.ts";
+import { EAGAIN, EEXIST, ENOENT } from "./errno.ts";
+import { SyscallError } from "./errors.ts";
+import { AT_FDCWD, close, getdents64, mkdirat, openat, read, renameat, statx, STATX_SIZE, unlinkat, utimensat, write } from "./libc.ts";
+
+/** <fcntl.h> flags of the *at calls. */
+const AT_SYMLINK_NOFOLLOW = 0x100;
+const AT_EMPTY_PATH = 0x1000;
+/** <linux/stat.h>: every field of struct stat. */
+const STATX_BASIC_STATS = 0x7ff;
+const S_IFMT = 0o170000;
+const S_IFREG = 0o100000;
+const S_IFDIR = 0o040000;
+const S_IFLNK = 0o120000;
+/** <dirent.h> d_type values. */
+const DT_UNKNOWN = 0;
+const DT_DIR = 4;
+const DT_REG = 8;
+const DT_LNK = 10;
+
+/**
+ * Joins path elements and cleans the result like Go's `filepath.Join` (and node's `path.join`
+ * except for a trailing slash): empty elements are skipped, `//`, `.` and `x/..` collapse, `..`
+ * above the root is dropped, and an empty result is ".".
+ */
+export function joinPath(...parts: string[]): string {
+  const joined = parts.filter((p) => p !== "").join("/");
+  if (joined === "") return ".";
+  const rooted = joined.startsWith("/");
+  const out: string[] = [];
+  for (const el of joined.split("/")) {
+    if (el === "" || el === ".") continue;
+    if (el === "..") {
+      if (out.length > 0 && out[out.length - 1] !== "..") out.pop();
+      else if (!rooted) out.push("..");
+      continue;
+    }
+    out.push(el);
+  }
+  const body = out.join("/");
+  return rooted ? `/${body}` : body === "" ? "." : body;
+}
+
+/** What stat(2) says about a file (from struct statx). */
+export class FileStat {
+  /** Device, as glibc's makedev(major, minor) (node:fs `dev`). */
+  readonly dev: bigint;
+  readonly ino: bigint;
+  readonly mode: number;
+  readonly size: number;
+  readonly mtimeNs: bigint;
+  readonly ctimeNs: bigint;
+
+  constructor(buf: Uint8Array) {
+    const v = new DataView(buf.buffer, buf.byteOffset, STATX_SIZE);
+    const time = (at: number) => v.getBigInt64(at, true) * 1_000_000_000n + BigInt(v.getUint32(at + 8, true));
+    const major = BigInt(v.getUint32(136, true));
+    const minor = BigInt(v.getUint32(140, true));
+    this.dev = ((major & 0xfffff000n) << 32n) | ((major & 0xfffn) << 8n) | ((minor & 0xffffff00n) << 12n) | (minor & 0xffn);
+    this.mode = v.getUint16(28, true);
+    this.ino = v.getBigUint64(32, true);
+    this.size = Number(v.getBigUint64(40, true));
+    this.ctimeNs = time(96);
+    this.mtimeNs = time(112);
+  }
+
+  isFile(): boolean {
+    return (this.mode & S_IFMT) === S_IFREG;
+  }
+  isDirectory(): boolean {
+    return (this.mode & S_IFMT) === S_IFDIR;
+  }
+  isSymbolicLink(): boolean {
+    return (this.mode & S_IFMT) === S_IFLNK;
+  }
+}
+
+function statAt(dirfd: number, path: string, flags: number): FileStat {
+  const buf = new Uint8Array(STATX_SIZE);
+  statx(dirfd, path, flags, STATX_BASIC_STATS, buf);
+  return new FileStat(buf);
+}
+
+/** stat(2): follows symbolic links. */
+export function stat(path: string): FileStat {
+  return statAt(AT_FDCWD, path, 0);
+}
+
+/** lstat(2): a symbolic link itself. */
+export function lstat(path: string): FileStat {
+  return statAt(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW);
+}
+
+/** fstat(2) of an open fd. */
+export function fstat(fd: number): FileStat {
+  return statAt(fd, "", AT_EMPTY_PATH);
+}
+
+function isErrno(err: unknown, errno: number): boolean {
+  return err instanceof SyscallError && err.errno === errno;
+}
+
+/** `f()`, or undefined when it fails with ENOENT. */
+function unlessMissing<T>(f: () => T): T | undefined {
+  try {
+    return f();
+  } catch (err) {
+    if (isErrno(err, ENOENT)) return undefined;
+    throw err;
+  }
+}
+
+/** stat(2), or undefined when the path does not exist (ENOENT). */
+export function statIfExists(path: string): FileStat | undefined {
+  return unlessMissing(() => stat(path));
+}
+
+/** lstat(2), or undefined when the path does not exist (ENOENT). */
+export function lstatIfExists(path: string): FileStat | undefined {
+  return unlessMissing(() => lstat(path));
+}
+
+/** open(2) with O_CLOEXEC added. */
+export function open(path: string, flags: number, mode = 0o666): number {
+  return openat(AT_FDCWD, path, flags | O_CLOEXEC, mode);
+}
+
+/**
+ * Reads an open fd to its end. `sizeHint` (e.g. from fstat) sizes the first buffer. EINTR is
+ * retried (by libc.read); EAGAIN (an O_NONBLOCK pipe with nothing yet) calls `onAgain` and retries when given.
+ */
+export function readAll(fd: number, sizeHint = 0, onAgain?: () => void): Uint8Array {
+  let buf = new Uint8Array(Math.max(64, sizeHint + 1));
+  let len = 0;
+  for (;;) {
+    if (len === buf.length) {
+      const bigger = new Uint8Array(buf.length * 2);
+      bigger.set(buf);
+      buf = bigger;
+    }
+    let n: number;
+    try {
+      n = read(fd, buf.subarray(len));
+    } catch (err) {
+      if (onAgain === undefined || !isErrno(err, EAGAIN)) throw err;
+      onAgain();
+      continue;
+    }
+    if (n === 0) return buf.subarray(0, len);
+    len += n;
+  }
+}
+
+/**
+ * Writes every byte of `data` to an open fd (a short write continues). EINTR is retried (by
+ * libc.write); EAGAIN
+ * (a full O_NONBLOCK pipe) calls `onAgain` and retries when given.
+ */
+export function writeAll(fd: number, data: Uint8Array | string, onAgain?: () => void): void {
+  const bytes = typeof data === "string" ? encode(data) : data;
+  let off = 0;
+  while (off < bytes.byteLength) {
+    try {
+      off += write(fd, bytes.subarray(off));
+    } catch (err) {
+      if (onAgain === undefined || !isErrno(err, EAGAIN)) throw err;
+      onAgain();
+    }
+  }
+}
+
+let encoder: TextEncoder | undefined;
+let decoder: TextDecoder | undefined;
+const encode = (s: string) => (encoder ??= new TextEncoder()).encode(s);
+const decode = (b: Uint8Array) => (decoder ??= new TextDecoder()).decode(b);
+
+/** The whole content of a file. */
+export function readFile(path: string): Uint8Array {
+  const fd = open(path, O_RDONLY);
+  try {
+    return readAll(fd, fstat(fd).size);
+  } finally {
+    close(fd);
+  }
+}
+
+/** The whole content of a file as UTF-8 text. */
+export function readTextFile(path: string): string {
+  return decode(readFile(path));
+}
+
+/**
+ * Writes a file: created with `mode` (before umask) when missing, truncated otherwise, unless
+ * other `flags` are given (e.g. O_EXCL, or without O_TRUNC to overwrite in place).
+ */
+export function writeFile(path: string, data: Uint8Array | string, mode = 0o666, flags = O_WRONLY | O_CREAT | O_TRUNC): void {
+  const fd = open(path, flags, mode);
+  try {
+    writeAll(fd, data);
+  } finally {
+    close(fd);
+  }
+}
+
+/** unlink(2). */
+export function unlink(path: string): void {
+  unlinkat(AT_FDCWD, path);
+}
+
+/** rename(2). */
+export function rename(from: string, to: string): void {
+  renameat(AT_FDCWD, from, AT_FDCWD, to);
+}
+
+/** mkdir -p: creates `path` and its missing parents with `mode` (before umask). */
+export function mkdirAll(path: string, mode: number): void {
+  const st = statIfExists(path);
+  if (st !== undefined) {
+    if (!st.isDirectory()) throw new SyscallError("mkdir", EEXIST, JSON.stringify(path));
+    return;
+  }
+  let end = path.length;
+  while (end > 1 && path[end - 1] === "/") end--;
+  const parent = path.slice(0, path.lastIndexOf("/", end - 1));
+  if (parent !== "" && parent !== path) mkdirAll(parent, mode);
+  try {
+    mkdirat(AT_FDCWD, path, mode);
+  } catch (err) {
+    // Made meanwhile by someone else: fine if it is a directory.
+    if (!isErrno(err, EEXIST) || !stat(path).isDirectory()) throw err;
+  }
+}
+
+/** Sets a file's access and modification times (seconds, fractions allowed). */
+export function utimes(path: string, atimeSec: number, mtimeSec: number): void {
+  const split = (t: number): [number, number] => {
+    const sec = Math.floor(t);
+    return [sec, Math.round((t - sec) * 1e9)];
+  };
+  utimensat(AT_FDCWD, path, split(atimeSec), split(mtimeSec));
+}
+
+/** One directory entry, as readdir(3) reports it (the type may need an lstat: see `kind`). */
+export interface DirEntry {
+  readonly name: string;
+  /** "file", "dir", "symlink" or "other"; from d_type, or from lstat when the filesystem has none. */
+  readonly kind: "file" | "dir" | "symlink" | "other";
+}
+
+/**
+ * The entries of a directory, without "." and "..". (Opened without O_DIRECTORY, whose value
+ * differs between x86_64 and arm64; getdents64 refuses a non-directory with ENOTDIR.)
+ */
+export function readDir(path: string): DirEntry[] {
+  const fd = open(path, O_RDONLY);
+  const out: DirEntry[] = [];
+  try {
+    const buf = new Uint8Array(32768);
+    const v = new DataView(buf.buffer);
+    for (;;) {
+      const n = getdents64(fd, buf);
+      if (n === 0) break;
+      // struct linux_dirent64: u64 d_ino, s64 d_off, u16 d_reclen, u8 d_type, char d_name[].
+      for (let off = 0; off < n; ) {
+        const reclen = v.getUint16(off + 16, true);
+        const type = buf[off + 18]!;
+        let end = off + 19;
+        while (buf[end] !== 0) end++;
+        const name = decode(buf.subarray(off + 19, end));
+        off += reclen;
+        if (name === "." || name === "..") continue;
+        out.push({ name, kind: type === DT_UNKNOWN ? kindOf(`${path}/${name}`) : kindFromType(type) });
+      }
+    }
+  } finally {
+    close(fd);
+  }
+  return out;
+}
+
+function kindFromType(type: number): DirEntry["kind"] {
+  return type === DT_REG ? "file" : type === DT_DIR ? "dir" : type === DT_LNK ? "symlink" : "other";
+}
+
+function kindOf(path: string): DirEntry["kind"] {
+  const st = lstatIfExists(path);
+  if (st === undefined) return "other";
+  return st.isFile() ? "file" : st.isDirectory() ? "dir" : st.isSymbolicLink() ? "symlink" : "other";
+}

@@ -1,0 +1,478 @@
+/**
+ * The scenarios of `make bench`. Each runs in its own throwaway host network namespace (run.ts
+ * starts it as a worker under `unshare -n`), alternates ours and Go for `rounds` rounds (ABBA
+ * order, see stats.ts) and returns its raw samples; run.ts turns them into the final table.
+ */
+import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { kubeProxyTables } from "./kube-table.ts";
+import {
+  addNetnsBatch,
+  call,
+  chainAdd,
+  chainDel,
+  ContainerNetns,
+  delNetnsBatch,
+  log,
+  normalisePageCache,
+  sh,
+  wallNow,
+  type CallEnv,
+  type ChainPlugin,
+  type Dirs,
+  type Impl,
+  IMPLS,
+  CNI_VERSION,
+} from "./lib.ts";
+import { alternation } from "./stats.ts";
+
+export interface ScenarioContext {
+  dirs: Dirs;
+  /** A compiled Bun hello-world built with the plugins' compile flags. */
+  hello: string;
+  rounds: number;
+  /** A private scratch directory (host-local data, configs). */
+  state: string;
+}
+
+/** Samples per metric and per implementation ("ours", "go", or "hello"). */
+export type Samples = Record<string, Partial<Record<Impl | "hello", number[]>>>;
+
+export interface ScenarioOutput {
+  samples: Samples;
+  /** Pass/fail conditions (e.g. no duplicate address), by metric. */
+  checks?: Record<string, { ok: boolean; text: string }>;
+  /** Free-form lines printed before the table (e.g. the phase breakdown). */
+  report?: string[];
+}
+
+type Scenario = (ctx: ScenarioContext) => ScenarioOutput | Promise<ScenarioOutput>;
+
+const BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+function push(s: Samples, metric: string, impl: Impl | "hello", value: number): void {
+  ((s[metric] ??= {})[impl] ??= []).push(value);
+}
+
+function env(ctx: ScenarioContext, impl: Impl, id: string, netns: string, extra: Partial<CallEnv> = {}): CallEnv {
+  return { CNI_CONTAINERID: id, CNI_NETNS: netns, CNI_IFNAME: "eth0", CNI_PATH: ctx.dirs[impl], PATH: BASE_PATH, ...extra };
+}
+
+function hostLocal(ctx: ScenarioContext, impl: Impl, subnet: string): Record<string, unknown> {
+  return { type: "host-local", subnet, dataDir: join(ctx.state, `ipam-${impl}`) };
+}
+
+function bridge(ctx: ScenarioContext, impl: Impl, opts: { ipMasq: boolean; nftables?: boolean; bridge?: string }): ChainPlugin {
+  const conf: Record<string, unknown> = {
+    bridge: opts.bridge ?? "cnibench0",
+    isGateway: true,
+    ipMasq: opts.ipMasq,
+    ipam: hostLocal(ctx, impl, "10.88.0.0/16"),
+  };
+  if (opts.nftables) conf.ipMasqBackend = "nftables";
+  return { type: "bridge", conf };
+}
+
+const PORTMAP: ChainPlugin = {
+  type: "portmap",
+  conf: { capabilities: { portMappings: true }, runtimeConfig: { portMappings: [{ hostPort: 18080, containerPort: 80, protocol: "tcp" }] } },
+};
+const FIREWALL: ChainPlugin = { type: "firewall", conf: {} };
+const TUNING: ChainPlugin = { type: "tuning", conf: { sysctl: { "net.core.somaxconn": "500" } } };
+const BANDWIDTH: ChainPlugin = {
+  type: "bandwidth",
+  conf: { ingressRate: 8_000_000, ingressBurst: 80_000, egressRate: 8_000_000, egressBurst: 80_000 },
+};
+
+function withNftables(p: ChainPlugin): ChainPlugin {
+  return { type: p.type, conf: { ...p.conf, backend: "nftables" } };
+}
+
+/** Times a chain's ADD and DEL per round, each round in a fresh container netns. */
+function chainRounds(
+  ctx: ScenarioContext,
+  tag: string,
+  plugins: (impl: Impl) => ChainPlugin[],
+  extraEnv: Partial<CallEnv> = {},
+  warmup = 1,
+): Samples {
+  const s: Samples = {};
+  for (let round = -warmup; round < ctx.rounds; round++) {
+    for (const impl of alternation(IMPLS, round)) {
+      const ns = new ContainerNetns(`${tag}-${impl}-${round + warmup}`);
+      try {
+        const e = env(ctx, impl, `${tag}-${round + warmup}`, ns.path, extraEnv);
+        const chain = plugins(impl);
+        const add = chainAdd(ctx.dirs[impl], `${tag}-net`, chain, e);
+        const del = chainDel(ctx.dirs[impl], `${tag}-net`, chain, e, add.result);
+        if (round >= 0) {
+          push(s, "add", impl, add.ms);
+          push(s, "del", impl, del);
+        }
+      } finally {
+        ns.remove();
+      }
+    }
+  }
+  return s;
+}
+
+/** VERSION of ours and Go next to a compiled Bun hello-world, in alternation. */
+const version: Scenario = (ctx) => {
+  const s: Samples = {};
+  const e = { CNI_CONTAINERID: "", CNI_NETNS: "", CNI_IFNAME: "", CNI_PATH: "" };
+  for (let round = -3; round < ctx.rounds * 4; round++) {
+    for (const impl of alternation(["ours", "go", "hello"] as const, round)) {
+      const ms =
+        impl === "hello"
+          ? timeHello(ctx.hello)
+          : call(ctx.dirs[impl], "bridge", "VERSION", e, `{"cniVersion":"${CNI_VERSION}"}`).ms;
+      if (round >= 0) push(s, "version", impl, ms);
+    }
+  }
+  return { samples: s };
+};
+
+function timeHello(file: string): number {
+  const t0 = wallNow();
+  const r = Bun.spawnSync({ cmd: [file], stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const ms = wallNow() - t0;
+  if (r.exitCode !== 0) throw new Error(`${file} exited ${r.exitCode}`);
+  return ms;
+}
+
+const loopback: Scenario = (ctx) => {
+  const s: Samples = {};
+  const ns = new ContainerNetns("lo-bench");
+  try {
+    for (let round = -1; round < ctx.rounds * 2; round++) {
+      for (const impl of alternation(IMPLS, round)) {
+        const e = env(ctx, impl, `lo-${round}`, ns.path, { CNI_IFNAME: "lo" });
+        const conf = JSON.stringify({ cniVersion: CNI_VERSION, name: "lo-bench", type: "loopback" });
+        const add = call(ctx.dirs[impl], "loopback", "ADD", e, conf).ms;
+        call(ctx.dirs[impl], "loopback", "DEL", e, conf);
+        if (round >= 0) push(s, "add", impl, add);
+      }
+    }
+  } finally {
+    ns.remove();
+  }
+  return { samples: s };
+};
+
+const bridgeHostLocal: Scenario = (ctx) => ({
+  samples: chainRounds(ctx, "br", (impl) => [bridge(ctx, impl, { ipMasq: false })], {}, 2),
+});
+
+/** bridge(ipMasq) → portmap → firewall → tuning → bandwidth on a node without other rules. */
+const chain5: Scenario = (ctx) => ({
+  samples: chainRounds(ctx, "c5", (impl) => [bridge(ctx, impl, { ipMasq: true }), PORTMAP, FIREWALL, TUNING, BANDWIDTH]),
+});
+
+/** N simultaneous bridge+host-local ADDs, then N simultaneous DELs. */
+const CONCURRENT = 50;
+const concurrent: Scenario = async (ctx) => {
+  const s: Samples = {};
+  const problems: string[] = [];
+  for (let round = 0; round < ctx.rounds; round++) {
+    for (const impl of alternation(IMPLS, round)) {
+      const names = Array.from({ length: CONCURRENT }, (_, i) => `cc-${impl}-${round}-${i}`);
+      addNetnsBatch(names);
+      try {
+        const conf = () =>
+          JSON.stringify({ cniVersion: CNI_VERSION, name: "cc-net", type: "bridge", ...bridge(ctx, impl, { ipMasq: false, bridge: "cnibench1" }).conf });
+        const run = async (command: string) => {
+          const t0 = wallNow();
+          const outs = await Promise.all(
+            names.map(async (n) => {
+              const p = Bun.spawn({
+                cmd: [join(ctx.dirs[impl], "bridge")],
+                env: { ...env(ctx, impl, n, `/run/netns/${n}`), CNI_COMMAND: command } as Record<string, string>,
+                stdin: Buffer.from(conf()),
+                stdout: "pipe",
+                stderr: "pipe",
+              });
+              const [out, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
+              return { out, code };
+            }),
+          );
+          return { ms: wallNow() - t0, outs };
+        };
+        const addRun = await run("ADD");
+        const failed = addRun.outs.filter((o) => o.code !== 0);
+        const ips = addRun.outs.flatMap((o) => (o.code === 0 ? ((JSON.parse(o.out) as { ips?: { address: string }[] }).ips ?? []).map((x) => x.address) : []));
+        const unique = new Set(ips).size;
+        if (failed.length > 0) problems.push(`${impl} round ${round}: ${failed.length} ADDs failed: ${failed[0]!.out.slice(0, 200)}`);
+        if (unique !== ips.length || ips.length !== CONCURRENT - failed.length) {
+          problems.push(`${impl} round ${round}: ${ips.length} addresses, ${unique} distinct`);
+        }
+        const delRun = await run("DEL");
+        const delFailed = delRun.outs.filter((o) => o.code !== 0).length;
+        if (delFailed > 0) problems.push(`${impl} round ${round}: ${delFailed} DELs failed`);
+        const left = leftoverReservations(join(ctx.state, `ipam-${impl}`, "cc-net"));
+        if (left > 0) problems.push(`${impl} round ${round}: ${left} reservations left after DEL`);
+        push(s, "add", impl, addRun.ms);
+        push(s, "del", impl, delRun.ms);
+      } finally {
+        delNetnsBatch(names);
+      }
+    }
+  }
+  const text = `${CONCURRENT}/${CONCURRENT} ok, no duplicate, none leaked`;
+  return {
+    samples: s,
+    checks: { add: { ok: problems.length === 0, text } },
+    report: problems.map((p) => `concurrent: ${p}`),
+  };
+};
+
+function leftoverReservations(dir: string): number {
+  try {
+    return readdirSync(dir).filter((n) => /^[0-9a-f.:]+$/.test(n) && n.includes(".")).length;
+  } catch {
+    return 0;
+  }
+}
+
+/** The Go-format reservation files of `n` containers in 10.128.0.0/14, as a busy node has them. */
+function fillReservations(dir: string, n: number): void {
+  mkdirSync(dir, { recursive: true });
+  const base = (10 << 24) | (128 << 16);
+  const ipText = (v: number) => `${v >>> 24}.${(v >> 16) & 255}.${(v >> 8) & 255}.${v & 255}`;
+  let last = "";
+  for (let i = 0; i < n; i++) {
+    last = ipText(base + 2 + i);
+    writeFileSync(join(dir, last), `existing-${i}\r\neth0`, { mode: 0o600 });
+  }
+  writeFileSync(join(dir, "last_reserved_ip.0"), last, { mode: 0o600 });
+}
+
+/** host-local ADD (timed) and DEL (not timed) with `n` other reservations in the store. */
+function hostLocalWith(n: number): Scenario {
+  return (ctx) => {
+    const s: Samples = {};
+    for (const impl of IMPLS) fillReservations(join(ctx.state, `hl-${impl}`, "hl-net"), n);
+    const ns = new ContainerNetns("hl-bench");
+    try {
+      for (let round = -1; round < ctx.rounds; round++) {
+        for (const impl of alternation(IMPLS, round)) {
+          const e = env(ctx, impl, `hl-${round}`, ns.path);
+          const conf = JSON.stringify({
+            cniVersion: CNI_VERSION,
+            name: "hl-net",
+            type: "host-local",
+            ipam: { type: "host-local", subnet: "10.128.0.0/14", dataDir: join(ctx.state, `hl-${impl}`) },
+          });
+          const add = call(ctx.dirs[impl], "host-local", "ADD", e, conf).ms;
+          call(ctx.dirs[impl], "host-local", "DEL", e, conf);
+          if (round >= 0) push(s, "add", impl, add);
+        }
+      }
+    } finally {
+      ns.remove();
+    }
+    return { samples: s };
+  };
+}
+
+type IptablesVariant = "nft" | "legacy";
+
+/**
+ * Fills this (throwaway) host netns with the kube-proxy-sized tables using `variant`'s tools. For
+ * legacy, returns a PATH whose `iptables*` are the legacy tools, so the Go plugins (which run plain
+ * `iptables`) use the variant that holds the node's rules, as they would on such a node; the host's
+ * alternatives are never touched.
+ */
+function kubeNode(ctx: ScenarioContext, variant: IptablesVariant): string {
+  sh([`iptables-${variant}-restore`], kubeProxyTables());
+  const count = sh([`iptables-${variant}-save`, "-t", "nat"]).split("\n").filter((l) => l.startsWith("-A")).length;
+  if (count < 20_000) throw new Error(`kube-proxy table holds ${count} rules, want 20,000`);
+  log(`kube-proxy-sized nat table (${count} rules) loaded with iptables-${variant}`);
+  if (variant === "nft") return BASE_PATH;
+  const bin = join(ctx.state, "legacy-bin");
+  mkdirSync(bin, { recursive: true });
+  for (const fam of ["iptables", "ip6tables"]) {
+    for (const suffix of ["", "-save", "-restore"]) symlinkSync(`/usr/sbin/${fam}-legacy${suffix}`, join(bin, `${fam}${suffix}`));
+  }
+  return `${bin}:${BASE_PATH}`;
+}
+
+function kube(variant: IptablesVariant, oursNftables: boolean): Scenario {
+  return (ctx) => {
+    const path = kubeNode(ctx, variant);
+    const plugins = (impl: Impl): ChainPlugin[] => {
+      const nft = impl === "ours" && oursNftables;
+      return [bridge(ctx, impl, { ipMasq: true, nftables: nft }), nft ? withNftables(PORTMAP) : PORTMAP, nft ? withNftables(FIREWALL) : FIREWALL];
+    };
+    return { samples: chainRounds(ctx, `k${variant[0]}${oursNftables ? "n" : ""}`, plugins, { PATH: path }) };
+  };
+}
+
+interface MemSample {
+  status: number;
+  hwm_kb: number;
+  anon_kb: number;
+}
+
+/** Runs one call under test/bench/memprobe.py; returns its memory and stdout. */
+function probe(file: string, envVars: Record<string, string>, stdin: string, scratch: string): { mem: MemSample; stdout: string } {
+  const inFile = join(scratch, "probe-in");
+  const outFile = join(scratch, "probe-out");
+  writeFileSync(inFile, stdin);
+  const r = Bun.spawnSync({
+    cmd: ["python3", join(import.meta.dir, "memprobe.py"), inFile, outFile, file],
+    env: envVars,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  if (r.exitCode !== 0) throw new Error(`memprobe ${file}: ${r.stderr.toString()}`);
+  const mem = JSON.parse(r.stdout.toString()) as MemSample;
+  const stdout = readFileSync(outFile, "utf8");
+  if (mem.status !== 0) throw new Error(`${file} exited ${mem.status} under memprobe: ${stdout.slice(0, 300)}`);
+  return { mem, stdout };
+}
+
+/**
+ * Peak RSS (VmHWM) and private anonymous memory (RssAnon at exit) of each kind of call, ours and
+ * Go, next to the hello-world floor.
+ */
+const memory: Scenario = (ctx) => {
+  const s: Samples = {};
+  const scratch = join(ctx.state, "mem");
+  mkdirSync(scratch, { recursive: true });
+  normalisePageCache([ctx.dirs.ours, ctx.dirs.go], [ctx.hello]);
+  const record = (kind: string, impl: Impl | "hello", m: MemSample) => {
+    push(s, `peak ${kind}`, impl, m.hwm_kb / 1024);
+    push(s, `anon ${kind}`, impl, m.anon_kb / 1024);
+  };
+  const rounds = Math.max(3, Math.ceil(ctx.rounds / 2));
+  for (let round = 0; round < rounds; round++) {
+    record("hello-world", "hello", probe(ctx.hello, {}, "", scratch).mem);
+    for (const impl of alternation(IMPLS, round)) {
+      const dir = ctx.dirs[impl];
+      const base = (id: string, netns: string, command: string, ifname = "eth0") => ({
+        ...(env(ctx, impl, id, netns, { CNI_IFNAME: ifname }) as unknown as Record<string, string>),
+        CNI_COMMAND: command,
+      });
+      record("VERSION", impl, probe(join(dir, "bridge"), { CNI_COMMAND: "VERSION", PATH: BASE_PATH }, `{"cniVersion":"${CNI_VERSION}"}`, scratch).mem);
+      const ns = new ContainerNetns(`mem-${impl}-${round}`);
+      try {
+        const lo = JSON.stringify({ cniVersion: CNI_VERSION, name: "mem-lo", type: "loopback" });
+        record("loopback ADD", impl, probe(join(dir, "loopback"), base(`m${round}`, ns.path, "ADD", "lo"), lo, scratch).mem);
+        const hl = JSON.stringify({ cniVersion: CNI_VERSION, name: "mem-hl", type: "host-local", ipam: hostLocal(ctx, impl, "10.89.0.0/16") });
+        record("host-local ADD", impl, probe(join(dir, "host-local"), base(`m${round}`, ns.path, "ADD"), hl, scratch).mem);
+        probe(join(dir, "host-local"), base(`m${round}`, ns.path, "DEL"), hl, scratch);
+        // The 5-plugin chain, every call under the probe (results passed along as libcni does).
+        const chain = [bridge(ctx, impl, { ipMasq: true }), PORTMAP, FIREWALL, TUNING, BANDWIDTH];
+        const label = (p: ChainPlugin) => (p.type === "bridge" ? "bridge(ipMasq)+host-local" : p.type);
+        let result: unknown;
+        for (const p of chain) {
+          const conf = JSON.stringify({ cniVersion: CNI_VERSION, name: "mem-net", type: p.type, ...p.conf, ...(result ? { prevResult: result } : {}) });
+          const r = probe(join(dir, p.type), base(`m${round}`, ns.path, "ADD"), conf, scratch);
+          record(`${label(p)} ADD`, impl, r.mem);
+          result = JSON.parse(r.stdout);
+        }
+        for (const p of [...chain].reverse()) {
+          const conf = JSON.stringify({ cniVersion: CNI_VERSION, name: "mem-net", type: p.type, ...p.conf, prevResult: result });
+          const r = probe(join(dir, p.type), base(`m${round}`, ns.path, "DEL"), conf, scratch);
+          if (p.type === "bridge") record(`${label(p)} DEL`, impl, r.mem);
+        }
+      } finally {
+        ns.remove();
+      }
+    }
+  }
+  return { samples: s };
+};
+
+interface PhaseLine {
+  origin: number;
+  marks: [string, number][];
+  spans: Record<string, [number, number]>;
+}
+
+/** The CNI_PHASES line a process printed on stderr. */
+export function parsePhases(stderr: string): PhaseLine | undefined {
+  const line = stderr.split("\n").find((l) => l.startsWith("CNI_PHASES "));
+  return line === undefined ? undefined : (JSON.parse(line.slice("CNI_PHASES ".length)) as PhaseLine);
+}
+
+/** The phases of one timed call, in ms: from spawn to exit, each phase the time since the previous. */
+export function phasesOf(p: PhaseLine, startedAt: number, endedAt: number): Record<string, number> {
+  const at = (label: string) => {
+    const m = p.marks.find(([l]) => l === label);
+    if (m === undefined) throw new Error(`phase mark "${label}" missing`);
+    return p.origin + m[1];
+  };
+  const span = (k: string) => p.spans[k]?.[0] ?? 0;
+  const [entry, loaded, parsed, handled, written] = ["entry", "plugin loaded", "config parsed", "handler done", "result written"].map(at) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const ipam = span("delegate");
+  const kernel = span("socket") + span("setns");
+  return {
+    "process start (exec to first line of entry)": entry - startedAt,
+    "plugin module load": loaded - entry,
+    "stdin read and JSON parse": parsed - loaded,
+    "IPAM (host-local, in process)": ipam,
+    "netlink and setns": kernel,
+    "firewall, sysctl and plugin logic": handled - parsed - ipam - kernel,
+    "result (convert and write)": written - handled,
+    "exit (to reaped)": endedAt - written,
+    "total": endedAt - startedAt,
+    "  of which: config decode (all decodes)": span("decode"),
+    "  of which: libc binding (dlopen)": span("dlopen"),
+  };
+}
+
+/** A bridge(ipMasq)+host-local ADD of ours with the phase timer on, per phase (medians in run.ts). */
+const phases: Scenario = (ctx) => {
+  const s: Samples = {};
+  for (let round = -1; round < ctx.rounds; round++) {
+    for (const ipMasq of [true, false]) {
+      const ns = new ContainerNetns(`ph-${round + 1}-${ipMasq ? "m" : "p"}`);
+      try {
+        const e = env(ctx, "ours", `ph-${round + 1}`, ns.path, { CNI_PHASES: "1" });
+        const b = bridge(ctx, "ours", { ipMasq });
+        const conf = JSON.stringify({ cniVersion: CNI_VERSION, name: "ph-net", type: "bridge", ...b.conf });
+        const add = call(ctx.dirs.ours, "bridge", "ADD", e, conf);
+        call(ctx.dirs.ours, "bridge", "DEL", e, conf);
+        if (round < 0) continue;
+        if (!ipMasq) {
+          push(s, "bridge+host-local ADD without ipMasq: total", "ours", add.ms);
+          continue;
+        }
+        const p = parsePhases(add.stderr);
+        if (p === undefined) throw new Error("no CNI_PHASES line on stderr (is the binary built from this tree?)");
+        for (const [k, v] of Object.entries(phasesOf(p, add.startedAt, add.endedAt))) push(s, k, "ours", v);
+      } finally {
+        ns.remove();
+      }
+    }
+  }
+  return { samples: s };
+};
+
+export const SCENARIOS: Readonly<Record<string, Scenario>> = {
+  version,
+  loopback,
+  "bridge": bridgeHostLocal,
+  concurrent,
+  "host-local-5000": hostLocalWith(5000),
+  "host-local-20000": hostLocalWith(20_000),
+  chain5,
+  "kube-nft": kube("nft", false),
+  "kube-legacy": kube("legacy", false),
+  "kube-nftables": kube("nft", true),
+  memory,
+  phases,
+};
+
+/** Removes a scenario's scratch directory. */
+export function cleanState(state: string): void {
+  rmSync(state, { recursive: true, force: true });
+}
