@@ -1,12 +1,31 @@
 /**
- * The dhcp IPAM config (upstream plugins/ipam/dhcp/main.go + options.go, upstream-matrix §4.1, §4.5):
- * `ipam.daemonSocketPath`, `ipam.provide`, `ipam.request`, `ipam.priority`. Parsed by the plugin
- * (to fail early, without the daemon) and again by the daemon from the forwarded stdin bytes.
+ * The dhcp IPAM config (upstream plugins/ipam/dhcp/main.go + options.go): `ipam.daemonSocketPath`,
+ * `ipam.provide`, `ipam.request`, `ipam.priority`, and ours (a Go daemon ignores them):
+ * - `ipam.ipFamilies`: `["ipv4"]` (default, upstream's behaviour), `["ipv6"]` (DHCPv6 only) or both
+ *   (dual-stack: one DHCPv4 and one DHCPv6 lease, both released on DEL);
+ * - `ipam.ipv6PrefixLength`: prefix length given to the DHCPv6 address in the result (default 128:
+ *   DHCPv6 hands out addresses, not prefixes; the network's router advertisements make the subnet
+ *   on-link). Set e.g. 64 to put the subnet on-link without RAs;
+ * - `ipam.applyMtu`: request option 26 (interface MTU) and set it on the container interface; the
+ *   result's interface then carries `mtu`.
+ * Parsed by the plugin (to fail early, without the daemon) and again by the daemon from the
+ * forwarded stdin bytes.
  */
 import { parseCniArgsLenient } from "../../shared/cni/args.ts";
 import { decode, t } from "../../shared/cni/decode.ts";
 import { CniError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
-import { OPT_CLIENT_ID, OPT_HOST_NAME, OPT_ROUTER, OPT_SUBNET_MASK, OPT_USER_CLASS, OPT_VENDOR_CLASS_ID } from "./packet.ts";
+import {
+  OPT_CLIENT_ID,
+  OPT_DNS_SERVERS,
+  OPT_DOMAIN_NAME,
+  OPT_DOMAIN_SEARCH,
+  OPT_HOST_NAME,
+  OPT_INTERFACE_MTU,
+  OPT_ROUTER,
+  OPT_SUBNET_MASK,
+  OPT_USER_CLASS,
+  OPT_VENDOR_CLASS_ID,
+} from "./packet.ts";
 
 export const DEFAULT_SOCKET_PATH = "/run/cni/dhcp.sock";
 
@@ -31,6 +50,9 @@ const IPAMWire = t.object("main.IPAMConfig", {
   provide: t.array(ProvideWire),
   request: t.array(RequestWire),
   priority: t.int(),
+  ipFamilies: t.array(t.string()),
+  ipv6PrefixLength: t.int(),
+  applyMtu: t.bool(),
 });
 const NetWire = t.object("main.NetConf", { name: t.string(), cniVersion: t.string(), ipam: IPAMWire });
 
@@ -44,6 +66,29 @@ export interface DhcpConfig {
   request: number[];
   /** Metric for every route (0 = unset). */
   priority: number;
+  /** Address families to lease, in result order (v4 first). */
+  families: (4 | 6)[];
+  /** Prefix length of the DHCPv6 address in the result. */
+  ipv6PrefixLength: number;
+  /** Apply option 26 to the container interface. */
+  applyMtu: boolean;
+}
+
+/** Options requested unless `skipDefault`: upstream's two, and what the result's `dns` is made of. */
+const DEFAULT_REQUEST = [OPT_ROUTER, OPT_SUBNET_MASK, OPT_DNS_SERVERS, OPT_DOMAIN_NAME, OPT_DOMAIN_SEARCH];
+
+/** `ipam.ipFamilies` as family numbers, v4 first; code 7 for anything but "ipv4"/"ipv6". */
+function families(list: readonly (string | undefined)[] | undefined): (4 | 6)[] {
+  if (list === undefined || list.length === 0) return [4];
+  const out = new Set<4 | 6>();
+  for (const f of list) {
+    const name = (f ?? "").toLowerCase();
+    if (name !== "ipv4" && name !== "ipv6") {
+      throw new InvalidConfigError(`ipam.ipFamilies: unknown family ${JSON.stringify(f ?? null)} (want "ipv4" and/or "ipv6")`);
+    }
+    out.add(name === "ipv4" ? 4 : 6);
+  }
+  return [...out].sort();
 }
 
 export class OptionParseError extends InvalidConfigError {
@@ -109,7 +154,13 @@ export function loadDhcpConfig(config: Record<string, unknown>, cniArgs: string)
     if (!request.includes(code)) request.push(code);
   }
   if (!skipDefault) {
-    for (const code of [OPT_ROUTER, OPT_SUBNET_MASK]) if (!request.includes(code)) request.push(code);
+    for (const code of DEFAULT_REQUEST) if (!request.includes(code)) request.push(code);
+  }
+  const applyMtu = ipam.applyMtu ?? false;
+  if (applyMtu && !request.includes(OPT_INTERFACE_MTU)) request.push(OPT_INTERFACE_MTU);
+  const ipv6PrefixLength = ipam.ipv6PrefixLength ?? 128;
+  if (ipv6PrefixLength < 1 || ipv6PrefixLength > 128) {
+    throw new InvalidConfigError(`ipam.ipv6PrefixLength: ${ipv6PrefixLength} is not a prefix length (1-128)`);
   }
   return {
     network: net.name ?? "",
@@ -117,5 +168,8 @@ export function loadDhcpConfig(config: Record<string, unknown>, cniArgs: string)
     provide,
     request,
     priority: ipam.priority ?? 0,
+    families: families(ipam.ipFamilies),
+    ipv6PrefixLength,
+    applyMtu,
   };
 }

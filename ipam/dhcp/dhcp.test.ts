@@ -1,11 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { loadDhcpConfig, parseOptionName, socketPathOf } from "./config.ts";
-import { classfulPrefix, parseClasslessRoutes, parseStaticRoutes, resultFromAck } from "./lease-result.ts";
+import { classfulPrefix, dnsFromAck, mtuFromAck, parseClasslessRoutes, parseStaticRoutes, resultFromAck } from "./lease-result.ts";
+import { decodeDomainList, encodeDomainList } from "./domain-list.ts";
 import { DHCPACK, OPT_CLASSLESS_ROUTE, OPT_MESSAGE_TYPE, OPT_ROUTER, OPT_STATIC_ROUTE, OPT_SUBNET_MASK, decodeMessage, encodeMessage, type DhcpMessage } from "./packet.ts";
-import { parseRequest, parseResponse } from "./rpc-protocol.ts";
 import { backoffDelays, buildMessage, clientIdFor } from "./daemon/client.ts";
 import { parseDaemonFlags, parseGoDuration } from "./daemon/flags.ts";
-import { leaseTimes } from "./daemon/lease.ts";
+import { leaseTimes } from "./daemon/lease4.ts";
 
 function ack(options: [number, number[]][]): DhcpMessage {
   return {
@@ -69,7 +69,41 @@ describe("lease result (upstream options_test.go)", () => {
   });
 });
 
+describe("DNS and MTU options", () => {
+  test("6, 15 and 119 become the result's dns; 119 may use compression pointers", () => {
+    // "a.example.test", then "b" + pointer to "example.test" at offset 2.
+    const search = [1, 0x61, 7, ...Buffer.from("example"), 4, ...Buffer.from("test"), 0, 1, 0x62, 0xc0, 2];
+    const m = ack([[6, [10, 0, 0, 53, 10, 0, 0, 54]], [15, [...Buffer.from("corp.test"), 0]], [119, search]]);
+    expect(dnsFromAck(m)).toEqual({ nameservers: ["10.0.0.53", "10.0.0.54"], domain: "corp.test", search: ["a.example.test", "b.example.test"] });
+    expect(resultFromAck(ack([[OPT_SUBNET_MASK, [255, 255, 255, 0]], [6, [10, 0, 0, 53]]]), 0).dns).toEqual({ nameservers: ["10.0.0.53"] });
+    expect(dnsFromAck(ack([]))).toBeUndefined();
+    // A broken search list is dropped, the rest kept.
+    expect(dnsFromAck(ack([[6, [10, 0, 0, 53]], [119, [5, 0x61]]]))).toEqual({ nameservers: ["10.0.0.53"] });
+  });
+  test("domain lists: round trip, pointer loops and forward pointers refused", () => {
+    expect(decodeDomainList(encodeDomainList(["example.test", "corp.test."]))).toEqual(["example.test", "corp.test"]);
+    expect(() => decodeDomainList(Uint8Array.of(0xc0, 0))).toThrow("bad compression pointer");
+    expect(() => decodeDomainList(Uint8Array.of(1, 0x61, 0xc0, 5, 0, 0))).toThrow("bad compression pointer");
+    expect(() => decodeDomainList(Uint8Array.of(3, 0x61))).toThrow("bad label length");
+  });
+  test("option 26: two bytes, at least 68", () => {
+    expect(mtuFromAck(ack([[26, [0x05, 0x78]]]))).toBe(1400);
+    expect(mtuFromAck(ack([[26, [0, 60]]]))).toBeUndefined();
+    expect(mtuFromAck(ack([[26, [5]]]))).toBeUndefined();
+  });
+});
+
 describe("config", () => {
+  test("ours: ipFamilies, ipv6PrefixLength, applyMtu (requests option 26)", () => {
+    const d = loadDhcpConfig({ name: "n", ipam: {} }, "");
+    expect(d).toMatchObject({ families: [4], ipv6PrefixLength: 128, applyMtu: false });
+    expect(d.request).toEqual([3, 1, 6, 15, 119]);
+    const c = loadDhcpConfig({ name: "n", ipam: { ipFamilies: ["IPv6", "ipv4"], ipv6PrefixLength: 64, applyMtu: true } }, "");
+    expect(c).toMatchObject({ families: [4, 6], ipv6PrefixLength: 64, applyMtu: true });
+    expect(c.request).toContain(26);
+    expect(() => loadDhcpConfig({ name: "n", ipam: { ipFamilies: ["ipx"] } }, "")).toThrow('ipam.ipFamilies: unknown family "ipx"');
+    expect(() => loadDhcpConfig({ name: "n", ipam: { ipv6PrefixLength: 129 } }, "")).toThrow("ipam.ipv6PrefixLength: 129");
+  });
   test("option names (upstream TestParseOptionName)", () => {
     expect(parseOptionName("host-name")).toBe(12);
     expect(parseOptionName("12")).toBe(12);
@@ -82,7 +116,7 @@ describe("config", () => {
       "IgnoreUnknown=1;POD=web",
     );
     expect(new TextDecoder().decode(c.provide.get(12))).toBe("web");
-    expect(c.request).toEqual([121, 3, 1]);
+    expect(c.request).toEqual([121, 3, 1, 6, 15, 119]);
     expect(c.socketPath).toBe("/run/cni/dhcp.sock");
     const skip = loadDhcpConfig({ name: "n", ipam: { request: [{ skipDefault: true }] } }, "");
     expect(skip.request).toEqual([]);
@@ -127,20 +161,5 @@ describe("daemon flags (Go flag syntax)", () => {
     expect(parseGoDuration("250ms")).toBe(250);
     expect(parseGoDuration("0")).toBe(0);
     expect(() => parseGoDuration("10")).toThrow("missing unit");
-  });
-});
-
-describe("rpc protocol", () => {
-  test("requests are validated", () => {
-    const args = { containerID: "c", netns: "/n", ifName: "eth0", args: "", path: "", stdinData: "{}" };
-    expect(parseRequest(JSON.stringify({ version: 1, method: "add", args })).method).toBe("add");
-    expect(() => parseRequest("{")).toThrow("not JSON");
-    expect(() => parseRequest(JSON.stringify({ version: 2, method: "add", args }))).toThrow("unsupported protocol version");
-    expect(() => parseRequest(JSON.stringify({ version: 1, method: "add", args: { ...args, netns: 1 } }))).toThrow("args.netns must be a string");
-  });
-  test("responses are validated", () => {
-    expect(parseResponse('{"ok":true}')).toEqual({ ok: true });
-    expect(parseResponse('{"ok":false,"error":{"code":11,"msg":"x"}}')).toEqual({ ok: false, error: { code: 11, msg: "x" } });
-    expect(() => parseResponse('{"ok":false}')).toThrow("malformed");
   });
 });

@@ -1,54 +1,44 @@
 /**
- * dhcp: an IPAM plugin that gets IPv4 leases from a DHCP server through a long-running daemon
- * (upstream plugins/ipam/dhcp, upstream-matrix §2.10 and §4). The same executable runs the daemon
- * as `dhcp daemon [flags]` (daemon/main.ts).
+ * dhcp: an IPAM plugin that gets leases from a DHCP server through a long-running daemon
+ * (upstream plugins/ipam/dhcp). The same executable runs the daemon as `dhcp daemon [flags]`
+ * (daemon/main.ts).
  *
- * Plugin side: ADD, CHECK and DEL are forwarded to the daemon over a unix socket
- * (`ipam.daemonSocketPath`, default /run/cni/dhcp.sock) with our JSON protocol (rpc-protocol.ts).
- * CNI_NETNS is made absolute first. STATUS and GC do nothing.
- *
- * Deliberate differences from the Go plugin (1.1.1 / HEAD):
- * - Protocol: JSON lines over the unix socket instead of Go net/rpc + gob; a Go daemon and this
- *   plugin (or the reverse) cannot talk to each other. Stop the Go daemon before upgrading.
- * - Daemon down: ADD fails with code 11 ("try again later") instead of 999; DEL succeeds and prints
- *   a note on stderr instead of failing (pod deletion is never blocked by a dead daemon, P23).
- * - CHECK is read-only: it asks the daemon whether it holds a lease for the container; no DHCP
- *   packet is sent (upstream re-runs DHCP.Allocate).
- * - Config errors (unknown option names, values over 255 bytes) are reported by the plugin with
- *   code 7 before contacting the daemon; the texts are upstream's. A config without `ipam` uses the
- *   default socket (upstream panics).
- * - The client uses a UDP socket bound to the container interface and sets the BOOTP broadcast
- *   flag while it has no address (upstream HEAD uses a raw AF_PACKET socket and never sets it).
- * - DHCPRELEASE is sent from the leased address with IP_TRANSPARENT (so it reaches the server even
- *   when the main plugin has not configured, or already removed, the address).
- * - Leases are persisted (daemon `-leasedir`, default /var/lib/cni/dhcp) and resumed after a daemon
- *   restart; a stale socket file is replaced; SIGTERM persists and releases nothing.
- * - Option 33 destinations of class D/E get /32 (Go yields a nil mask).
- * - Rebinding (after T2) sends a broadcast REQUEST for the current address (RFC 2131 §4.4.5), then
- *   falls back to DISCOVER; upstream always restarts with DISCOVER.
- * - Every renew/rebind exchange is cut at the end of its phase, so the link goes down at expiry
- *   (upstream can overrun it by a whole retry sequence).
- * - A renewal or rebind answered with ANOTHER address is refused and that lease released; the held
- *   address is kept until it expires (upstream silently switches the daemon's lease while the
- *   container keeps the old address).
- * - A persisted lease found expired at daemon start is re-acquired (INIT-REBOOT for the same
- *   address, then DISCOVER with it as a hint, for one -resendtimeout) before the link is set down.
- * - The daemon answers only callers with uid 0 or its own uid (SO_PEERCRED); upstream relies on the
- *   socket's file mode alone.
- * - A new lease waits (≤ 2 s) for a link it just set up to become operational before the first
- *   DISCOVER, instead of losing it to a full -timeout.
+ * Plugin side: ADD, CHECK, DEL and GC are calls to the daemon over the unix socket
+ * (`ipam.daemonSocketPath`, default /run/cni/dhcp.sock) in upstream's protocol, Go net/rpc over
+ * HTTP with gob (rpc-protocol.ts), so this plugin works with the Go daemon and the Go plugin with
+ * ours. CNI_NETNS is made absolute first. Config errors are reported (code 7) before the daemon is
+ * contacted.
+ * - ADD: DHCP.Allocate. The result must hold the families of `ipam.ipFamilies`; a daemon that
+ *   ignores them (Go's) has its lease released again and ADD fails.
+ * - CHECK: DHCP.Check (read-only, ours); a Go daemon lacks it, so it gets DHCP.Allocate as
+ *   upstream's CHECK does.
+ * - DEL: DHCP.Release; a daemon that cannot be reached is noted on stderr and DEL succeeds.
+ * - GC: DHCP.GC (ours) with the config's `cni.dev/valid-attachments`; a Go daemon lacks it (noted,
+ *   success); a daemon that cannot be reached is code 11.
+ * - STATUS: the daemon accepts a connection and completes the RPC handshake — the first thing ADD
+ *   needs; otherwise code 50. Nothing is sent to the DHCP server.
+ * Deliberate differences from upstream are listed in DIFFERENCES.md (dhcp).
  */
 import { isAbsolute, resolve } from "node:path";
-import { CniError, InternalError, TryAgainLaterError, messageOf } from "../../shared/cni/errors.ts";
+import { InternalError, PluginUnavailableError, TryAgainLaterError, messageOf } from "../../shared/cni/errors.ts";
 import { writeAllSync } from "../../shared/cni/stdio.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { loadDhcpConfig, socketPathOf } from "./config.ts";
-import { DaemonUnreachableError, callDaemon } from "./rpc-client.ts";
-import type { RpcArgs, RpcMethod, RpcResponse } from "./rpc-protocol.ts";
+import { DaemonCallError, DaemonUnreachableError, withDaemon, type RpcClient } from "./rpc-client.ts";
+import {
+  CmdArgsType,
+  METHOD_ALLOCATE,
+  METHOD_CHECK,
+  METHOD_GC,
+  METHOD_RELEASE,
+  argsToGob,
+  cannotFindMethod,
+  resultFromGob,
+  type RpcArgs,
+} from "./rpc-protocol.ts";
 
-/** Upstream's method names, kept in error texts. */
-const METHOD_NAMES: Readonly<Record<RpcMethod, string>> = { add: "DHCP.Allocate", check: "DHCP.Check", del: "DHCP.Release" };
+const START_HINT = "is the dhcp daemon running? start it with `dhcp daemon` (or the cni-dhcp.socket unit)";
 
 function rpcArgs(args: CmdArgs): RpcArgs {
   return {
@@ -61,55 +51,100 @@ function rpcArgs(args: CmdArgs): RpcArgs {
   };
 }
 
-async function call(args: CmdArgs, method: RpcMethod): Promise<RpcResponse> {
-  const socketPath = socketPathOf(args.config);
-  // Option errors surface here, before the daemon; DEL never fails on them.
-  if (method !== "del") loadDhcpConfig(args.config, args.args);
+/** One call; the daemon's own error becomes upstream's `error calling <method>: …` (code 999). */
+async function call(client: RpcClient, method: string, args: CmdArgs): Promise<unknown> {
   try {
-    return await callDaemon(socketPath, method, rpcArgs(args));
+    return await client.call(method, CmdArgsType, argsToGob(rpcArgs(args)));
   } catch (err) {
-    if (err instanceof DaemonUnreachableError) throw err;
-    throw new InternalError(`error calling ${METHOD_NAMES[method]}: ${messageOf(err)}`, { cause: err });
+    throw new InternalError(`error calling ${method}: ${messageOf(err)}`, { cause: err });
   }
 }
 
-function unwrap(method: RpcMethod, res: RpcResponse): Result {
-  if (!res.ok) throw new CniError(res.error.code, `error calling ${METHOD_NAMES[method]}: ${res.error.msg}`);
-  return res.result ?? {};
+/** Calls one of our methods; when the daemon (a Go one) lacks it, runs `fallback` instead. */
+async function callOurs(client: RpcClient, method: string, args: CmdArgs, fallback: () => Promise<unknown>): Promise<unknown> {
+  try {
+    return await call(client, method, args);
+  } catch (err) {
+    const lacks = err instanceof InternalError && err.cause instanceof DaemonCallError && err.cause.message === cannotFindMethod(method);
+    if (!lacks) throw err;
+    return fallback();
+  }
 }
 
+function unreachable(err: DaemonUnreachableError): TryAgainLaterError {
+  return new TryAgainLaterError(`error dialing DHCP daemon: ${err.message}`, { cause: err, details: START_HINT });
+}
+
+/** The address families of a result's ips. */
+function familiesOf(r: Result): (4 | 6)[] {
+  return [...new Set((r.ips ?? []).map((ip): 4 | 6 => (ip.address.includes(":") ? 6 : 4)))].sort();
+}
+
+const familyNames = (fs: readonly (4 | 6)[]): string => fs.map((f) => `IPv${f}`).join(" + ") || "no address";
+
+/**
+ * DHCP.Allocate. The result must hold exactly the configured families: a Go daemon ignores
+ * `ipam.ipFamilies` (it leases IPv4 only), so its lease is released again and ADD fails.
+ */
 async function add(args: CmdArgs): Promise<Result> {
+  const want = loadDhcpConfig(args.config, args.args).families;
   try {
-    return unwrap("add", await call(args, "add"));
+    return await withDaemon(socketPathOf(args.config), async (c) => {
+      const result = resultFromGob(await call(c, METHOD_ALLOCATE, args));
+      // The daemon reports the container interface only with applyMtu; every address is on it.
+      // (gob cannot carry the index itself: a pointer to 0 is not transmitted.)
+      if (result.interfaces?.length === 1) for (const ip of result.ips ?? []) ip.interface = 0;
+      const got = familiesOf(result);
+      if (got.join() === want.join()) return result;
+      await call(c, METHOD_RELEASE, args).catch(() => undefined);
+      throw new InternalError(
+        `the DHCP daemon leased ${familyNames(got)} where ipam.ipFamilies asks for ${familyNames(want)}: it does not implement ipFamilies (the Go daemon leases IPv4 only); lease released`,
+      );
+    });
   } catch (err) {
-    if (err instanceof DaemonUnreachableError) {
-      throw new TryAgainLaterError(`error dialing DHCP daemon: ${err.message}`, {
-        cause: err,
-        details: "is the dhcp daemon running? start it with `dhcp daemon` (or the cni-dhcp.socket unit)",
-      });
-    }
-    throw err;
+    throw err instanceof DaemonUnreachableError ? unreachable(err) : err;
   }
 }
 
+/** Read-only DHCP.Check; a Go daemon lacks it, so it gets upstream's CHECK (DHCP.Allocate). */
 async function check(args: CmdArgs): Promise<void> {
+  loadDhcpConfig(args.config, args.args);
   try {
-    unwrap("check", await call(args, "check"));
+    await withDaemon(socketPathOf(args.config), (c) => callOurs(c, METHOD_CHECK, args, () => call(c, METHOD_ALLOCATE, args)));
   } catch (err) {
-    if (err instanceof DaemonUnreachableError) throw new TryAgainLaterError(`error dialing DHCP daemon: ${err.message}`, { cause: err });
-    throw err;
+    throw err instanceof DaemonUnreachableError ? unreachable(err) : err;
   }
 }
 
 async function del(args: CmdArgs): Promise<void> {
   try {
-    unwrap("del", await call(args, "del"));
+    await withDaemon(socketPathOf(args.config), (c) => call(c, METHOD_RELEASE, args));
   } catch (err) {
-    if (err instanceof DaemonUnreachableError) {
-      writeAllSync(2, `dhcp: DEL: the DHCP daemon is not reachable (${err.message}); nothing released, the lease will expire at the server\n`);
-      return;
-    }
-    throw err;
+    if (!(err instanceof DaemonUnreachableError)) throw err;
+    writeAllSync(2, `dhcp: DEL: the DHCP daemon is not reachable (${err.message}); nothing released, the lease will expire at the server\n`);
+  }
+}
+
+/** DHCP.GC; a Go daemon has no GC, which is said on stderr (nothing collected, success). */
+async function gc(args: CmdArgs): Promise<void> {
+  try {
+    await withDaemon(socketPathOf(args.config), (c) =>
+      callOurs(c, METHOD_GC, args, async () => {
+        writeAllSync(2, "dhcp: GC: the DHCP daemon does not implement DHCP.GC (a Go daemon); nothing collected\n");
+      }),
+    );
+  } catch (err) {
+    throw err instanceof DaemonUnreachableError ? unreachable(err) : err;
+  }
+}
+
+/** STATUS: available when the daemon accepts a Go RPC connection (the first thing ADD needs). */
+async function status(args: CmdArgs): Promise<void> {
+  try {
+    await withDaemon(socketPathOf(args.config), async () => undefined);
+  } catch (err) {
+    if (!(err instanceof DaemonUnreachableError)) throw err;
+    throw new PluginUnavailableError(`DHCP daemon not reachable: ${err.message}`, { cause: err, details: START_HINT });
   }
 }
 
@@ -119,6 +154,6 @@ export const dhcpPlugin: PluginSpec = {
   add,
   check,
   del,
-  status: () => undefined,
-  gc: () => undefined,
+  status,
+  gc,
 };

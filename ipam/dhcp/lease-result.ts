@@ -1,12 +1,20 @@
 /**
- * The CNI result of a DHCP lease (upstream HEAD lease.go/options.go, upstream-matrix §4.4):
- * one IPv4 address `yiaddr/<option 1>` with the first router as gateway, and routes from option
- * 121 (classless, RFC 3442) when present, else option 33 (classful destinations) followed by a
- * default route via the router. A 0.0.0.0 gateway in option 121 is a link-scope route without gw.
+ * The CNI result of a DHCP lease (upstream HEAD lease.go/options.go): one IPv4 address
+ * `yiaddr/<option 1>` with the first router as gateway, and routes from option 121 (classless,
+ * RFC 3442) when present, else option 33 (classful destinations) followed by a default route via
+ * the router. A 0.0.0.0 gateway in option 121 is a link-scope route without gw. Beyond upstream:
+ * `dns` from options 6 (nameservers), 15 (domain) and 119 (search list).
  */
-import type { Result, Route } from "../../shared/cni/types.ts";
+import type { DNS, Result, Route } from "../../shared/cni/types.ts";
+import { maskToPrefix } from "../../shared/ip/ip.ts";
+import { RT_SCOPE_LINK } from "../../shared/netlink/constants/rtnetlink.ts";
+import { decodeDomainList } from "./domain-list.ts";
 import {
   OPT_CLASSLESS_ROUTE,
+  OPT_DNS_SERVERS,
+  OPT_DOMAIN_NAME,
+  OPT_DOMAIN_SEARCH,
+  OPT_INTERFACE_MTU,
   OPT_ROUTER,
   OPT_STATIC_ROUTE,
   OPT_SUBNET_MASK,
@@ -15,26 +23,8 @@ import {
   type DhcpMessage,
 } from "./packet.ts";
 
-/** RT_SCOPE_LINK from <linux/rtnetlink.h>. */
-const RT_SCOPE_LINK = 253;
-
 export class LeaseResultError extends Error {
   override name = "LeaseResultError";
-}
-
-/** Prefix length of a contiguous netmask, or undefined for a non-contiguous one. */
-export function maskToPrefix(mask: Uint8Array): number | undefined {
-  let bits = 0;
-  let seenZero = false;
-  for (const byte of mask) {
-    for (let i = 7; i >= 0; i--) {
-      if ((byte >> i) & 1) {
-        if (seenZero) return undefined;
-        bits++;
-      } else seenZero = true;
-    }
-  }
-  return bits;
 }
 
 /** The classful prefix of a destination (A /8, B /16, C /24; D/E: /32, see module doc of dhcp.ts). */
@@ -94,5 +84,36 @@ export function resultFromAck(ack: DhcpMessage, priority: number): Result {
   }
   if (priority !== 0) for (const r of routes) r.priority = priority;
   if (routes.length > 0) result.routes = routes;
+  const dns = dnsFromAck(ack);
+  if (dns !== undefined) result.dns = dns;
   return result;
+}
+
+/** `dns` from options 6, 15 and 119; undefined when the server sent none. A malformed 119 is skipped. */
+export function dnsFromAck(ack: DhcpMessage): DNS | undefined {
+  const dns: DNS = {};
+  const servers = optionIPs(ack, OPT_DNS_SERVERS);
+  if (servers.length > 0) dns.nameservers = servers;
+  const domain = ack.options.get(OPT_DOMAIN_NAME);
+  // Some servers NUL-terminate option 15.
+  const domainText = domain === undefined ? "" : new TextDecoder().decode(domain).replace(/\0+$/, "");
+  if (domainText !== "") dns.domain = domainText;
+  const search = ack.options.get(OPT_DOMAIN_SEARCH);
+  if (search !== undefined) {
+    try {
+      const names = decodeDomainList(search);
+      if (names.length > 0) dns.search = names;
+    } catch {
+      // ignore a malformed search list rather than the lease
+    }
+  }
+  return Object.keys(dns).length > 0 ? dns : undefined;
+}
+
+/** Option 26 (interface MTU) when present and usable (RFC 2132 §5.1: at least 68). */
+export function mtuFromAck(ack: DhcpMessage): number | undefined {
+  const v = ack.options.get(OPT_INTERFACE_MTU);
+  if (v === undefined || v.byteLength !== 2) return undefined;
+  const mtu = ((v[0] ?? 0) << 8) | (v[1] ?? 0);
+  return mtu >= 68 ? mtu : undefined;
 }

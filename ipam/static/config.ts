@@ -1,7 +1,7 @@
 /**
- * static's configuration (upstream plugins/ipam/static/main.go `LoadIPAMConfig`, upstream-matrix
- * §2.9). IPAM plugins get the calling plugin's whole config; static reads `ipam`, `runtimeConfig.ips`
- * and `args.cni.ips`, plus CNI_ARGS `IP` and `GATEWAY`.
+ * static's configuration (upstream plugins/ipam/static/main.go `LoadIPAMConfig`). IPAM plugins get
+ * the calling plugin's whole config; static reads `ipam`, `runtimeConfig.ips` and `args.cni.ips`,
+ * plus CNI_ARGS `IP` and `GATEWAY`.
  *
  * Address sources, applied in this order:
  * 1. `ipam.addresses` (validated last, and only if still in use);
@@ -12,7 +12,7 @@
  * 4. `runtimeConfig.ips` **replaces** everything so far.
  */
 import { decode, t, type Infer } from "../../shared/cni/decode.ts";
-import { CniError, InvalidConfigError, UnsupportedFieldError, messageOf } from "../../shared/cni/errors.ts";
+import { CniError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
 import { parseCniArgs } from "../../shared/cni/args.ts";
 import {
   canonicalCIDR,
@@ -25,7 +25,7 @@ import {
 } from "../../shared/cni/result/index.ts";
 import type { DNS, Route } from "../../shared/cni/types.ts";
 import { versionGte } from "../../shared/cni/version.ts";
-import { containsIP, formatIP, parseIP } from "../../shared/ip/ip.ts";
+import { containsIP, formatIP, ipEqual, maskToPrefix, parseIP, type IPAddr } from "../../shared/ip/ip.ts";
 
 // ---- wire format (Go field names; keys match case-insensitively, exact case first) ----
 
@@ -79,6 +79,17 @@ interface Candidate {
   text: string;
   cidr?: CanonicalCIDR;
   gateway?: string;
+  /** What a config entry's untagged Go fields say (`Address` net.IPNet, `Version`); checked against `text`. */
+  goFields?: GoAddressFields;
+}
+
+/** The untagged Go fields of one `ipam.addresses` entry, as a Go caller re-serialises them. */
+interface GoAddressFields {
+  /** JSON path of the entry, for messages. */
+  where: string;
+  ip?: IPAddr;
+  prefixLen?: number;
+  version?: string;
 }
 
 /**
@@ -140,20 +151,57 @@ function configRoutes(routes: readonly (Infer<typeof routeSchema> | undefined)[]
 }
 
 function configCandidate(a: Infer<typeof AddressWire> | undefined, index: number): Candidate {
-  if (a?.Address !== undefined) {
-    if (typeof a.Address !== "object" || Array.isArray(a.Address)) {
-      const kind = Array.isArray(a.Address) ? "array" : typeof a.Address === "boolean" ? "bool" : typeof a.Address;
-      throw new InvalidConfigError(
-        `json: cannot unmarshal ${kind} into Go struct field Address.ipam.addresses.Address of type net.IPNet`,
-      );
-    }
-    throw new UnsupportedFieldError(
-      `ipam.addresses[${index}].Address: a Go net.IPNet object is not supported; use "address"`,
-    );
-  }
   const c: Candidate = { text: a?.address ?? "" };
   if (a?.gateway) c.gateway = a.gateway;
+  const where = `ipam.addresses[${index}]`;
+  const goFields: GoAddressFields = { where, ...goIPNet(a?.Address, where) };
+  if (a?.Version) goFields.version = a.Version;
+  if (goFields.ip !== undefined || goFields.prefixLen !== undefined || goFields.version !== undefined) c.goFields = goFields;
   return c;
+}
+
+/**
+ * Go's untagged `Address net.IPNet` as encoding/json writes it: `{"IP":"10.10.0.1","Mask":"////AA=="}`
+ * (IP as text, Mask as base64 bytes, either null/"" when unset). Upstream overwrites it from
+ * `address`; we check that the two agree (see {@link checkGoFields}).
+ */
+function goIPNet(raw: unknown, where: string): { ip?: IPAddr; prefixLen?: number } {
+  if (raw === undefined || raw === null) return {};
+  if (typeof raw !== "object" || Array.isArray(raw)) {
+    const kind = Array.isArray(raw) ? "array" : typeof raw === "boolean" ? "bool" : typeof raw;
+    throw new InvalidConfigError(`json: cannot unmarshal ${kind} into Go struct field Address.ipam.addresses.Address of type net.IPNet`);
+  }
+  const o = raw as Record<string, unknown>;
+  const out: { ip?: IPAddr; prefixLen?: number } = {};
+  const ipText = o["IP"];
+  if (ipText !== undefined && ipText !== null && ipText !== "") {
+    const ip = typeof ipText === "string" ? parseIP(ipText) : null;
+    if (ip === null) throw new InvalidConfigError(`${where}.Address.IP: invalid IP address: ${JSON.stringify(ipText)}`);
+    out.ip = ip;
+  }
+  const maskText = o["Mask"];
+  if (maskText !== undefined && maskText !== null && maskText !== "") {
+    const mask = typeof maskText === "string" && /^[A-Za-z0-9+/]*={0,2}$/.test(maskText) ? Buffer.from(maskText, "base64") : undefined;
+    const prefixLen = mask === undefined || (mask.byteLength !== 4 && mask.byteLength !== 16) ? undefined : maskToPrefix(mask);
+    if (prefixLen === undefined) throw new InvalidConfigError(`${where}.Address.Mask: not a base64 netmask: ${JSON.stringify(maskText)}`);
+    out.prefixLen = prefixLen;
+  }
+  return out;
+}
+
+/** The Go fields must describe the same address as `address` (Go's own caller wrote both from one value). */
+function checkGoFields(g: GoAddressFields, cidr: CanonicalCIDR, text: string): void {
+  const family = cidr.v4 ? "4" : "6";
+  // A 16-byte mask written for an IPv4 address has 96 leading ones of IPv4-in-IPv6 form.
+  const prefix = g.prefixLen !== undefined && cidr.v4 && g.prefixLen > 32 ? g.prefixLen - 96 : g.prefixLen;
+  const agrees =
+    (g.ip === undefined || ipEqual(g.ip, cidr.ip)) && (prefix === undefined || prefix === cidr.prefixLen) && (g.version === undefined || g.version === family);
+  if (agrees) return;
+  const said = [
+    g.ip !== undefined || g.prefixLen !== undefined ? `Address ${g.ip ? formatIP(g.ip) : "<nil>"}/${prefix ?? "<nil>"}` : "",
+    g.version !== undefined ? `Version ${JSON.stringify(g.version)}` : "",
+  ].filter((x) => x !== "");
+  throw new InvalidConfigError(`${g.where}: ${said.join(", ")} disagrees with "address" ${JSON.stringify(text)}`);
 }
 
 function cniArgsCandidate(item: string): Candidate {
@@ -189,6 +237,7 @@ function validateCandidate(c: Candidate): StaticAddress {
   if (cidr === undefined) {
     throw new InvalidConfigError(`the 'address' field is expected to be in CIDR notation, got: '${c.text}'`);
   }
+  if (c.goFields !== undefined) checkGoFields(c.goFields, cidr, c.text);
   const out: StaticAddress = { cidr };
   if (c.gateway) out.gateway = c.gateway;
   return out;

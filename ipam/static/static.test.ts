@@ -1,6 +1,6 @@
 /**
  * static, driven through its handlers with a CmdArgs built here (upstream static_test.go scenarios,
- * upstream-matrix §5.9, plus the edge cases of §2.9 and user-pain P25). No root needed.
+ * plus edge cases of the address sources and CHECK). No root needed.
  */
 import { describe, expect, test } from "bun:test";
 import { CniError } from "../../shared/cni/errors.ts";
@@ -202,7 +202,7 @@ for (const ver of ALL_VERSIONS) {
   });
 }
 
-describe("address sources (upstream-matrix §2.9)", () => {
+describe("address sources", () => {
   test("CNI_ARGS IP is appended to the config addresses", () => {
     const result = add(baseConf("1.0.0", { addresses: [{ address: "10.10.0.1/24" }] }), "IP=10.10.1.1/24");
     expect(result.ips).toEqual([{ address: "10.10.0.1/24" }, { address: "10.10.1.1/24" }]);
@@ -296,9 +296,49 @@ describe("config errors (P25)", () => {
     expect(addError(baseConf("0.4.0", { addresses: [{ Address: "10.10.0.1/24" }] })).message).toBe(
       "json: cannot unmarshal string into Go struct field Address.ipam.addresses.Address of type net.IPNet",
     );
-    expect(addError(baseConf("0.4.0", { addresses: [{ Address: { IP: "10.10.0.1" } }] })).code).toBe(2);
     // Any other spelling folds onto `address`, as in Go.
     expect(add(baseConf("0.4.0", { addresses: [{ ADDRESS: "10.10.0.1/24" }] })).ips).toEqual([{ address: "10.10.0.1/24" }]);
+  });
+
+  test("Go's re-serialised `Address` object (and `Version`) is accepted when it agrees with `address`", () => {
+    const v4 = { address: "10.10.0.1/24", gateway: "10.10.0.254", Address: { IP: "10.10.0.1", Mask: "////AA==" }, Version: "4" };
+    const conf = baseConf("1.0.0", { addresses: [v4] });
+    expect(add(conf).ips).toEqual([{ address: "10.10.0.1/24", gateway: "10.10.0.254" }]);
+    const prev = { cniVersion: "1.0.0", ips: [{ address: "10.10.0.1/24", gateway: "10.10.0.254" }] };
+    expect(() => staticPlugin.check!(cmdArgs({ ...conf, prevResult: prev }, { command: "CHECK" }))).not.toThrow();
+    // IPv4 mask in 16-byte form, IPv6, and a zero net.IPNet ({"IP":"","Mask":null}) all agree.
+    const mapped = { address: "10.10.0.1/24", Address: { IP: "::ffff:10.10.0.1", Mask: Buffer.from("ffffffffffffffffffffffffffffff00", "hex").toString("base64") } };
+    const v6 = { address: "fd00::1/64", Address: { IP: "fd00::1", Mask: Buffer.from("ffffffffffffffff0000000000000000", "hex").toString("base64") }, Version: "6" };
+    const zero = { address: "10.10.1.1/24", Address: { IP: "", Mask: null } };
+    expect(add(baseConf("1.0.0", { addresses: [mapped, v6, zero] })).ips).toEqual([
+      { address: "10.10.0.1/24" },
+      { address: "fd00::1/64" },
+      { address: "10.10.1.1/24" },
+    ]);
+  });
+
+  test("`Address` or `Version` disagreeing with `address` is refused (code 7, naming the entry)", () => {
+    const wrongIp = addError(baseConf("1.0.0", { addresses: [{ address: "10.10.0.1/24", Address: { IP: "10.10.0.2", Mask: "////AA==" } }] }));
+    expect(wrongIp.code).toBe(7);
+    expect(wrongIp.message).toBe('ipam.addresses[0]: Address 10.10.0.2/24 disagrees with "address" "10.10.0.1/24"');
+    const wrongMask = addError(baseConf("1.0.0", { addresses: [{ address: "10.10.0.1/24" }, { address: "10.10.0.9/24", Address: { IP: "10.10.0.9", Mask: "//8AAA==" } }] }));
+    expect(wrongMask.message).toBe('ipam.addresses[1]: Address 10.10.0.9/16 disagrees with "address" "10.10.0.9/24"');
+    expect(addError(baseConf("1.0.0", { addresses: [{ address: "10.10.0.1/24", Version: "6" }] })).message).toBe(
+      'ipam.addresses[0]: Version "6" disagrees with "address" "10.10.0.1/24"',
+    );
+    expect(addError(baseConf("1.0.0", { addresses: [{ address: "10.10.0.1/24", Address: { IP: "nope" } }] })).message).toBe(
+      'ipam.addresses[0].Address.IP: invalid IP address: "nope"',
+    );
+    expect(addError(baseConf("1.0.0", { addresses: [{ address: "10.10.0.1/24", Address: { Mask: "//8A" } }] })).message).toBe(
+      'ipam.addresses[0].Address.Mask: not a base64 netmask: "//8A"',
+    );
+    // Only `Address`: upstream derives everything from `address`, which is then empty.
+    expect(addError(baseConf("1.0.0", { addresses: [{ Address: { IP: "10.10.0.1", Mask: "////AA==" } }] })).message).toBe(
+      "the 'address' field is expected to be in CIDR notation, got: ''",
+    );
+    // Config addresses replaced by runtimeConfig.ips are not looked at, as upstream.
+    const replaced = { ...baseConf("1.0.0", { addresses: [{ address: "10.10.0.1/24", Version: "6" }] }), runtimeConfig: { ips: ["10.2.0.1/24"] } };
+    expect(add(replaced).ips).toEqual([{ address: "10.2.0.1/24" }]);
   });
 
   test("an empty address list succeeds with no IPs (and cannot be printed as 0.2.0)", () => {

@@ -1,6 +1,6 @@
 /**
  * static: an IPAM plugin that hands out exactly the addresses it is given (upstream
- * plugins/ipam/static/main.go, upstream-matrix §2.9). Nothing is stored anywhere.
+ * plugins/ipam/static/main.go). Nothing is stored anywhere.
  *
  * ADD returns the addresses (config `ipam.addresses`, CNI_ARGS `IP`/`GATEWAY`, `args.cni.ips`,
  * `runtimeConfig.ips`; precedence in config.ts) with the `ipam.routes` and the ipam-level `ipam.dns`.
@@ -8,8 +8,8 @@
  * succeed (DEL does not even read the config).
  *
  * Deviations from upstream: config errors are code 7 and a missing prevResult on CHECK is code 7
- * (upstream: 999); an undecodable prevResult is code 6; routes without `dst` and the untagged Go
- * `Address` object form are refused instead of printing `<nil>`.
+ * (upstream: 999); an undecodable prevResult is code 6; routes without `dst` are refused instead of
+ * printing `<nil>`; Go's untagged `Address`/`Version` fields must agree with `address` (config.ts).
  */
 import { decode, t } from "../../shared/cni/decode.ts";
 import { CniError, InternalError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";

@@ -7,6 +7,7 @@ import {
   isNetworkAddress,
   lastAddress,
   maskBits,
+  maskToPrefix,
   networkAddress,
   parseCIDR,
   parseCIDRDetailed,
@@ -133,4 +134,17 @@ describe("prefix math", () => {
       }
     });
   }
+});
+
+describe("maskToPrefix (Go IPMask.Size ones)", () => {
+  test("contiguous masks of both lengths", () => {
+    expect(maskToPrefix(new Uint8Array([255, 255, 255, 0]))).toBe(24);
+    expect(maskToPrefix(new Uint8Array([255, 255, 255, 255]))).toBe(32);
+    expect(maskToPrefix(new Uint8Array(4))).toBe(0);
+    expect(maskToPrefix(new Uint8Array([...new Array(8).fill(255), ...new Array(8).fill(0)]))).toBe(64);
+  });
+  test("non-contiguous masks are refused", () => {
+    expect(maskToPrefix(new Uint8Array([255, 0, 255, 0]))).toBeUndefined();
+    expect(maskToPrefix(new Uint8Array([0b11110111, 0, 0, 0]))).toBeUndefined();
+  });
 });

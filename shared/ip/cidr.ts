@@ -94,3 +94,21 @@ export function prefixSize(prefixLen: number, family: IPFamily): bigint {
 export function isNetworkAddress(c: CIDR): boolean {
   return networkAddress(c.ip, c.prefixLen).value === c.ip.value;
 }
+
+/**
+ * The prefix length of a netmask given as bytes (Go `net.IPMask.Size`'s ones), or undefined when
+ * the ones are not contiguous. Any byte length is accepted; callers check 4/16 where it matters.
+ */
+export function maskToPrefix(mask: Uint8Array): number | undefined {
+  let bits = 0;
+  let seenZero = false;
+  for (const byte of mask) {
+    for (let i = 7; i >= 0; i--) {
+      if ((byte >> i) & 1) {
+        if (seenZero) return undefined;
+        bits++;
+      } else seenZero = true;
+    }
+  }
+  return bits;
+}

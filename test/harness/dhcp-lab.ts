@@ -14,12 +14,22 @@ import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { registerCleanup } from "./cleanup.ts";
 import { createContainerNetns, type ContainerNetns } from "./netns.ts";
-import { pluginPath } from "./paths.ts";
+import { goPluginPath, pluginPath } from "./paths.ts";
 import { makeTempDir } from "./tempdir.ts";
 import type { FakeServerEvent, FakeServerOptions } from "./dhcp-fake-server.ts";
 
 export const LAB_BRIDGE = "dhbr0";
 export const SERVER_IP = "10.77.0.1";
+export const SERVER_IP6 = "fd00:77::1";
+
+/** Polls `cond` every 100 ms until it holds; throws after `ms`. */
+export async function waitFor(what: string, cond: () => boolean, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(100);
+  }
+}
 
 export function sh(cmd: string[]): string {
   const r = Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe" });
@@ -36,6 +46,8 @@ export interface DnsmasqOptions {
   options?: string[];
   /** false: build the bridge and server netns only (for {@link startFakeServer}); default true. */
   dnsmasq?: boolean;
+  /** Also serve DHCPv6 (stateful, no RAs) from this pool in {@link SERVER_IP6}/64, lease 2m. */
+  range6?: [string, string];
 }
 
 export interface Lab {
@@ -61,6 +73,10 @@ export async function startLab(o: DnsmasqOptions = {}): Promise<Lab> {
   const inSrv = (...a: string[]): string => sh(["nsenter", `--net=${server.path}`, ...a]);
   inSrv("ip", "link", "set", "lo", "up");
   inSrv("ip", "addr", "add", `${SERVER_IP}/24`, "dev", "dhsrv0");
+  if (o.range6 !== undefined) {
+    inSrv("sysctl", "-qw", "net.ipv6.conf.dhsrv0.disable_ipv6=0");
+    inSrv("ip", "addr", "add", `${SERVER_IP6}/64`, "dev", "dhsrv0", "nodad");
+  }
   inSrv("ip", "link", "set", "dhsrv0", "up");
   const leaseFile = join(dir, "dnsmasq.leases");
   const logFile = join(dir, "dnsmasq.log");
@@ -78,6 +94,7 @@ export async function startLab(o: DnsmasqOptions = {}): Promise<Lab> {
     "--interface=dhsrv0", "--bind-interfaces", `--dhcp-range=${lo},${hi},255.255.255.0,${o.leaseTime ?? "2m"}`,
     `--dhcp-option=option:router,${SERVER_IP}`, `--dhcp-leasefile=${leaseFile}`, "--dhcp-authoritative", "--no-ping",
     "--log-dhcp", `--log-facility=${logFile}`, `--pid-file=${join(dir, "dnsmasq.pid")}`,
+    ...(o.range6 !== undefined ? [`--dhcp-range=${o.range6[0]},${o.range6[1]},64,2m`] : []),
     ...(o.options ?? []).map((x) => `--dhcp-option=${x}`),
   ];
   const proc = Bun.spawn(args, { stdout: "ignore", stderr: "pipe" });
@@ -119,6 +136,8 @@ export async function labContainer(ifName = "eth0"): Promise<LabContainer> {
   sh(["ip", "link", "set", hostVeth, "master", LAB_BRIDGE, "up"]);
   const exec = (...a: string[]): string => sh(["nsenter", `--net=${netns.path}`, ...a]);
   exec("ip", "link", "set", "lo", "up");
+  // IPv6 on, whatever a new netns inherits: DHCPv6 needs the link-local address.
+  exec("sysctl", "-qw", `net.ipv6.conf.${ifName}.disable_ipv6=0`);
   return { netns, hostVeth, exec };
 }
 
@@ -131,12 +150,18 @@ export interface Daemon {
   signal(sig: "SIGTERM" | "SIGKILL" | "SIGINT"): Promise<number | null>;
 }
 
-/** Starts `<bin>/dhcp daemon` with a private socket and lease dir; waits for the socket. */
-export async function startDaemon(dir: string, extra: string[] = [], env: Record<string, string> = {}): Promise<Daemon> {
+/**
+ * Starts `<bin>/dhcp daemon` with a private socket and lease dir; waits for the socket. `go`: the
+ * Go 1.1.1 daemon (/usr/lib/cni/dhcp) instead, which keeps no lease dir.
+ */
+export async function startDaemon(dir: string, extra: string[] = [], env: Record<string, string> = {}, go = false): Promise<Daemon> {
   const socketPath = join(dir, "run", "dhcp.sock");
   const leaseDir = join(dir, "leases");
   mkdirSync(dir, { recursive: true });
-  const proc = Bun.spawn([pluginPath("dhcp"), "daemon", "-socketpath", socketPath, "-leasedir", leaseDir, ...extra], {
+  const argv = go
+    ? [goPluginPath("dhcp"), "daemon", "-socketpath", socketPath, ...extra]
+    : [pluginPath("dhcp"), "daemon", "-socketpath", socketPath, "-leasedir", leaseDir, ...extra];
+  const proc = Bun.spawn(argv, {
     stdin: "ignore",
     stdout: "ignore",
     stderr: "pipe",
@@ -148,8 +173,10 @@ export async function startDaemon(dir: string, extra: string[] = [], env: Record
     const dec = new TextDecoder();
     for await (const chunk of proc.stderr) text += dec.decode(chunk);
   })();
-  for (let i = 0; i < 250 && !existsSync(socketPath) && proc.exitCode === null; i++) await Bun.sleep(20);
-  if (!existsSync(socketPath)) {
+  // Ours logs "listening on" once the socket has its final mode (a test may loosen it afterwards).
+  const up = (): boolean => existsSync(socketPath) && (go || text.includes("listening on"));
+  for (let i = 0; i < 250 && !up() && proc.exitCode === null; i++) await Bun.sleep(20);
+  if (!up()) {
     proc.kill("SIGKILL");
     await proc.exited;
     forget();

@@ -6,12 +6,12 @@
  * machine is shared and timings are noisy.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { registerCleanup, runAllCleanups } from "../harness/cleanup.ts";
+import { runAllCleanups } from "../harness/cleanup.ts";
 import { dhcpConf, labContainer, startDaemon, startLab, type Daemon, type Lab, type LabContainer } from "../harness/dhcp-lab.ts";
 import { execGoPlugin, execPlugin, type PluginRun } from "../harness/exec-plugin.ts";
-import { goPluginPath, hasGoPlugin } from "../harness/paths.ts";
+import { hasGoPlugin } from "../harness/paths.ts";
 
 afterAll(() => runAllCleanups());
 
@@ -34,35 +34,22 @@ async function timed(fn: () => Promise<PluginRun>): Promise<{ run: PluginRun; ms
 describe.skipIf(!RUN)("dhcp latency: ours vs Go 1.1.1 against one dnsmasq", () => {
   let lab: Lab;
   let ours: Daemon;
-  let goSocket = "";
-  let goLog = "";
-  let goProc: ReturnType<typeof Bun.spawn> | undefined;
+  let go: Daemon;
   beforeAll(async () => {
     lab = await startLab({ range: ["10.77.0.100", "10.77.0.199"] });
     ours = await startDaemon(join(lab.dir, "ours"));
-    const goDir = join(lab.dir, "go");
-    mkdirSync(goDir, { recursive: true });
-    goSocket = join(goDir, "dhcp.sock");
-    const proc = Bun.spawn([goPluginPath("dhcp"), "daemon", "-socketpath", goSocket], { stdin: "ignore", stdout: "ignore", stderr: "pipe" });
-    goProc = proc;
-    registerCleanup(`go dhcp daemon pid ${proc.pid}`, () => proc.kill("SIGKILL"));
-    void (async () => {
-      for await (const chunk of proc.stderr) goLog += new TextDecoder().decode(chunk);
-    })();
-    for (let i = 0; i < 250 && !existsSync(goSocket); i++) await Bun.sleep(20);
-    if (!existsSync(goSocket)) throw new Error(`Go dhcp daemon did not start: ${goLog}`);
+    go = await startDaemon(join(lab.dir, "go"), [], {}, true);
   }, T);
   afterAll(async () => {
     await ours?.signal("SIGKILL");
-    goProc?.kill("SIGKILL");
-    await goProc?.exited;
+    await go?.signal("SIGKILL");
     await lab?.stop();
   });
 
   test(`${ROUNDS} ADD/DEL rounds each, warm daemons`, async () => {
     const impls = [
       { name: "ours", conf: () => dhcpConf(ours.socketPath), exec: execPlugin },
-      { name: "go", conf: () => dhcpConf(goSocket), exec: execGoPlugin },
+      { name: "go", conf: () => dhcpConf(go.socketPath), exec: execGoPlugin },
     ] as const;
     const add: Record<string, number[]> = { ours: [], go: [] };
     const del: Record<string, number[]> = { ours: [], go: [] };
@@ -75,7 +62,7 @@ describe.skipIf(!RUN)("dhcp latency: ours vs Go 1.1.1 against one dnsmasq", () =
         const id = `lat-${impl.name}-${round}`;
         const inv = { containerID: id, netns: c.netns.path, ifName: "eth0", config: impl.conf(), timeoutMs: 90_000 };
         const a = await timed(() => impl.exec("dhcp", { command: "ADD", ...inv }));
-        expect(a.run.status, `${impl.name} ADD: ${a.run.stdout}${a.run.stderr}${impl.name === "go" ? goLog : ours.log()}`).toBe(0);
+        expect(a.run.status, `${impl.name} ADD: ${a.run.stdout}${a.run.stderr}${impl.name === "go" ? go.log() : ours.log()}`).toBe(0);
         expect(a.run.json.ips[0].address).toMatch(/^10\.77\.0\.1\d\d\/24$/);
         const d = await timed(() => impl.exec("dhcp", { command: "DEL", ...inv }));
         expect(d.run.status, `${impl.name} DEL: ${d.run.stdout}${d.run.stderr}`).toBe(0);

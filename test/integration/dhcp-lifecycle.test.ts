@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runAllCleanups, registerCleanup } from "../harness/cleanup.ts";
-import { dhcpConf, labContainer, startDaemon, startFakeServer, startLab, type Daemon, type FakeServer, type Lab, type LabContainer } from "../harness/dhcp-lab.ts";
+import { dhcpConf, labContainer, startDaemon, startFakeServer, startLab, type Daemon, type FakeServer, type Lab, type LabContainer, waitFor } from "../harness/dhcp-lab.ts";
 import type { FakeServerEvent } from "../harness/dhcp-fake-server.ts";
 import { execPlugin, pluginEnv } from "../harness/exec-plugin.ts";
 import { pluginPath, DIST_BIN } from "../harness/paths.ts";
@@ -23,14 +23,6 @@ const ADDRESS = "10.77.0.42";
 
 async function ipam(command: string, id: string, netns: string, conf: Record<string, unknown>) {
   return execPlugin("dhcp", { command, containerID: id, netns, ifName: "eth0", config: conf, timeoutMs: 90_000 });
-}
-
-async function waitFor(what: string, cond: () => boolean, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(100);
-  }
 }
 
 function linkIsUp(c: LabContainer): boolean {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { registerCleanup, runAllCleanups } from "../harness/cleanup.ts";
-import { LAB_BRIDGE, SERVER_IP, sh, startDaemon, startLab, type Daemon, type Lab } from "../harness/dhcp-lab.ts";
+import { LAB_BRIDGE, SERVER_IP, sh, startDaemon, startLab, type Daemon, type Lab, waitFor } from "../harness/dhcp-lab.ts";
 import { execPlugin } from "../harness/exec-plugin.ts";
 import { createContainerNetns, type ContainerNetns } from "../harness/netns.ts";
 
@@ -16,14 +16,6 @@ afterAll(() => runAllCleanups());
 const HAVE_DNSMASQ = existsSync("/usr/sbin/dnsmasq") && process.getuid?.() === 0;
 const T = 120_000;
 const MASTER = "dhmv0";
-
-async function waitFor(what: string, cond: () => boolean, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(100);
-  }
-}
 
 describe.skipIf(!HAVE_DNSMASQ)("macvlan with ipam dhcp", () => {
   let lab: Lab;

@@ -1,7 +1,7 @@
 /**
  * DHCP client exchanges on one {@link DhcpSocket} (RFC 2131 §3.1, §4.3.2, §4.4): the messages of
  * INIT (DISCOVER/REQUEST), RENEWING, REBINDING and RELEASE, one exchange with re-sends, and
- * upstream's retry schedule (upstream-matrix §4.4).
+ * upstream's retry schedule (upstream plugins/ipam/dhcp/lease.go).
  */
 import {
   BOOTREPLY,
@@ -20,6 +20,7 @@ import {
   OPT_PARAMETER_REQUEST_LIST,
   OPT_REQUESTED_IP,
   OPT_SERVER_ID,
+  decodeMessage,
   encodeMessage,
   ipv4Bytes,
   messageType,
@@ -119,19 +120,29 @@ export function serverIdOf(m: DhcpMessage): string {
 }
 
 /**
- * One exchange: sends `msg` to `dest` and waits `timeoutMs` for a reply of an accepted type with
- * our xid and MAC; re-sends up to {@link SENDS_PER_EXCHANGE} times. A send that fails (no route
- * yet, interface down) counts as a lost packet.
+ * One exchange (DHCPv4 or v6): sends `bytes` to `dest` and waits `timeoutMs` for a datagram that
+ * `decode` parses (malformed ones are skipped) and `accept` takes; re-sends up to
+ * {@link SENDS_PER_EXCHANGE} times. A send that fails (no route yet, interface down) counts as a
+ * lost packet.
  */
-export async function exchange(
+export async function exchangeBytes<M>(
   sock: DhcpSocket,
-  p: ClientParams,
-  msg: DhcpMessage,
+  timeoutMs: number,
+  bytes: Uint8Array,
   dest: string,
-  accept: (m: DhcpMessage) => boolean,
+  decode: (raw: Uint8Array) => M,
+  accept: (m: M) => boolean,
   cancelled: () => boolean,
-): Promise<DhcpMessage> {
-  const bytes = encodeMessage(msg);
+): Promise<M> {
+  const take = (raw: Uint8Array): M | undefined => {
+    let m: M;
+    try {
+      m = decode(raw);
+    } catch {
+      return undefined;
+    }
+    return accept(m) ? m : undefined;
+  };
   let lastSendError: unknown;
   for (let i = 0; i < SENDS_PER_EXCHANGE && !cancelled(); i++) {
     sock.drain();
@@ -140,15 +151,24 @@ export async function exchange(
     } catch (err) {
       lastSendError = err;
     }
-    const reply = await sock.receive(
-      Date.now() + p.timeoutMs,
-      (m) => m.op === BOOTREPLY && m.xid === msg.xid && sameMac(m.chaddr, p.mac) && accept(m),
-      cancelled,
-    );
+    const reply = await sock.receive(Date.now() + timeoutMs, take, cancelled);
     if (reply !== undefined) return reply;
   }
   const why = lastSendError instanceof Error ? ` (last send: ${lastSendError.message})` : "";
-  throw new DhcpTimeoutError(`no reply after ${SENDS_PER_EXCHANGE} tries of ${p.timeoutMs} ms${why}`);
+  throw new DhcpTimeoutError(`no reply after ${SENDS_PER_EXCHANGE} tries of ${timeoutMs} ms${why}`);
+}
+
+/** A DHCPv4 exchange: replies must carry our xid and MAC and pass `accept`. */
+export function exchange(
+  sock: DhcpSocket,
+  p: ClientParams,
+  msg: DhcpMessage,
+  dest: string,
+  accept: (m: DhcpMessage) => boolean,
+  cancelled: () => boolean,
+): Promise<DhcpMessage> {
+  const ours = (m: DhcpMessage): boolean => m.op === BOOTREPLY && m.xid === msg.xid && sameMac(m.chaddr, p.mac) && accept(m);
+  return exchangeBytes(sock, p.timeoutMs, encodeMessage(msg), dest, decodeMessage, ours, cancelled);
 }
 
 function nakError(m: DhcpMessage): DhcpNakError {
@@ -228,13 +248,18 @@ export function* backoffDelays(maxMs: number, jitter: () => number = () => (Math
   }
 }
 
+/** What a retry sequence needs of the client parameters. */
+export interface RetryParams {
+  resendMaxMs: number;
+}
+
 /**
  * Runs `attempt` until it succeeds, sleeping the back-off between failures, bounded by
  * `deadline` (epoch ms). Throws the last failure wrapped as "no more tries".
  */
 export async function withRetries<T>(
   attempt: () => Promise<T>,
-  p: ClientParams,
+  p: RetryParams,
   deadline: number,
   cancelled: () => boolean,
   sleep: (ms: number) => Promise<void>,

@@ -1,7 +1,8 @@
 /**
- * The client's UDP socket: created INSIDE the container netns (one synchronous withNetNS window),
- * bound to the container interface with SO_BINDTODEVICE on 0.0.0.0:68, non-blocking; used from the
- * host thread afterwards (a socket keeps the netns it was created in).
+ * The client's UDP socket, for DHCPv4 (0.0.0.0:68) or DHCPv6 ([::]:546): created INSIDE the
+ * container netns (one synchronous withNetNS window), bound to the container interface with
+ * SO_BINDTODEVICE, non-blocking; used from the host thread afterwards (a socket keeps the netns it
+ * was created in).
  *
  * Receiving never blocks the event loop: {@link DhcpSocket.receive} polls with MSG_DONTWAIT and
  * sleeps between polls, so many leases progress concurrently on the daemon's one thread.
@@ -10,6 +11,7 @@ import { NetNS, withNetNS } from "../../../shared/netns/index.ts";
 import { EAGAIN, SyscallError, libc } from "../../../shared/sys/index.ts";
 import {
   AF_INET,
+  AF_INET6,
   MSG_DONTWAIT,
   SOCK_CLOEXEC,
   SOCK_DGRAM,
@@ -19,7 +21,7 @@ import {
   SO_BROADCAST,
   SO_REUSEADDR,
 } from "../../../shared/sys/constants.ts";
-import { decodeMessage, ipv4Bytes, type DhcpMessage } from "../packet.ts";
+import { ipToBytes, parseIP } from "../../../shared/ip/ip.ts";
 
 // <linux/in.h>
 const SOL_IP = 0;
@@ -27,8 +29,19 @@ const IP_TRANSPARENT = 19;
 
 export const DHCP_SERVER_PORT = 67;
 export const DHCP_CLIENT_PORT = 68;
+/** RFC 8415 §7.2. */
+export const DHCP6_CLIENT_PORT = 546;
+export const DHCP6_SERVER_PORT = 547;
 /** How often a waiting receive polls its socket. */
 const POLL_INTERVAL_MS = 20;
+/** Largest datagram kept (DHCP messages are far smaller). */
+const RECV_BUFFER = 4096;
+
+function addressBytes(ip: string): Uint8Array {
+  const parsed = parseIP(ip);
+  if (parsed === null) throw new RangeError(`not an IP address: ${JSON.stringify(ip)}`);
+  return ipToBytes(parsed);
+}
 
 /** struct sockaddr_in (16 bytes): family in host order, port and address in network order. */
 export function sockaddrIn(ip: string, port: number): Uint8Array {
@@ -36,7 +49,18 @@ export function sockaddrIn(ip: string, port: number): Uint8Array {
   const dv = new DataView(out.buffer);
   dv.setUint16(0, AF_INET, true);
   dv.setUint16(2, port, false);
-  out.set(ipv4Bytes(ip), 4);
+  out.set(addressBytes(ip), 4);
+  return out;
+}
+
+/** struct sockaddr_in6 (28 bytes): family, port, flowinfo 0, address, scope id (interface index, host order). */
+export function sockaddrIn6(ip: string, port: number, scopeId = 0): Uint8Array {
+  const out = new Uint8Array(28);
+  const dv = new DataView(out.buffer);
+  dv.setUint16(0, AF_INET6, true);
+  dv.setUint16(2, port, false);
+  out.set(addressBytes(ip), 8);
+  dv.setUint32(24, scopeId, true);
   return out;
 }
 
@@ -47,40 +71,57 @@ function sleep(ms: number): Promise<void> {
 export class DhcpSocket {
   #fd: number;
   readonly ifName: string;
-  readonly #buf = new Uint8Array(1500);
+  readonly #family: 4 | 6;
+  /** Interface index, the scope of IPv6 link-local destinations. */
+  readonly #scopeId: number;
+  readonly #buf = new Uint8Array(RECV_BUFFER);
 
-  private constructor(fd: number, ifName: string) {
+  private constructor(fd: number, ifName: string, family: 4 | 6, scopeId: number) {
     this.#fd = fd;
     this.ifName = ifName;
+    this.#family = family;
+    this.#scopeId = scopeId;
   }
 
-  /**
-   * Opens the socket in `ns`, bound to `ifName` port 68 on 0.0.0.0, or on `sourceIp` (with
-   * IP_TRANSPARENT: the address need not be configured, CAP_NET_ADMIN) to send from a leased address.
-   */
-  static open(ns: NetNS, ifName: string, sourceIp = "0.0.0.0"): DhcpSocket {
-    const fd = withNetNS(ns, () => libc.socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  static #open(ns: NetNS, family: 4 | 6, ifName: string, setup: (fd: number) => void, scopeId = 0): DhcpSocket {
+    const fd = withNetNS(ns, () => libc.socket(family === 4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     try {
       libc.setsockoptInt(fd, SOL_SOCKET, SO_REUSEADDR, 1);
-      libc.setsockoptInt(fd, SOL_SOCKET, SO_BROADCAST, 1);
       libc.setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, new TextEncoder().encode(`${ifName}\0`));
-      if (sourceIp !== "0.0.0.0") libc.setsockoptInt(fd, SOL_IP, IP_TRANSPARENT, 1);
-      libc.bind(fd, sockaddrIn(sourceIp, DHCP_CLIENT_PORT));
+      setup(fd);
     } catch (err) {
       libc.close(fd);
       throw err;
     }
-    return new DhcpSocket(fd, ifName);
+    return new DhcpSocket(fd, ifName, family, scopeId);
+  }
+
+  /**
+   * A DHCPv4 socket in `ns`, bound to `ifName` port 68 on 0.0.0.0, or on `sourceIp` (with
+   * IP_TRANSPARENT: the address need not be configured, CAP_NET_ADMIN) to send from a leased address.
+   */
+  static open(ns: NetNS, ifName: string, sourceIp = "0.0.0.0"): DhcpSocket {
+    return DhcpSocket.#open(ns, 4, ifName, (fd) => {
+      libc.setsockoptInt(fd, SOL_SOCKET, SO_BROADCAST, 1);
+      if (sourceIp !== "0.0.0.0") libc.setsockoptInt(fd, SOL_IP, IP_TRANSPARENT, 1);
+      libc.bind(fd, sockaddrIn(sourceIp, DHCP_CLIENT_PORT));
+    });
+  }
+
+  /** A DHCPv6 socket in `ns`, bound to `ifName` (index `ifIndex`) port 546 on [::]; it sends from the link-local address. */
+  static open6(ns: NetNS, ifName: string, ifIndex: number): DhcpSocket {
+    return DhcpSocket.#open(ns, 6, ifName, (fd) => libc.bind(fd, sockaddrIn6("::", DHCP6_CLIENT_PORT)), ifIndex);
   }
 
   get isOpen(): boolean {
     return this.#fd >= 0;
   }
 
-  /** Sends one message to `ip`:67 (255.255.255.255 for a broadcast). */
+  /** Sends one message to the server port of `ip` (255.255.255.255 for a v4 broadcast, ff02::1:2 for all v6 servers). */
   send(bytes: Uint8Array, ip: string): void {
     if (this.#fd < 0) throw new Error("DHCP socket is closed");
-    libc.sendto(this.#fd, bytes, 0, sockaddrIn(ip, DHCP_SERVER_PORT));
+    const to = this.#family === 4 ? sockaddrIn(ip, DHCP_SERVER_PORT) : sockaddrIn6(ip, DHCP6_SERVER_PORT, this.#scopeId);
+    libc.sendto(this.#fd, bytes, 0, to);
   }
 
   /** Drops whatever is queued (stale replies of an earlier exchange). */
@@ -99,22 +140,17 @@ export class DhcpSocket {
   }
 
   /**
-   * Waits until `deadline` (epoch ms) for a message `accept` takes; malformed or unwanted
-   * datagrams are skipped. Resolves undefined on timeout, when `cancelled()` turns true, or when
-   * the socket was closed meanwhile.
+   * Waits until `deadline` (epoch ms) for a datagram `take` turns into a value (undefined:
+   * malformed or unwanted, skipped). Resolves undefined on timeout, when `cancelled()` turns true,
+   * or when the socket was closed meanwhile.
    */
-  async receive(deadline: number, accept: (m: DhcpMessage) => boolean, cancelled: () => boolean = () => false): Promise<DhcpMessage | undefined> {
+  async receive<T>(deadline: number, take: (raw: Uint8Array) => T | undefined, cancelled: () => boolean = () => false): Promise<T | undefined> {
     for (;;) {
       if (this.#fd < 0 || cancelled()) return undefined;
       const raw = this.#tryRecv();
       if (raw !== undefined) {
-        let m: DhcpMessage | undefined;
-        try {
-          m = decodeMessage(raw);
-        } catch {
-          m = undefined;
-        }
-        if (m !== undefined && accept(m)) return m;
+        const v = take(raw);
+        if (v !== undefined) return v;
         continue;
       }
       const left = deadline - Date.now();

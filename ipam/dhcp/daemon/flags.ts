@@ -1,5 +1,5 @@
 /**
- * `dhcp daemon` flags with Go `flag` package syntax (upstream-matrix §4.3): `-name value`,
+ * `dhcp daemon` flags with Go `flag` package syntax (upstream plugins/ipam/dhcp/main.go): `-name value`,
  * `-name=value`, `--name` forms; booleans take no value unless written `-name=false`; parsing stops
  * at the first non-flag argument or `--`. Durations use Go syntax (`10s`, `1m30s`, `250ms`).
  */

@@ -1,6 +1,7 @@
 /**
- * Persisted leases (ours; upstream keeps leases in memory only, user-pain §1.7): one JSON file per
- * lease under the lease directory (default /var/lib/cni/dhcp), named by a hash of the lease key,
+ * Persisted leases (ours; upstream keeps leases in memory only): one JSON file per lease under the
+ * lease directory (default /var/lib/cni/dhcp), named by a hash of the lease key (plus `#v6` for a
+ * DHCPv6 lease),
  * written atomically (temp file + rename), mode 0600. The daemon's thread owns the directory, so
  * synchronous fs calls are fine here (never called while switched into a netns).
  */
@@ -11,6 +12,8 @@ import { join } from "node:path";
 export interface LeaseRecord {
   /** `<containerID>/<network>/<ifname>`. */
   key: string;
+  /** 6 for a DHCPv6 lease; absent for DHCPv4. */
+  family?: 6;
   containerID: string;
   /** Netns path as the plugin sent it (absolute; without the daemon's host prefix). */
   netns: string;
@@ -19,7 +22,7 @@ export interface LeaseRecord {
   cniArgs: string;
   /** The network config of the ADD. */
   stdinData: string;
-  /** The last DHCPACK, base64. */
+  /** The last DHCPACK (v4) or REPLY (v6), base64. */
   ack: string;
   /** When that ACK arrived (epoch ms). */
   boundAt: number;
@@ -31,20 +34,21 @@ export class LeaseStore {
     this.dir = dir;
   }
 
-  #file(key: string): string {
-    return join(this.dir, `${createHash("sha256").update(key).digest("hex").slice(0, 32)}.json`);
+  #file(key: string, family: 4 | 6): string {
+    const slot = family === 6 ? `${key}#v6` : key;
+    return join(this.dir, `${createHash("sha256").update(slot).digest("hex").slice(0, 32)}.json`);
   }
 
   save(r: LeaseRecord): void {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    const file = this.#file(r.key);
+    const file = this.#file(r.key, r.family ?? 4);
     const tmp = `${file}.tmp`;
     writeFileSync(tmp, `${JSON.stringify(r)}\n`, { mode: 0o600 });
     renameSync(tmp, file);
   }
 
-  remove(key: string): void {
-    rmSync(this.#file(key), { force: true });
+  remove(key: string, family: 4 | 6): void {
+    rmSync(this.#file(key, family), { force: true });
   }
 
   /** Every readable record; unreadable files are reported through `onBad` and skipped. */

@@ -1,6 +1,6 @@
 /**
  * `dhcp daemon [flags]`: the long-running lease daemon (upstream plugins/ipam/dhcp/daemon.go,
- * upstream-matrix §4.3). One thread, no Workers: every DHCP socket is non-blocking and polled
+ * and main.go). One thread, no Workers: every DHCP socket is non-blocking and polled
  * (dhcp-socket.ts), and the only netns windows are synchronous socket/netlink opens.
  *
  * Listener: systemd socket activation (exactly one fd in LISTEN_FDS, for our LISTEN_PID), else a
@@ -8,7 +8,8 @@
  * 0600. An existing socket file is probed: connection refused ⇒ stale (crashed daemon), unlinked
  * and replaced; a live daemon ⇒ refuse to start. SIGTERM/SIGINT: stop maintenance, release
  * nothing, keep the persisted leases, remove the socket (unless socket-activated) and pidfile.
- * Only root and the daemon's own user are answered (SO_PEERCRED, peer-cred.ts).
+ * Protocol: Go net/rpc over HTTP (rpc-server.ts). Only root and the daemon's own user are
+ * answered (SO_PEERCRED, peer-cred.ts).
  * Leases persisted under `-leasedir` are resumed at start.
  */
 import { mkdirSync, rmSync, lstatSync, chmodSync, writeFileSync } from "node:fs";
@@ -16,9 +17,11 @@ import { createConnection, createServer, type Server } from "node:net";
 import { dirname, isAbsolute } from "node:path";
 import { writeAllSync } from "../../../shared/cni/stdio.ts";
 import { FlagError, parseDaemonFlags, usage, type DaemonFlags } from "./flags.ts";
-import { Lease } from "./lease.ts";
+import { Lease4 } from "./lease4.ts";
+import { Lease6 } from "./lease6.ts";
 import { LeaseStore } from "./lease-store.ts";
-import { LeaseManager, serveConnections } from "./server.ts";
+import { serveConnections } from "./rpc-server.ts";
+import { LeaseManager, daemonMethods } from "./server.ts";
 
 /** First fd passed by systemd (SD_LISTEN_FDS_START). */
 const SD_LISTEN_FDS_START = 3;
@@ -128,7 +131,7 @@ export async function runDhcpDaemon(argv: readonly string[], env: Readonly<Recor
   const store = new LeaseStore(flags.leaseDir);
   const manager = new LeaseManager({ flags, store, log });
   const server = createServer();
-  serveConnections(server, manager, log, process.getuid?.() ?? 0);
+  serveConnections(server, daemonMethods(manager), log, process.getuid?.() ?? 0);
   let ownedPath: string | undefined;
   try {
     ownedPath = await openListener(server, flags, env);
@@ -141,12 +144,13 @@ export async function runDhcpDaemon(argv: readonly string[], env: Readonly<Recor
 
   for (const record of store.loadAll((file, why) => log(`ignoring unreadable lease file ${file}: ${why}`))) {
     try {
-      const lease = Lease.resume(record, { flags, store, log });
+      const deps = { flags, store, log };
+      const lease = record.family === 6 ? Lease6.resume(record, deps) : Lease4.resume(record, deps);
       manager.adopt(lease);
-      log(`${record.key}: resumed lease on ${lease.address}`);
+      log(`${lease.tag}: resumed lease on ${lease.address}`);
     } catch (err) {
       log(`${record.key}: cannot resume persisted lease: ${(err as Error).message}`);
-      store.remove(record.key);
+      store.remove(record.key, record.family ?? 4);
     }
   }
 

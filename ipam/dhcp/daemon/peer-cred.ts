@@ -1,6 +1,6 @@
 /**
  * Who is calling: the daemon answers only root and its own user (SO_PEERCRED on the accepted
- * unix socket, user-pain §2.3). The socket file is 0600 already; this also holds when an operator
+ * unix socket). The socket file is 0600 already; this also holds when an operator
  * loosens its mode, passes a socket by activation, or shares it into a container.
  */
 import type { Socket } from "node:net";

@@ -1,31 +1,81 @@
 /**
  * The daemon's request handling: ADD acquires (or returns the existing) lease for
- * `<containerID>/<network>/<ifname>`, CHECK only looks (read-only), DEL releases. Concurrent
- * requests for one key share a single acquisition; different keys never wait for each other.
+ * `<containerID>/<network>/<ifname>`, CHECK only looks (read-only), DEL releases, GC releases the
+ * network's leases of attachments no longer valid. Concurrent requests for one key share a single
+ * acquisition; different keys never wait for each other. {@link daemonMethods} exposes them as the
+ * net/rpc methods of ../rpc-protocol.ts.
  */
-import { createServer, type Server, type Socket } from "node:net";
-import { CNI_ERROR_CODES, CniError, messageOf } from "../../../shared/cni/errors.ts";
+import { validAttachmentsOf } from "../../../shared/cni/netconf.ts";
+import type { Result } from "../../../shared/cni/types.ts";
 import { loadDhcpConfig } from "../config.ts";
-import { MAX_REQUEST_BYTES, parseRequest, type RpcRequest, type RpcResponse } from "../rpc-protocol.ts";
-import { Lease, type LeaseDeps } from "./lease.ts";
-import { refusePeer } from "./peer-cred.ts";
+import { EmptyType, METHOD_ALLOCATE, METHOD_CHECK, METHOD_GC, METHOD_RELEASE, ResultType, resultToGob, type RpcArgs } from "../rpc-protocol.ts";
+import type { Lease, LeaseDeps } from "./lease.ts";
+import { Lease4 } from "./lease4.ts";
+import { Lease6 } from "./lease6.ts";
+import type { Methods } from "./rpc-server.ts";
 
-function failure(err: unknown): RpcResponse {
-  const code = err instanceof CniError ? err.code : CNI_ERROR_CODES.Internal;
-  return { ok: false, error: { code, msg: messageOf(err) } };
+export class LeaseRequestError extends Error {
+  override name = "LeaseRequestError";
 }
 
-/** The network name of a forwarded config (DEL/CHECK must work even when options are invalid). */
-function networkName(stdinData: string): string {
-  const conf = JSON.parse(stdinData) as unknown;
-  const name = typeof conf === "object" && conf !== null ? (conf as Record<string, unknown>)["name"] : undefined;
+/** The forwarded config as an object (DEL/CHECK/GC must work even when options are invalid). */
+function configOf(stdinData: string): Record<string, unknown> {
+  let conf: unknown;
+  try {
+    conf = JSON.parse(stdinData);
+  } catch (err) {
+    throw new LeaseRequestError(`error parsing netconf: ${(err as Error).message}`, { cause: err });
+  }
+  if (typeof conf !== "object" || conf === null || Array.isArray(conf)) throw new LeaseRequestError("error parsing netconf: not a JSON object");
+  return conf as Record<string, unknown>;
+}
+
+function networkName(conf: Record<string, unknown>): string {
+  const name = conf["name"];
   return typeof name === "string" ? name : "";
+}
+
+function keyOf(a: RpcArgs, conf: Record<string, unknown>): string {
+  if (a.ifName === "") throw new LeaseRequestError("CNI_IFNAME is empty");
+  return `${a.containerID}/${networkName(conf)}/${a.ifName}`;
+}
+
+type AnyLease = Lease<unknown>;
+
+/** The map key of one family's lease of an attachment. */
+function slotOf(key: string, family: 4 | 6): string {
+  return family === 6 ? `${key}#v6` : key;
+}
+
+/**
+ * Merges the per-family results (v4 first): addresses, v4's routes, DNS servers and search domains
+ * of both (deduplicated), the first domain, and the interface when one family set its MTU.
+ */
+export function mergeResults(results: readonly Result[]): Result {
+  const out: Result = {};
+  const ips = results.flatMap((r) => r.ips ?? []);
+  const routes = results.flatMap((r) => r.routes ?? []);
+  const interfaces = results.flatMap((r) => r.interfaces ?? []).slice(0, 1);
+  if (interfaces.length > 0) out.interfaces = interfaces;
+  if (ips.length > 0) out.ips = ips;
+  if (routes.length > 0) out.routes = routes;
+  const nameservers = [...new Set(results.flatMap((r) => r.dns?.nameservers ?? []))];
+  const search = [...new Set(results.flatMap((r) => r.dns?.search ?? []))];
+  const domain = results.map((r) => r.dns?.domain).find((d) => d !== undefined);
+  if (nameservers.length > 0 || search.length > 0 || domain !== undefined) {
+    out.dns = {};
+    if (nameservers.length > 0) out.dns.nameservers = nameservers;
+    if (domain !== undefined) out.dns.domain = domain;
+    if (search.length > 0) out.dns.search = search;
+  }
+  return out;
 }
 
 export class LeaseManager {
   readonly #deps: LeaseDeps;
-  readonly #leases = new Map<string, Lease>();
-  readonly #pending = new Map<string, Promise<Lease>>();
+  /** Leases by slot ({@link slotOf}). */
+  readonly #leases = new Map<string, AnyLease>();
+  readonly #pending = new Map<string, Promise<AnyLease>>();
 
   constructor(deps: LeaseDeps) {
     this.#deps = deps;
@@ -36,75 +86,104 @@ export class LeaseManager {
   }
 
   /** Adopts a resumed lease and starts its loop. */
-  adopt(lease: Lease): void {
-    this.#leases.set(lease.req.key, lease);
+  adopt(lease: AnyLease): void {
+    this.#leases.set(slotOf(lease.req.key, lease.family), lease);
     this.#startLoop(lease);
   }
 
-  #startLoop(lease: Lease): void {
+  #startLoop(lease: AnyLease): void {
+    const slot = slotOf(lease.req.key, lease.family);
     lease.start((why) => {
-      if (this.#leases.get(lease.req.key) === lease && why !== "stopped") {
-        this.#leases.delete(lease.req.key);
-        this.#deps.log(`${lease.req.key}: ${why}`);
+      if (this.#leases.get(slot) === lease && why !== "stopped") {
+        this.#leases.delete(slot);
+        this.#deps.log(`${lease.tag}: ${why}`);
       }
     });
   }
 
-  async handle(req: RpcRequest): Promise<RpcResponse> {
-    const a = req.args;
-    try {
-      if (a.ifName === "") throw new CniError(CNI_ERROR_CODES.InvalidEnvironmentVariables, "CNI_IFNAME is empty");
-      if (req.method === "del") {
-        await this.release(`${a.containerID}/${networkName(a.stdinData)}/${a.ifName}`);
-        return { ok: true };
-      }
-      if (req.method === "check") {
-        const key = `${a.containerID}/${networkName(a.stdinData)}/${a.ifName}`;
-        const lease = this.#leases.get(key) ?? (await this.#pending.get(key));
-        if (lease === undefined) throw new CniError(CNI_ERROR_CODES.Internal, `no DHCP lease held for ${JSON.stringify(key)}`);
-        return { ok: true, result: lease.result() };
-      }
-      const conf = loadDhcpConfig(JSON.parse(a.stdinData) as Record<string, unknown>, a.args);
-      if (!a.netns.startsWith("/")) throw new CniError(CNI_ERROR_CODES.InvalidNetNS, `netns path ${JSON.stringify(a.netns)} is not absolute`);
-      const key = `${a.containerID}/${conf.network}/${a.ifName}`;
-      const lease = await this.#acquire(key, req);
-      return { ok: true, result: lease.result() };
-    } catch (err) {
-      return failure(err);
+  /**
+   * DHCP.Allocate: the held leases, or new ones, for every family of `ipam.ipFamilies`. When one
+   * family fails, the leases this call acquired for the others are released again.
+   */
+  async allocate(a: RpcArgs): Promise<Result> {
+    const conf = configOf(a.stdinData);
+    const families = loadDhcpConfig(conf, a.args).families;
+    if (!a.netns.startsWith("/")) throw new LeaseRequestError(`netns path ${JSON.stringify(a.netns)} is not absolute`);
+    const key = keyOf(a, conf);
+    const fresh = families.filter((f) => !this.#leases.has(slotOf(key, f)));
+    const got = await Promise.allSettled(families.map((f) => this.#acquire(key, f, a)));
+    const failed = got.find((g): g is PromiseRejectedResult => g.status === "rejected");
+    if (failed !== undefined) {
+      const acquiredNow = fresh.filter((f) => got[families.indexOf(f)]?.status === "fulfilled");
+      await Promise.all(acquiredNow.map((f) => this.#releaseSlot(slotOf(key, f))));
+      throw failed.reason;
     }
+    return mergeResults(got.map((g) => (g as PromiseFulfilledResult<AnyLease>).value.result()));
   }
 
-  async #acquire(key: string, req: RpcRequest): Promise<Lease> {
-    const have = this.#leases.get(key);
+  /** DHCP.Check: the held leases of every configured family; nothing is sent to the server. */
+  async check(a: RpcArgs): Promise<Result> {
+    const conf = configOf(a.stdinData);
+    const key = keyOf(a, conf);
+    const results: Result[] = [];
+    for (const f of loadDhcpConfig(conf, a.args).families) {
+      const slot = slotOf(key, f);
+      const lease = this.#leases.get(slot) ?? (await this.#pending.get(slot)?.catch(() => undefined));
+      if (lease === undefined) throw new LeaseRequestError(`no DHCP${f === 6 ? "v6" : ""} lease held for ${JSON.stringify(key)}`);
+      results.push(lease.result());
+    }
+    return mergeResults(results);
+  }
+
+  /** DHCP.GC: releases the network's leases whose (containerID, ifname) is not a valid attachment. */
+  async gc(a: RpcArgs): Promise<void> {
+    const conf = configOf(a.stdinData);
+    const valid = validAttachmentsOf(conf);
+    if (valid === undefined) throw new LeaseRequestError("GC needs a well-formed cni.dev/valid-attachments list");
+    const network = networkName(conf);
+    const keep = new Set(valid.map((v) => `${v.containerID}/${network}/${v.ifName}`));
+    // Acquisitions in flight are left alone: the runtime lists every attachment it has not deleted.
+    const stale = [...this.#leases.values()].filter((l) => l.req.key === `${l.req.containerID}/${network}/${l.req.ifName}` && !keep.has(l.req.key));
+    for (const l of stale) this.#deps.log(`${l.tag}: not a valid attachment; releasing (GC)`);
+    await Promise.all(stale.map((l) => this.#releaseSlot(slotOf(l.req.key, l.family))));
+  }
+
+  async #acquire(key: string, family: 4 | 6, a: RpcArgs): Promise<AnyLease> {
+    const slot = slotOf(key, family);
+    const have = this.#leases.get(slot);
     if (have !== undefined) return have;
-    const pending = this.#pending.get(key);
+    const pending = this.#pending.get(slot);
     if (pending !== undefined) return pending;
-    const a = req.args;
-    const p = Lease.acquire(
-      { key, containerID: a.containerID, netns: a.netns, ifName: a.ifName, cniArgs: a.args, stdinData: a.stdinData },
-      this.#deps,
-    );
-    this.#pending.set(key, p);
+    const req = { key, containerID: a.containerID, netns: a.netns, ifName: a.ifName, cniArgs: a.args, stdinData: a.stdinData };
+    const p: Promise<AnyLease> = family === 6 ? Lease6.acquire(req, this.#deps) : Lease4.acquire(req, this.#deps);
+    this.#pending.set(slot, p);
     try {
       const lease = await p;
-      this.#leases.set(key, lease);
+      this.#leases.set(slot, lease);
       this.#startLoop(lease);
       return lease;
     } finally {
-      this.#pending.delete(key);
+      this.#pending.delete(slot);
     }
   }
 
-  /** Releases the lease for `key`; unknown keys succeed. */
-  async release(key: string): Promise<void> {
-    const pending = this.#pending.get(key);
+  /** DHCP.Release: releases the caller's leases (both families); ones not held succeed. */
+  async releaseFor(a: RpcArgs): Promise<void> {
+    const key = keyOf(a, configOf(a.stdinData));
+    await Promise.all([this.#releaseSlot(slotOf(key, 4)), this.#releaseSlot(slotOf(key, 6))]);
+  }
+
+  /** Releases one slot's lease; an unknown slot succeeds (and its record, if any, is dropped). */
+  async #releaseSlot(slot: string): Promise<void> {
+    const pending = this.#pending.get(slot);
     if (pending !== undefined) await pending.catch(() => undefined);
-    const lease = this.#leases.get(key);
+    const lease = this.#leases.get(slot);
     if (lease === undefined) {
-      this.#deps.store.remove(key);
+      const v6 = slot.endsWith("#v6");
+      this.#deps.store.remove(v6 ? slot.slice(0, -3) : slot, v6 ? 6 : 4);
       return;
     }
-    this.#leases.delete(key);
+    this.#leases.delete(slot);
     await lease.release();
   }
 
@@ -116,49 +195,19 @@ export class LeaseManager {
   }
 }
 
-/**
- * Serves the protocol of rpc-protocol.ts on `server` (already created by the caller). Callers
- * other than root and `ownUid` get a refusal (peer-cred.ts) and nothing else.
- */
-export function serveConnections(server: Server, manager: LeaseManager, log: (s: string) => void, ownUid: number): void {
-  server.on("connection", (conn: Socket) => {
-    let buf = Buffer.alloc(0);
-    let done = false;
-    const answer = (res: RpcResponse): void => {
-      if (conn.destroyed) return;
-      conn.end(`${JSON.stringify(res)}\n`);
-    };
-    conn.on("error", () => undefined);
-    const refusal = refusePeer(conn, ownUid);
-    if (refusal !== undefined) {
-      done = true;
-      log(refusal);
-      answer({ ok: false, error: { code: CNI_ERROR_CODES.Internal, msg: refusal } });
-      return;
-    }
-    conn.on("data", (chunk: Buffer) => {
-      if (done) return;
-      buf = Buffer.concat([buf, chunk]);
-      const nl = buf.indexOf(0x0a);
-      if (nl < 0 && buf.byteLength <= MAX_REQUEST_BYTES) return;
-      done = true;
-      if (nl < 0 || nl > MAX_REQUEST_BYTES) {
-        answer({ ok: false, error: { code: CNI_ERROR_CODES.Internal, msg: `request larger than ${MAX_REQUEST_BYTES} bytes` } });
-        return;
-      }
-      let req: RpcRequest;
-      try {
-        req = parseRequest(buf.subarray(0, nl).toString("utf8"));
-      } catch (err) {
-        answer(failure(err));
-        return;
-      }
-      manager.handle(req).then(answer, (err: unknown) => {
-        log(`internal error: ${messageOf(err)}`);
-        answer(failure(err));
-      });
-    });
-  });
+/** The daemon's net/rpc methods (../rpc-protocol.ts). */
+export function daemonMethods(m: LeaseManager): Methods {
+  const empty = { type: EmptyType, value: {} };
+  return {
+    [METHOD_ALLOCATE]: async (a) => ({ type: ResultType, value: resultToGob(await m.allocate(a)) }),
+    [METHOD_CHECK]: async (a) => ({ type: ResultType, value: resultToGob(await m.check(a)) }),
+    [METHOD_RELEASE]: async (a) => {
+      await m.releaseFor(a);
+      return empty;
+    },
+    [METHOD_GC]: async (a) => {
+      await m.gc(a);
+      return empty;
+    },
+  };
 }
-
-export { createServer };
