@@ -2,89 +2,74 @@
  * bandwidth: a chained plugin that rate-limits the container's traffic with tc token bucket
  * filters (upstream plugins/meta/bandwidth, v1.1.1 / HEAD behaviour).
  *
- * - ingressRate/ingressBurst (bits/s, bits): traffic towards the container, TBF `1:` at the root
- *   of the host veth.
- * - egressRate/egressBurst: traffic from the container, redirected by a u32 match-all filter on
- *   the host veth's ingress hook to an IFB (`bwp` + 12 hex of sha512(network + containerID)),
- *   shaped by TBF `1:` on the IFB. The IFB is appended to the result's interfaces.
- * - runtimeConfig `bandwidth` (capability) is used only when none of the four keys is at the top.
+ * - ingressRate/ingressBurst (bits/s, bits): traffic towards the container; egressRate/egressBurst:
+ *   traffic from the container. runtimeConfig `bandwidth` (capability) is used only when none of the
+ *   four keys is at the top.
+ * - Where (site.ts): as upstream, on the host end of the container's veth — TBF `1:` at its root
+ *   for ingress, and for egress a u32 match-all filter on its ingress hook redirecting to an IFB
+ *   (`bwp` + 12 hex of sha512(network + containerID), ifb-name.ts) shaped by TBF `1:`; the IFB is
+ *   appended to the result's interfaces. Beyond upstream, an interface without a host veth peer
+ *   (macvlan, ipvlan, vlan, host-device, …) is shaped from inside the container netns: TBF at its
+ *   root for egress, an IFB in the container netns for ingress (appended with its sandbox); an
+ *   ipvlan in l3s mode can only limit egress (ingress: code 2).
  * - `unshapedSubnets` / `shapedSubnets` (upstream v1.5.0–v1.5.1 only, reverted at HEAD): an HTB
  *   root with a limited and an uncapped class and u32 prefix filters instead of the TBF
  *   (subnets.ts, htb-setup.ts).
- * - CHECK compares the kernel's TBF rate/limit/buffer with the configured numbers; DEL removes the
- *   IFB. Every tc object is made over netlink (the Handle's tc methods); no `tc` binary.
+ * - CHECK compares the kernel's TBF rate/limit/buffer with the configured numbers and the redirect;
+ *   DEL removes the IFB, the redirect and the root qdisc; GC removes this network's IFBs of
+ *   attachments that are no longer valid (gc.ts). Every tc object is made over netlink (the
+ *   Handle's tc methods); no `tc` binary.
  *
  * Deliberate differences from upstream: DIFFERENCES.md, "bandwidth".
  */
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
-import { annotate } from "../../shared/error/annotate.ts";
-import { prevResultFrom } from "../../shared/cni/netconf.ts";
+import { prevResultFrom, validAttachmentsOf } from "../../shared/cni/netconf.ts";
+import { teardown, Undo } from "../../shared/cni/teardown.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { versionsFrom } from "../../shared/cni/version.ts";
-import { Handle, isNotFound, type Link } from "../../shared/netlink/index.ts";
-import { loadBandwidthConfig, type BandwidthConfig, type Limit } from "./config.ts";
-import { findHostVeth } from "./host-veth.ts";
-import { checkHtb, setupHtb, type PeerField } from "./htb-setup.ts";
-import { derivedIfbName, ifbAlias, ifbBelongsTo, upstreamIfbName } from "./ifb-name.ts";
+import { annotate } from "../../shared/error/annotate.ts";
+import { Handle, type Link } from "../../shared/netlink/index.ts";
+import { loadBandwidthConfig, type BandwidthConfig } from "./config.ts";
+import { collectIfbs } from "./gc.ts";
+import { checkHtb, setupHtb } from "./htb-setup.ts";
+import { createIfb, deleteIfb, findIfb } from "./ifb.ts";
+import { findSite, refuseUnshapeable, shapingsOf, type Shaping, type Site } from "./site.ts";
 import type { SubnetSelection } from "./subnets.ts";
 import { tbfNumbers } from "./tbf-params.ts";
-import { redirectsTo, removeHostShaping, rootQdisc, setupRedirect, setupTbf, TBF_HANDLE } from "./tc-setup.ts";
+import { redirectsTo, removeRedirects, removeRootQdisc, rootQdisc, setupRedirect, setupTbf, TBF_HANDLE } from "./tc-setup.ts";
 
-/** The IFB of (containerID, ifName) if it exists: the upstream name when it belongs to us, else the derived one. */
-function findIfb(nl: Handle, network: string, args: CmdArgs): Link | undefined {
-  const up = nl.linkFind(upstreamIfbName(network, args.containerID));
-  if (up !== undefined && ifbBelongsTo(up.alias, args.containerID, args.ifName)) return up;
-  return nl.linkFind(derivedIfbName(network, args.containerID, args.ifName));
-}
-
-/** Picks the IFB name for ADD, deleting a leftover of this same attachment. */
-function ifbNameForAdd(nl: Handle, network: string, args: CmdArgs): string {
-  const upstream = upstreamIfbName(network, args.containerID);
-  const up = nl.linkFind(upstream);
-  if (up === undefined) return upstream;
-  if (ifbBelongsTo(up.alias, args.containerID, args.ifName)) {
-    nl.linkDel(up.index); // leftover of a failed DEL
-    return upstream;
-  }
-  const derived = derivedIfbName(network, args.containerID, args.ifName);
-  const old = nl.linkFind(derived);
-  if (old !== undefined) nl.linkDel(old.index);
-  return derived;
-}
-
-/** Creates the IFB (upstream CreateIfb): host veth MTU and txqueuelen, alias, up. */
-function createIfb(nl: Handle, name: string, host: Link, args: CmdArgs): Link {
-  return annotate("adding link", () => {
-    nl.linkAddIfb({ name, mtu: host.mtu, ...(host.txqlen !== undefined ? { txqlen: host.txqlen } : {}) });
-    const ifb = nl.linkByName(name);
-    nl.linkSetAlias(ifb.index, ifbAlias(args.containerID, args.ifName));
-    nl.linkSetUp(ifb.index);
-    return nl.linkByName(name);
-  });
-}
-
-interface Attachment {
-  conf: BandwidthConfig;
-  result: Result;
-  host: Link;
-}
-
-/** prevResult + the host veth, for ADD and CHECK. */
-function attach(args: CmdArgs, conf: BandwidthConfig, prev: Result, hostNl: Handle): Attachment {
-  using ns = openContainerNetns(args.netns);
-  using containerNl = Handle.open(ns);
-  const host = findHostVeth(prev.interfaces ?? [], containerNl, hostNl, args.ifName);
-  return { conf, result: prev, host };
+/** CNI_IFNAME in the container netns, for ADD and CHECK. */
+function containerLink(nl: Handle, ifName: string): Link {
+  return annotate(`failed to look up container interface ${JSON.stringify(ifName)}`, () => nl.linkByName(ifName));
 }
 
 /** Shapes one device's root: the upstream TBF, or the HTB of htb-setup.ts when subnets are listed. */
-function shape(nl: Handle, index: number, limit: Limit, subnets: SubnetSelection | undefined, field: PeerField, errPrefix: string): void {
-  if (subnets === undefined) setupTbf(nl, index, tbfNumbers(limit), errPrefix);
-  else setupHtb(nl, index, rootQdisc(nl, index), tbfNumbers(limit), subnets, field, errPrefix);
+function shape(nl: Handle, index: number, s: Shaping, subnets: SubnetSelection | undefined, errPrefix: string): void {
+  if (subnets === undefined) setupTbf(nl, index, tbfNumbers(s.limit), errPrefix);
+  else setupHtb(nl, index, rootQdisc(nl, index), tbfNumbers(s.limit), subnets, s.field, errPrefix);
 }
 
-function add(args: CmdArgs): Result {
+/**
+ * Removes an attachment's shaping from one netns (DEL, and ADD's rollback): our redirect filters on
+ * `dev` (towards the IFB, or all of ours once it is gone), our root qdisc on `dev` when the site
+ * shapes with it, then the IFB. `dev` is undefined when the shaped device is not in this netns.
+ */
+function unshape(nl: Handle, dev: Link | undefined, root: boolean, conf: BandwidthConfig, args: CmdArgs): void {
+  const ifb = findIfb(nl, conf.name, args);
+  if (dev !== undefined) {
+    annotate(`failed to remove the redirect filter on ${dev.name}`, () => removeRedirects(nl, dev.index, ifb?.index));
+    if (root) annotate(`failed to remove the root qdisc of ${dev.name}`, () => removeRootQdisc(nl, dev.index));
+  }
+  if (ifb !== undefined) annotate(`failed to delete ${ifb.name}`, () => deleteIfb(nl, ifb.index));
+}
+
+/** Whether the site shapes with the device's root qdisc (the direction its device sends). */
+function shapesRoot(where: Site["where"], conf: BandwidthConfig): boolean {
+  return shapingsOf(where, conf.bandwidth).some((s) => s.hook === "root");
+}
+
+async function add(args: CmdArgs): Promise<Result> {
   const conf = loadBandwidthConfig(args);
   const prev = prevResultFrom(args);
   const { ingress, egress } = conf.bandwidth;
@@ -92,33 +77,42 @@ function add(args: CmdArgs): Result {
   if (prev === undefined) throw new InternalError("must be called as chained plugin");
 
   using hostNl = Handle.open();
-  const { result, host } = attach(args, conf, prev, hostNl);
-  if (ingress !== undefined) shape(hostNl, host.index, ingress, conf.subnets, "src", "create qdisc");
-  if (egress !== undefined) {
-    const ifb = createIfb(hostNl, ifbNameForAdd(hostNl, conf.name, args), host, args);
-    try {
-      setupRedirect(hostNl, host, ifb.index);
-      shape(hostNl, ifb.index, egress, conf.subnets, "dst", "create ifb qdisc");
-    } catch (err) {
-      try {
-        removeHostShaping(hostNl, host, { ifbIndex: ifb.index, root: false });
-        hostNl.linkDel(ifb.index);
-      } catch {
-        // rollback is best effort; DEL retries
+  using ns = openContainerNetns(args.netns);
+  using containerNl = Handle.open(ns);
+  const site = findSite(containerLink(containerNl, args.ifName), containerNl, hostNl, prev.interfaces ?? []);
+  const shapings = shapingsOf(site.where, conf.bandwidth);
+  refuseUnshapeable(site, shapings);
+  const undo = new Undo([{ name: "shaping", run: () => unshape(site.nl, site.dev, shapesRoot(site.where, conf), conf, args) }]);
+  let ifb: Link | undefined;
+  try {
+    undo.reached("shaping");
+    for (const s of shapings) {
+      if (s.hook === "root") {
+        shape(site.nl, site.dev.index, s, conf.subnets, "create qdisc");
+        continue;
       }
-      throw err;
+      ifb = createIfb(site.nl, conf.name, site.dev, args);
+      setupRedirect(site.nl, site.dev.index, ifb.index);
+      shape(site.nl, ifb.index, s, conf.subnets, "create ifb qdisc");
     }
-    result.interfaces = [...(result.interfaces ?? []), { name: ifb.name, ...(ifb.mac !== undefined ? { mac: ifb.mac } : {}) }];
+  } catch (err) {
+    return undo.rollback(err);
   }
-  return result;
+  if (ifb !== undefined) {
+    prev.interfaces = [
+      ...(prev.interfaces ?? []),
+      { name: ifb.name, ...(ifb.mac !== undefined ? { mac: ifb.mac } : {}), ...(site.where === "container" ? { sandbox: args.netns } : {}) },
+    ];
+  }
+  return prev;
 }
 
 /** Upstream checkTBF: the device's TBF must carry exactly the configured numbers (or our HTB, with subnets). */
-function checkTbf(nl: Handle, dev: Link, limit: Limit, subnets: SubnetSelection | undefined, field: PeerField): void {
-  const want = tbfNumbers(limit);
+function checkTbf(nl: Handle, dev: Link, s: Shaping, subnets: SubnetSelection | undefined): void {
+  const want = tbfNumbers(s.limit);
   const root = rootQdisc(nl, dev.index);
   if (subnets !== undefined) {
-    checkHtb(nl, dev, root, want, subnets, field);
+    checkHtb(nl, dev, root, want, subnets, s.field);
     return;
   }
   if (root === undefined || root.kind === "noqueue") throw new InternalError("Failed to find qdisc");
@@ -134,48 +128,57 @@ function check(args: CmdArgs): void {
   const prev = prevResultFrom(args);
   if (prev === undefined) throw new InternalError("must be called as a chained plugin");
   using hostNl = Handle.open();
-  const { host } = attach(args, conf, prev, hostNl);
-  const { ingress, egress } = conf.bandwidth;
-  if (ingress !== undefined) checkTbf(hostNl, host, ingress, conf.subnets, "src");
-  if (egress !== undefined) {
-    const ifb = findIfb(hostNl, conf.name, args);
-    if (ifb === undefined) throw new InternalError("get ifb device: Link not found");
-    checkTbf(hostNl, ifb, egress, conf.subnets, "dst");
-    if (!redirectsTo(hostNl, host, ifb.index)) throw new InternalError(`no filter on ${host.name} redirects to ${ifb.name}`);
-  }
-}
-
-/** The host veth of this attachment, when the netns and prevResult still allow finding it. */
-function hostVethForDel(args: CmdArgs, hostNl: Handle): Link | undefined {
-  const prev = prevResultFrom(args);
-  if (prev === undefined) return undefined;
-  const ns = openNetnsForDel(args.netns);
-  if (ns === undefined) return undefined;
-  try {
-    using containerNl = Handle.open(ns);
-    return findHostVeth(prev.interfaces ?? [], containerNl, hostNl, args.ifName);
-  } catch {
-    return undefined;
-  } finally {
-    ns.close();
-  }
-}
-
-function del(args: CmdArgs): void {
-  const conf = loadBandwidthConfig(args, false);
-  using hostNl = Handle.open();
-  const ifb = findIfb(hostNl, conf.name, args);
-  const host = hostVethForDel(args, hostNl);
-  if (host !== undefined) {
-    removeHostShaping(hostNl, host, { ifbIndex: ifb?.index, root: conf.bandwidth.ingress !== undefined });
-  }
-  if (ifb !== undefined) {
-    try {
-      hostNl.linkDel(ifb.index);
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
+  using ns = openContainerNetns(args.netns);
+  using containerNl = Handle.open(ns);
+  const site = findSite(containerLink(containerNl, args.ifName), containerNl, hostNl, prev.interfaces ?? []);
+  for (const s of shapingsOf(site.where, conf.bandwidth)) {
+    if (s.hook === "root") {
+      checkTbf(site.nl, site.dev, s, conf.subnets);
+      continue;
     }
+    const ifb = findIfb(site.nl, conf.name, args);
+    if (ifb === undefined) throw new InternalError("get ifb device: Link not found");
+    checkTbf(site.nl, ifb, s, conf.subnets);
+    if (!redirectsTo(site.nl, site.dev.index, ifb.index)) throw new InternalError(`no filter on ${site.dev.name} redirects to ${ifb.name}`);
   }
+}
+
+/**
+ * DEL removes the attachment's shaping from the host netns (always: the IFB by name, as upstream;
+ * the host veth's redirect and TBF when the site is `host`) and from the container netns when it
+ * still exists. Every step runs; failures are reported together.
+ */
+async function del(args: CmdArgs): Promise<void> {
+  const conf = loadBandwidthConfig(args, false);
+  const prev = prevResultFrom(args);
+  using hostNl = Handle.open();
+  using ns = openNetnsForDel(args.netns);
+  using containerNl = ns === undefined ? undefined : Handle.open(ns);
+  let site: Site | undefined;
+  await teardown([
+    {
+      name: "shaped device",
+      run: () => {
+        const link = containerNl?.linkFind(args.ifName);
+        if (containerNl !== undefined && link !== undefined) site = findSite(link, containerNl, hostNl, prev === undefined ? undefined : (prev.interfaces ?? []));
+      },
+    },
+    { name: "host shaping", run: () => unshape(hostNl, site?.where === "host" ? site.dev : undefined, shapesRoot("host", conf), conf, args) },
+    {
+      name: "container shaping",
+      run: () => {
+        if (containerNl !== undefined) unshape(containerNl, site?.where === "container" ? site.dev : undefined, shapesRoot("container", conf), conf, args);
+      },
+    },
+  ]);
+}
+
+async function gc(args: CmdArgs): Promise<void> {
+  const conf = loadBandwidthConfig(args, false);
+  const valid = validAttachmentsOf(args.config);
+  if (valid === undefined) return; // absent or malformed: collect nothing
+  using hostNl = Handle.open();
+  await collectIfbs(hostNl, conf.name, valid);
 }
 
 export const bandwidthPlugin: PluginSpec = {
@@ -184,4 +187,5 @@ export const bandwidthPlugin: PluginSpec = {
   add,
   check,
   del,
+  gc,
 };

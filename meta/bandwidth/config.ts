@@ -47,9 +47,9 @@ export interface Limit {
 
 /** The limits in force for this invocation. */
 export interface Bandwidth {
-  /** Towards the container (TBF on the host veth); undefined = not shaped. */
+  /** Towards the container; undefined = not shaped. Where each direction is shaped: site.ts. */
   ingress: Limit | undefined;
-  /** From the container (IFB + TBF); undefined = not shaped. */
+  /** From the container; undefined = not shaped. */
   egress: Limit | undefined;
 }
 

@@ -1,12 +1,12 @@
 /**
  * The layout for `unshapedSubnets` / `shapedSubnets` (subnets.ts), on the device that shapes one
- * direction (host veth for ingress, IFB for egress):
+ * direction (the shaped device's root, or its IFB: site.ts):
  *
  *   htb 1: root, default 1:30 (unshapedSubnets) or 1:1 (shapedSubnets)
  *   ├─ class 1:30  the limit: rate = ceil = the configured rate, buffer = cbuffer = the TBF bucket
  *   ├─ class 1:1   uncapped: rate = ceil = 100 Gbit/s
  *   └─ u32 filters on 1:, one per prefix (prio 16 protocol ip / prio 15 protocol ipv6), matching
- *      the peer address (src on the host veth, dst on the IFB) → flowid 1:1 or 1:30
+ *      the peer address (src for ingress, dst for egress) → flowid 1:1 or 1:30
  *
  * Handles, class ids, priorities and the uncapped rate are those of upstream v1.5 (reverted). Unlike
  * v1.5: ceil is the rate (v1.5 let shaped traffic borrow up to 2 × rate), and both classes carry an

@@ -3,7 +3,7 @@
  * container ID) (15 characters, IFNAMSIZ-1), kept for interop with the Go plugin. Beyond upstream,
  * a second interface of the same pod on the same network gets a name that also hashes the
  * interface name, and every IFB we create carries an alias naming its owner so DEL/CHECK pick the
- * right one.
+ * right one and GC can tell which attachment of which network an IFB was made for.
  */
 import { createHash } from "node:crypto";
 
@@ -40,4 +40,25 @@ export function ifbAlias(containerID: string, ifName: string): string {
 export function ifbBelongsTo(alias: string | undefined, containerID: string, ifName: string): boolean {
   if (alias === undefined || !alias.startsWith(`${ALIAS_PREFIX} `)) return true;
   return alias === ifbAlias(containerID, ifName);
+}
+
+/** The attachment named by one of our aliases; undefined for any other alias (or none: a Go IFB). */
+export function ifbOwner(alias: string | undefined): { containerID: string; ifName: string } | undefined {
+  if (alias === undefined || !alias.startsWith(`${ALIAS_PREFIX} `)) return undefined;
+  const rest = alias.slice(ALIAS_PREFIX.length + 1);
+  const cut = rest.lastIndexOf(" ");
+  if (cut <= 0 || cut === rest.length - 1) return undefined;
+  return { containerID: rest.slice(0, cut), ifName: rest.slice(cut + 1) };
+}
+
+/**
+ * The attachment of `network` an IFB of ours was made for: its alias names the attachment and its
+ * name is the one this network gives that attachment (upstream or derived). Undefined for an IFB of
+ * another network, and for one without our alias (the Go plugin's), which cannot be attributed.
+ */
+export function ifbAttachment(ifb: { name: string; alias?: string | undefined }, network: string): { containerID: string; ifName: string } | undefined {
+  const owner = ifbOwner(ifb.alias);
+  if (owner === undefined) return undefined;
+  const names = [upstreamIfbName(network, owner.containerID), derivedIfbName(network, owner.containerID, owner.ifName)];
+  return names.includes(ifb.name) ? owner : undefined;
 }

@@ -1,19 +1,38 @@
 /**
- * Helpers for the bandwidth integration tests: ptp + bandwidth configs, a `tc -j` oracle for
- * qdiscs/filters, IFB names computed independently of the plugin, and a timed TCP transfer between
- * the test's (throwaway) host netns and a container netns.
+ * Helpers for the bandwidth integration tests: a `tc -j` oracle for qdiscs/filters (in the test's
+ * netns or, given `netns`, in a container netns), IFB names computed independently of the plugin,
+ * and a timed TCP transfer between the test's (throwaway) host netns and a container netns.
  */
+import { expect } from "bun:test";
 import { registerCleanup } from "./cleanup.ts";
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createServer, type AddressInfo } from "node:net";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { expectResult } from "./cni-expect.ts";
+import { execPlugin } from "./exec-plugin.ts";
+import { ptpConf } from "./ptp-helpers.ts";
 import { makeTempDir } from "./tempdir.ts";
 
 /** Upstream's IFB name: `bwp` + 12 hex of sha512(network + containerID). */
 export function goIfbName(network: string, containerID: string): string {
   return "bwp" + createHash("sha512").update(network + containerID).digest("hex").slice(0, 12);
+}
+
+/** ptp ADD on its own (host-local on `subnet`), for invoking bandwidth directly with a prevResult; its host veth goes away after the test. */
+export async function ptpAdd(net: string, subnet: string, cid: string, netns: string, ifName = "eth0", version = "1.0.0"): Promise<Record<string, any>> {
+  const conf = ptpConf({ cniVersion: version, name: net, dataDir: makeTempDir("bw-store-"), subnets: [subnet] });
+  const r = expectResult(await execPlugin("ptp", { command: "ADD", containerID: cid, netns, ifName, config: conf }));
+  registerCleanup(`ptp veth ${cid} ${ifName}`, () => {
+    spawnSync("ip", ["link", "del", r.interfaces[0].name]);
+  });
+  return r;
+}
+
+/** A bandwidth config for direct invocation. */
+export function bwConf(net: string, limits: Record<string, unknown>, prevResult: unknown, version = "1.0.0"): Record<string, unknown> {
+  return { cniVersion: version, name: net, type: "bandwidth", ...limits, prevResult };
 }
 
 export interface TcQdisc {
@@ -24,21 +43,31 @@ export interface TcQdisc {
   options?: Record<string, any>;
 }
 
-function tcJson(args: string[]): any[] {
-  const r = spawnSync("tc", ["-j", ...args], { encoding: "utf8" });
+/** argv run in `netns` (the test's own netns when undefined). */
+function inNetns(netns: string | undefined, argv: string[]): [string, string[]] {
+  return netns === undefined ? [argv[0]!, argv.slice(1)] : ["nsenter", [`--net=${netns}`, "--", ...argv]];
+}
+
+function tcJson(args: string[], netns?: string): any[] {
+  const r = spawnSync(...inNetns(netns, ["tc", "-j", ...args]), { encoding: "utf8" });
   if (r.status !== 0) throw new Error(`tc ${args.join(" ")}: ${r.stderr}`);
   const out = r.stdout.trim();
   return out === "" ? [] : (JSON.parse(out) as any[]);
 }
 
-/** `tc -s -j qdisc show dev X` (in the test's netns). */
-export function qdiscsOf(dev: string): TcQdisc[] {
-  return tcJson(["-s", "qdisc", "show", "dev", dev]);
+/** `tc -s -j qdisc show dev X`. */
+export function qdiscsOf(dev: string, netns?: string): TcQdisc[] {
+  return tcJson(["-s", "qdisc", "show", "dev", dev], netns);
+}
+
+/** The root TBF of a device, if any. */
+export function tbfOf(dev: string, netns?: string): TcQdisc | undefined {
+  return qdiscsOf(dev, netns).find((q) => q.kind === "tbf" && q.root === true);
 }
 
 /** `tc -j filter show dev X ingress` (entries with options only, i.e. the key nodes). */
-export function ingressFiltersOf(dev: string): any[] {
-  return tcJson(["filter", "show", "dev", dev, "ingress"]).filter((f) => f.options?.actions !== undefined);
+export function ingressFiltersOf(dev: string, netns?: string): any[] {
+  return tcJson(["filter", "show", "dev", dev, "ingress"], netns).filter((f) => f.options?.actions !== undefined);
 }
 
 /** An HTB class as `tc class show dev X` prints it (iproute2 6.1 has no JSON for htb classes). */
@@ -50,16 +79,16 @@ export interface HtbClassLine {
   cburst: string;
 }
 
-function tcText(args: string[]): string {
-  const r = spawnSync("tc", args, { encoding: "utf8" });
+function tcText(args: string[], netns?: string): string {
+  const r = spawnSync(...inNetns(netns, ["tc", ...args]), { encoding: "utf8" });
   if (r.status !== 0) throw new Error(`tc ${args.join(" ")}: ${r.stderr}`);
   return r.stdout;
 }
 
 /** `tc class show dev X`, the htb classes. */
-export function htbClassesOf(dev: string): HtbClassLine[] {
+export function htbClassesOf(dev: string, netns?: string): HtbClassLine[] {
   const out: HtbClassLine[] = [];
-  for (const line of tcText(["class", "show", "dev", dev]).split("\n")) {
+  for (const line of tcText(["class", "show", "dev", dev], netns).split("\n")) {
     const m = /^class htb (\S+) .*\brate (\S+) ceil (\S+) burst (\S+) cburst (\S+)/.exec(line);
     if (m !== null) out.push({ classid: m[1]!, rate: m[2]!, ceil: m[3]!, burst: m[4]!, cburst: m[5]! });
   }
@@ -75,9 +104,9 @@ export interface U32Line {
 }
 
 /** `tc filter show dev X parent P`, the u32 key nodes (those with a flowid). */
-export function u32FiltersOf(dev: string, parent: string): U32Line[] {
+export function u32FiltersOf(dev: string, parent: string, netns?: string): U32Line[] {
   const out: U32Line[] = [];
-  for (const line of tcText(["filter", "show", "dev", dev, "parent", parent]).split("\n")) {
+  for (const line of tcText(["filter", "show", "dev", dev, "parent", parent], netns).split("\n")) {
     const head = /^filter .*protocol (\S+) pref (\d+) u32 .*\bflowid (\S+)/.exec(line);
     if (head !== null) {
       out.push({ protocol: head[1]!, pref: Number(head[2]), flowid: head[3]!, matches: [] });
@@ -100,20 +129,25 @@ export function addLoopbackAddress(cidr: string): void {
   });
 }
 
-/** Runs `tc ...`, throwing on failure. */
+/** Runs `tc ...` in the test's netns, throwing on failure. */
 export function tc(...args: string[]): void {
-  const r = spawnSync("tc", args, { encoding: "utf8" });
+  tcIn(undefined, ...args);
+}
+
+/** Runs `tc ...` in `netns`, throwing on failure. */
+export function tcIn(netns: string | undefined, ...args: string[]): void {
+  const r = spawnSync(...inNetns(netns, ["tc", ...args]), { encoding: "utf8" });
   if (r.status !== 0) throw new Error(`tc ${args.join(" ")}: ${r.stderr}`);
 }
 
-/** Whether a link exists in the test's netns. */
-export function linkExists(name: string): boolean {
-  return spawnSync("ip", ["link", "show", "dev", name], { encoding: "utf8" }).status === 0;
+/** Whether a link exists (in the test's netns, or in `netns`). */
+export function linkExists(name: string, netns?: string): boolean {
+  return spawnSync(...inNetns(netns, ["ip", "link", "show", "dev", name]), { encoding: "utf8" }).status === 0;
 }
 
-/** Names of the IFB links in the test's netns. */
-export function ifbLinks(): string[] {
-  const r = spawnSync("ip", ["-j", "-d", "link", "show", "type", "ifb"], { encoding: "utf8" });
+/** Names of the IFB links (in the test's netns, or in `netns`). */
+export function ifbLinks(netns?: string): string[] {
+  const r = spawnSync(...inNetns(netns, ["ip", "-j", "-d", "link", "show", "type", "ifb"]), { encoding: "utf8" });
   if (r.status !== 0 || r.stdout.trim() === "") return [];
   return (JSON.parse(r.stdout) as { ifname: string }[]).map((l) => l.ifname);
 }
@@ -252,4 +286,31 @@ export async function transferFromContainer(netnsPath: string, hostIp: string, s
     });
   });
   return done;
+}
+
+/** A transfer's rate for log lines. */
+export const bitRate = (t: Transfer): string => `${Math.round(t.bitsPerSecond)} bit/s`;
+
+/**
+ * A shaped transfer: every byte arrived, never faster than the limit (+25 % for the burst and
+ * timing), and not throttled far below it (the floor is generous: the machine may be loaded).
+ */
+export function expectLimited(t: Transfer, rate: number, size: number, what: string): void {
+  expect(t.bytes, what).toBe(size);
+  expect(t.bitsPerSecond, `${what} (${bitRate(t)}) is at most the limit`).toBeLessThan(rate * 1.25);
+  expect(t.bitsPerSecond, `${what} (${bitRate(t)}) is not throttled far below the limit`).toBeGreaterThan(rate * 0.3);
+}
+
+/** An unshaped transfer runs far above the limit, so the limit is what a shaped one measured. */
+export function expectUnshaped(t: Transfer, rate: number, size: number, what: string): void {
+  expect(t.bytes, what).toBe(size);
+  expect(t.bitsPerSecond, `${what} (${bitRate(t)}) runs far above the limit`).toBeGreaterThan(rate * 3);
+}
+
+/** `size` bytes host → container, then container → host (`hostIp`); logs both rates under `label`. */
+export async function transferBothWays(label: string, netnsPath: string, containerIp: string, hostIp: string, size: number): Promise<[Transfer, Transfer]> {
+  const toContainer = await transferToContainer(netnsPath, containerIp, size);
+  const fromContainer = await transferFromContainer(netnsPath, hostIp, size);
+  console.log(`${label}: to container ${bitRate(toContainer)}, from container ${bitRate(fromContainer)}`);
+  return [toContainer, fromContainer];
 }

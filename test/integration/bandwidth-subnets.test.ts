@@ -12,7 +12,7 @@
  *   (code 7), and the Go 1.1.1 plugin's DEL of our subnet layout.
  */
 import { describe, expect, test } from "bun:test";
-import { registerCleanup, useFixtureCleanup } from "../harness/cleanup.ts";
+import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
 import { ConflistRunner, type NetworkConfigList } from "../harness/conflist.ts";
 import { execGoPlugin, execPlugin } from "../harness/exec-plugin.ts";
@@ -23,15 +23,19 @@ import { sandboxed } from "../harness/sandbox.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
 import {
   addLoopbackAddress,
+  bitRate,
+  bwConf,
+  expectLimited,
+  expectUnshaped,
   goIfbName,
   htbClassesOf,
   linkExists,
+  ptpAdd,
   qdiscsOf,
   tc,
   transferFromContainer,
   transferToContainer,
   u32FiltersOf,
-  type Transfer,
 } from "../harness/bandwidth-helpers.ts";
 
 const NEAR = "10.99.1.1";
@@ -71,35 +75,8 @@ function rootOf(dev: string) {
   return qdiscsOf(dev).find((q) => q.root === true);
 }
 
-/** ptp ADD on its own, for invoking bandwidth directly with a prevResult. */
-async function ptpAdd(net: string, subnet: string, cid: string, netns: string) {
-  const conf = ptpConf({ cniVersion: "1.0.0", name: net, dataDir: makeTempDir("bws-store-"), subnets: [subnet] });
-  const r = expectResult(await execPlugin("ptp", { command: "ADD", containerID: cid, netns, ifName: "eth0", config: conf }));
-  registerCleanup(`ptp veth ${cid}`, () => {
-    Bun.spawnSync(["ip", "link", "del", r.interfaces[0].name]);
-  });
-  return r;
-}
-
-function bwConf(net: string, bw: Record<string, unknown>, prevResult: unknown) {
-  return { cniVersion: "1.0.0", name: net, type: "bandwidth", ...bw, prevResult };
-}
-
 function bw(command: string, cid: string, netns: string, config: Record<string, unknown>) {
   return execPlugin("bandwidth", { command, containerID: cid, netns, ifName: "eth0", config });
-}
-
-const fmt = (t: Transfer) => `${Math.round(t.bitsPerSecond)} bit/s`;
-
-function expectLimited(t: Transfer, what: string): void {
-  expect(t.bytes, what).toBe(SIZE);
-  expect(t.bitsPerSecond, `${what} (${fmt(t)}) is at most the limit`).toBeLessThan(RATE * 1.25);
-  expect(t.bitsPerSecond, `${what} (${fmt(t)}) is not throttled far below the limit`).toBeGreaterThan(RATE * 0.3);
-}
-
-function expectUnshaped(t: Transfer, what: string): void {
-  expect(t.bytes, what).toBe(SIZE);
-  expect(t.bitsPerSecond, `${what} (${fmt(t)}) runs far above the limit`).toBeGreaterThan(RATE * 3);
 }
 
 describe.skipIf(!sandboxed())("bandwidth unshapedSubnets / shapedSubnets", () => {
@@ -141,13 +118,13 @@ describe.skipIf(!sandboxed())("bandwidth unshapedSubnets / shapedSubnets", () =>
       const fromFar = await transferFromContainer(ns.path, FAR, SIZE);
       const toNear = await transferToContainer(ns.path, containerIp, SIZE, NEAR);
       const toFar = await transferToContainer(ns.path, containerIp, SIZE, FAR);
-      console.log(`${mode}: container→near ${fmt(fromNear)}, container→far ${fmt(fromFar)}, near→container ${fmt(toNear)}, far→container ${fmt(toFar)}`);
+      console.log(`${mode}: container→near ${bitRate(fromNear)}, container→far ${bitRate(fromFar)}, near→container ${bitRate(toNear)}, far→container ${bitRate(toFar)}`);
       // unshapedSubnets lists 10.99.1.0/24 and shapedSubnets lists 10.99.2.0/24: either way the
       // near peer runs unshaped and the far one is limited, through a different default class
-      expectUnshaped(fromNear, "container → 10.99.1.1");
-      expectUnshaped(toNear, "10.99.1.1 → container");
-      expectLimited(fromFar, "container → 10.99.2.1");
-      expectLimited(toFar, "10.99.2.1 → container");
+      expectUnshaped(fromNear, RATE, SIZE, "container → 10.99.1.1");
+      expectUnshaped(toNear, RATE, SIZE, "10.99.1.1 → container");
+      expectLimited(fromFar, RATE, SIZE, "container → 10.99.2.1");
+      expectLimited(toFar, RATE, SIZE, "10.99.2.1 → container");
 
       await r.del(l, rt);
       expect(linkExists(ifb!)).toBe(false);
