@@ -170,6 +170,17 @@ describe("loadIPAMConfig", () => {
     );
   });
 
+  test("config refuses path fields no Linux path can be (NUL byte, beyond PATH_MAX) with code 7 naming the field", () => {
+    const r = { ranges: [[{ subnet: "10.0.0.0/24" }]] };
+    expect(loadError(net({ ...r, dataDir: "/tmp/a\u0000b" }))).toEqual({
+      code: 7,
+      msg: 'invalid dataDir "/tmp/a\\u0000b": a path cannot contain a NUL byte',
+    });
+    expect(loadError(net({ ...r, resolvConf: "/etc/resolv.conf\u0000" })).msg).toStartWith("invalid resolvConf ");
+    expect(loadError(net({ ...r, dataDir: `/${"d".repeat(4095)}` }))).toEqual({ code: 7, msg: "invalid dataDir: longer than 4095 bytes" });
+    expect(load(net({ ...r, dataDir: `/${"d".repeat(4094)}` })).dataDir).toHaveLength(4095);
+  });
+
   test("config accepts keys case-insensitively", () => {
     const c = load({ cniVersion: "0.3.1", name: "n", IPAM: { Ranges: [[{ Subnet: "10.0.0.0/24" }]], DATADIR: "/d" } });
     expect(sets(c)).toEqual([["10.0.0.1-10.0.0.254"]]);

@@ -197,6 +197,22 @@ function defined<T>(list: readonly (T | undefined)[] | undefined): T[] {
   return (list ?? []).filter((x): x is T => x !== undefined);
 }
 
+/** Longest path the kernel accepts (PATH_MAX including the terminating NUL). */
+const PATH_MAX = 4096;
+
+/**
+ * A path field as given, or undefined when empty/absent. A NUL byte (which no Linux path can hold)
+ * or a path longer than PATH_MAX is a config error naming the field.
+ */
+function pathField(field: string, value: string | undefined): string | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (value.includes("\0")) throw new InvalidConfigError(`invalid ${field} ${JSON.stringify(value)}: a path cannot contain a NUL byte`);
+  if (new TextEncoder().encode(value).length >= PATH_MAX) {
+    throw new InvalidConfigError(`invalid ${field}: longer than ${PATH_MAX - 1} bytes`);
+  }
+  return value;
+}
+
 /**
  * Loads and validates the host-local configuration from the plugin's stdin object and CNI_ARGS.
  * Throws InvalidConfigError (code 7) with upstream's messages, or InvalidEnvError for CNI_ARGS.
@@ -260,8 +276,8 @@ export function loadIPAMConfig(config: Record<string, unknown>, cniArgs: string)
     cniVersion,
     rangeSets,
     routes: defined(ipam.routes).map(configRoute),
-    dataDir: ipam.dataDir === undefined || ipam.dataDir === "" ? DEFAULT_DATA_DIR : ipam.dataDir,
-    resolvConf: ipam.resolvConf === undefined || ipam.resolvConf === "" ? undefined : ipam.resolvConf,
+    dataDir: pathField("dataDir", ipam.dataDir) ?? DEFAULT_DATA_DIR,
+    resolvConf: pathField("resolvConf", ipam.resolvConf),
     requestedIPs: [...requestedIPs.values()],
   };
 }
