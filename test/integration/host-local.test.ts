@@ -5,7 +5,7 @@
  * extensions of this project: GC with `cni.dev/valid-attachments` and STATUS code 50.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, readFileSync, statSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
@@ -13,6 +13,7 @@ import { hostLocalConfig, type HostLocalOptions } from "../harness/configs.ts";
 import { execGoPlugin, execPlugin, type PluginInvocation } from "../harness/exec-plugin.ts";
 import { dropEmptyDns, ipamResultFor } from "../harness/expected-results.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
+import { PrivateMountNs } from "../harness/mount-ns.ts";
 import { sandboxed } from "../harness/sandbox.ts";
 import { readStoreDir, reservationContent, reservations } from "../harness/store.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
@@ -287,6 +288,58 @@ describe.skipIf(!sandboxed())("host-local", () => {
     const r = await run("ADD", "c1", hostLocalConfig({ cniVersion: "1.0.0", dataDir }));
     expectResult(r);
     expect(r.stderr).toBe("");
+  });
+
+  test("host-local DEL on a read-only dataDir fails with code 999 naming the file and errno, keeps the reservation; DEL after recovery removes it (issue 15.1)", async () => {
+    const dataDir = makeTempDir();
+    const conf = hostLocalConfig({ cniVersion: "1.1.0", dataDir });
+    expectResult(await run("ADD", "c1", conf));
+    const ns = await PrivateMountNs.start();
+    ns.setReadOnly(dataDir, true);
+    const failed = await run("DEL", "c1", conf, { wrap: ns.prefix });
+    expectCniError(failed, { code: 999, msg: `remove ${join(dataDir, NET, "10.1.2.2")}: read-only file system` });
+    expect(reservations(join(dataDir, NET))).toEqual({ "10.1.2.2": reservationContent("c1", "eth0") });
+    // GC cannot remove it either, and says so.
+    const gc = await execPlugin("host-local", { command: "GC", config: { ...conf, "cni.dev/valid-attachments": [] }, wrap: ns.prefix });
+    expectCniError(gc, { code: 999, msg: "read-only file system" });
+    ns.setReadOnly(dataDir, false);
+    expectSuccess(await run("DEL", "c1", conf, { wrap: ns.prefix }), { silent: true });
+    expect(reservations(join(dataDir, NET))).toEqual({});
+    ns.close();
+  });
+
+  test("host-local ADD reclaims crash leftovers: an empty reservation file and a stale scratch file (issue 15.5, #498)", async () => {
+    const dataDir = makeTempDir();
+    const conf = hostLocalConfig({ cniVersion: "1.0.0", dataDir });
+    const netDir = makeStoreDir(dataDir);
+    writeFileSync(join(netDir, "10.1.2.2"), ""); // killed between create and write
+    writeFileSync(join(netDir, ".host-local.tmp"), reservationContent("dead", "eth0")); // killed before link(2)
+    expect(expectResult(await run("ADD", "c1", conf)).ips[0].address).toBe("10.1.2.2/24");
+    expect(reservations(netDir)).toEqual({ "10.1.2.2": reservationContent("c1", "eth0") });
+    expect(readStoreDir(netDir, { hidden: true }).map((f) => f.name)).not.toContain(".host-local.tmp");
+    expectCniError(await run("CHECK", "dead", conf), { code: 999 });
+  });
+
+  test("host-local never writes through symbolic links planted in the store (issue 15.4)", async () => {
+    const dataDir = makeTempDir();
+    const conf = hostLocalConfig({ cniVersion: "1.0.0", dataDir });
+    const netDir = makeStoreDir(dataDir);
+    const outside = join(makeTempDir(), "victim");
+    writeFileSync(outside, "precious");
+    for (const name of ["last_reserved_ip.0", ".host-local.tmp", ".host-local-owners", "10.1.2.2"]) symlinkSync(outside, join(netDir, name));
+    expect(expectResult(await run("ADD", "c1", conf)).ips[0].address).toBe("10.1.2.3/24");
+    expect(readFileSync(outside, "latin1")).toBe("precious");
+    expectSuccess(await run("DEL", "c1", conf), { silent: true });
+    expect(readFileSync(outside, "latin1")).toBe("precious");
+    expect(lstatSync(join(netDir, "10.1.2.2")).isSymbolicLink()).toBe(true); // not ours to remove
+    unlinkSync(join(netDir, "lock"));
+    symlinkSync(join(makeTempDir(), "lock-target"), join(netDir, "lock"));
+    expectCniError(await run("ADD", "c2", conf), { code: 999, msg: "too many levels of symbolic links" });
+  });
+
+  test("host-local refuses a dataDir with a NUL byte with code 7 naming dataDir (issue 15.6)", async () => {
+    const conf = hostLocalConfig({ cniVersion: "1.0.0", dataDir: `${makeTempDir()}\u0000x` });
+    for (const command of ["ADD", "DEL"]) expectCniError(await run(command, "c1", conf), { code: 7, msg: /^invalid dataDir .*NUL byte$/ });
   });
 });
 
