@@ -1,5 +1,5 @@
 /**
- * host-local (upstream-matrix §2.8, §3, §5.8): ADD/CHECK/DEL against the real binary with the store
+ * host-local: ADD/CHECK/DEL against the real binary with the store
  * checked byte for byte (`<dataDir>/<net>/<ip>` = `id\r\nifname`, mode 0600, `lock`,
  * `last_reserved_ip.<i>`), round robin, exhaustion, requested IPs, dual stack, concurrency, and the
  * extensions of this project: GC with `cni.dev/valid-attachments` and STATUS code 50.
@@ -335,6 +335,37 @@ describe.skipIf(!sandboxed())("host-local", () => {
     unlinkSync(join(netDir, "lock"));
     symlinkSync(join(makeTempDir(), "lock-target"), join(netDir, "lock"));
     expectCniError(await run("ADD", "c2", conf), { code: 999, msg: "too many levels of symbolic links" });
+  });
+
+  test("[1.1.0] host-local /31 (RFC 3021) hands out both addresses without a gateway, /32 its one address; Go 1.1.1 refuses both (#908)", async () => {
+    const dataDir = makeTempDir();
+    const conf = hostLocalConfig({ cniVersion: "1.1.0", dataDir, ranges: [[{ subnet: "10.99.0.0/31" }], [{ subnet: "fd00:99::5/128" }]] });
+    expect(expectResult(await run("ADD", "p1", conf)).ips).toEqual([{ address: "10.99.0.0/31" }, { address: "fd00:99::5/128" }]);
+    expectCniError(await run("ADD", "p2", conf), { code: 999, msg: "no IP addresses available in range set: fd00:99::5-fd00:99::5" });
+    expectCniError(await execPlugin("host-local", { command: "STATUS", config: conf }), { code: 50, msg: "fd00:99::5" });
+    const v4only = hostLocalConfig({ cniVersion: "1.1.0", dataDir, ranges: [[{ subnet: "10.99.0.0/31" }]] });
+    expect(expectResult(await run("ADD", "p2", v4only)).ips).toEqual([{ address: "10.99.0.1/31" }]);
+    expectCniError(await execPlugin("host-local", { command: "STATUS", config: v4only }), { code: 50 });
+    for (const id of ["p1", "p2"]) expectSuccess(await run("DEL", id, conf), { silent: true });
+    expect(reservations(join(dataDir, NET))).toEqual({});
+    if (hasGoPlugin("host-local")) {
+      const go = await execGoPlugin("host-local", { command: "ADD", containerID: "g", netns: "/nonexistent/netns", ifName: "eth0", config: { ...v4only, cniVersion: "1.0.0" } });
+      expectCniError(go, { code: 999, msg: "too small to allocate from" });
+    }
+  });
+
+  test("[1.1.0] host-local exclude: excluded addresses are never handed out, a requested one is refused, STATUS counts only allocatable addresses", async () => {
+    const dataDir = makeTempDir();
+    const conf = hostLocalConfig({ cniVersion: "1.1.0", dataDir, ranges: [[{ subnet: "10.97.0.0/28", rangeEnd: "10.97.0.9", exclude: ["10.97.0.2", "10.97.0.4/30"] }]] });
+    const got: string[] = [];
+    for (const id of ["e1", "e2", "e3"]) got.push(expectResult(await run("ADD", id, conf)).ips[0].address);
+    expect(got).toEqual(["10.97.0.3/28", "10.97.0.8/28", "10.97.0.9/28"]);
+    expectCniError(await execPlugin("host-local", { command: "STATUS", config: conf }), { code: 50 });
+    expectSuccess(await run("DEL", "e2", conf), { silent: true });
+    expectSuccess(await execPlugin("host-local", { command: "STATUS", config: conf }), { silent: true });
+    const refused = await run("ADD", "e4", conf, { args: "IP=10.97.0.5" });
+    expectCniError(refused, { code: 999, msg: "requested ip 10.97.0.5 is excluded from range 10.97.0.1-10.97.0.9 by exclude 10.97.0.4-10.97.0.7" });
+    expect(Object.keys(reservations(join(dataDir, NET))).sort()).toEqual(["10.97.0.3", "10.97.0.9"]);
   });
 
   test("host-local refuses a dataDir with a NUL byte with code 7 naming dataDir (issue 15.6)", async () => {
