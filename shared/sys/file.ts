@@ -225,15 +225,34 @@ export function link(from: string, to: string): void {
 }
 
 /**
+ * Creates `path` exclusively for writing (`mode` before umask) and returns its fd; whatever is
+ * already at `path` (a leftover, a planted symbolic link) is removed first. For a scratch name the
+ * caller alone uses (e.g. under a lock).
+ */
+export function createFresh(path: string, mode: number): number {
+  try {
+    return open(path, O_WRONLY | O_CREAT | O_EXCL, mode);
+  } catch (err) {
+    if (!isErrno(err, EEXIST)) throw err;
+  }
+  unlinkIfExists(path);
+  return open(path, O_WRONLY | O_CREAT | O_EXCL, mode);
+}
+
+/**
  * Replaces the file at `path` with `data` without ever writing through what `path` was (a planted
- * symbolic link is replaced, not followed): any leftover at `tmpPath` is removed, `data` is written
- * to a new file there (exclusive create, `mode` before umask) and renamed over `path`. `tmpPath`
- * must be in the same directory and reserved for this use by the caller (e.g. under a lock).
+ * symbolic link is replaced, not followed): `data` is written to a fresh file at `tmpPath`
+ * (createFresh) and renamed over `path`. `tmpPath` must be in the same directory and reserved for
+ * this use by the caller (e.g. under a lock).
  */
 export function replaceFile(path: string, tmpPath: string, data: Uint8Array | string, mode: number): void {
-  unlinkIfExists(tmpPath);
   try {
-    writeFile(tmpPath, data, mode, O_WRONLY | O_CREAT | O_EXCL);
+    const fd = createFresh(tmpPath, mode);
+    try {
+      writeAll(fd, data);
+    } finally {
+      close(fd);
+    }
     rename(tmpPath, path);
   } catch (err) {
     try {

@@ -14,7 +14,7 @@
  * - GC/STATUS and cniVersion 1.1.0: Go 1.1.1 predates spec 1.1.0.
  */
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
@@ -698,12 +698,13 @@ describe.skipIf(!sandboxed())("probes", () => {
   }
 
   // P30 — host-local store damage.
-  test("host-local ADD skips an empty reservation file instead of handing out its address (P30)", async () => {
+  test("host-local ADD reclaims an empty reservation file (a crash leftover, #498) under the lock (P30)", async () => {
     const ctx = await freshCtx();
     mkdirSync(join(ctx.dataDir, NET), { recursive: true });
     writeFileSync(join(ctx.dataDir, NET, "10.1.2.2"), "");
     const r = expectResult(await execPlugin("host-local", baseInv("host-local", ctx)));
-    expect(r.ips[0].address).toBe("10.1.2.3/24");
+    expect(r.ips[0].address).toBe("10.1.2.2/24");
+    expect(readFileSync(join(ctx.dataDir, NET, "10.1.2.2"), "latin1")).not.toBe("");
   });
   for (const [when, content] of [
     ["garbage", "not-an-ip"],

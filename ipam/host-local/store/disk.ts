@@ -59,14 +59,14 @@
  * `make bench` times an ADD at 5,000 and 20,000 reservations next to the Go plugin
  * (docs/performance.md).
  */
-import { O_CREAT, O_EXCL, O_NOFOLLOW, O_RDONLY, O_WRONLY } from "../../../shared/sys/constants.ts";
+import { O_NOFOLLOW, O_RDONLY } from "../../../shared/sys/constants.ts";
 import {
+  createFresh,
   fstat,
   joinPath,
   link,
   lstatIfExists,
   mkdirAll,
-  open,
   readTextFile,
   replaceFile,
   statIfExists,
@@ -307,8 +307,7 @@ export class DiskStore implements Store {
     const content = reservationContent(id, ifname);
     let fd: number;
     try {
-      unlinkIfExists(tmp);
-      fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0o600);
+      fd = createFresh(tmp, 0o600);
     } catch (err) {
       throw fsError("open", tmp, err);
     }
