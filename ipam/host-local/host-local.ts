@@ -110,7 +110,8 @@ function del(args: CmdArgs): void {
       try {
         new IPAllocator(set, store, idx).release(args.containerID, args.ifName);
       } catch (err) {
-        errors.push(messageOf(err));
+        // Each pass is store-wide: a file that cannot be removed fails every pass alike.
+        if (!errors.includes(messageOf(err))) errors.push(messageOf(err));
       }
     }
   } finally {

@@ -292,13 +292,14 @@ describe.skipIf(!sandboxed())("host-local", () => {
 
   test("host-local DEL on a read-only dataDir fails with code 999 naming the file and errno, keeps the reservation; DEL after recovery removes it (issue 15.1)", async () => {
     const dataDir = makeTempDir();
-    const conf = hostLocalConfig({ cniVersion: "1.1.0", dataDir });
+    const conf = hostLocalConfig({ cniVersion: "1.1.0", dataDir, ranges: DUAL });
     expectResult(await run("ADD", "c1", conf));
     const ns = await PrivateMountNs.start();
     ns.setReadOnly(dataDir, true);
     const failed = await run("DEL", "c1", conf, { wrap: ns.prefix });
-    expectCniError(failed, { code: 999, msg: `remove ${join(dataDir, NET, "10.1.2.2")}: read-only file system` });
-    expect(reservations(join(dataDir, NET))).toEqual({ "10.1.2.2": reservationContent("c1", "eth0") });
+    const file = (name: string) => `remove ${join(dataDir, NET, name)}: read-only file system`;
+    expect(expectCniError(failed, { code: 999 }).msg).toBe(`${file("10.1.2.2")}; ${file("fd00:1::2")}`);
+    expect(reservations(join(dataDir, NET))).toEqual({ "10.1.2.2": reservationContent("c1", "eth0"), "fd00:1::2": reservationContent("c1", "eth0") });
     // GC cannot remove it either, and says so.
     const gc = await execPlugin("host-local", { command: "GC", config: { ...conf, "cni.dev/valid-attachments": [] }, wrap: ns.prefix });
     expectCniError(gc, { code: 999, msg: "read-only file system" });

@@ -269,8 +269,7 @@ describe("IPAllocator", () => {
 
 describe("point-to-point subnets and exclude (beyond upstream)", () => {
   test("p2p: a /31 hands out both addresses without a gateway, a /32 its one address, then exhaustion", () => {
-    const store = new FakeStore();
-    const a = new IPAllocator(set({ subnet: "192.0.2.0/31" }), store, 0);
+    const a = new IPAllocator(set({ subnet: "192.0.2.0/31" }), new FakeStore(), 0);
     expect(allocText(a, "c1")).toBe("192.0.2.0/31 gw none");
     expect(allocText(a, "c2")).toBe("192.0.2.1/31 gw none");
     expect(allocError(() => a.get("c3", "eth0"))).toBe("no IP addresses available in range set: 192.0.2.0-192.0.2.1");
