@@ -37,8 +37,8 @@
  *    the filesystem stored; any later create, unlink or rename in the directory — by Go, by an
  *    admin, by a crashed TypeScript run — moves the mtime to "now", which cannot equal the stamp
  *    (whatever the timestamp granularity). Reservation files are never rewritten in place (Go
- *    creates them with O_EXCL and only ever unlinks them), so an unchanged entry list means
- *    unchanged owners. Cost: one stat, one read of the index and a substring search in it (no
+ *    writes one only right after creating it, under the lock; here it is linked in complete; both
+ *    only ever unlink them), so an unchanged entry list means unchanged owners. Cost: one stat, one read of the index and a substring search in it (no
  *    parse of its entries); a new reservation appends one line to it (index-file.ts).
  * 2. **Verified** otherwise (mtime moved, index missing, torn or from another version): list the
  *    directory; keep an index entry only if lstat shows the same inode, ctime and size *and* the
@@ -48,9 +48,9 @@
  * 3. Before unlinking a file on the strength of the index, its content is read again; a mismatch
  *    discards the picture, rescans everything and redoes the operation.
  *
- * Safety does not rest on the index for allocation: a reservation is always an exclusive create,
+ * Safety does not rest on the index for allocation: a reservation is always an exclusive link(2),
  * so a Go-reserved address can never be handed out twice. The index may only let us skip the
- * create for names known to exist.
+ * link for names known to exist.
  *
  * Known limits (documented, not bugs): a reservation file rewritten in place by hand (not by any
  * plugin) stays invisible to CHECK and the duplicate check until the directory changes; DEL and GC
