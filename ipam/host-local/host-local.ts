@@ -1,7 +1,6 @@
 /**
  * host-local: an IPAM plugin that allocates addresses from configured ranges and records each
- * reservation as a file under `<dataDir>/<network>/` (upstream plugins/ipam/host-local/main.go,
- * upstream-matrix §3). The store is byte-compatible with the Go plugin and shares its flock, so
+ * reservation as a file under `<dataDir>/<network>/` (upstream plugins/ipam/host-local/main.go). The store is byte-compatible with the Go plugin and shares its flock, so
  * both can serve the same node at once.
  *
  * ADD allocates one address per range set (requested addresses first, else round robin) and

@@ -1,8 +1,8 @@
 /**
- * Creating (or adopting) the bridge in the host netns (upstream ensureBridge, upstream-matrix §2.1
- * step 2), safe against concurrent creators: EEXIST from a racing ADD is success.
+ * Creating (or adopting) the bridge in the host netns (upstream ensureBridge in
+ * plugins/main/bridge/bridge.go, step 2 of ADD), safe against concurrent creators: EEXIST from a racing ADD is success.
  *
- * Beyond upstream (cni#285, probe P31): a bridge we create gets a random locally administered MAC
+ * Beyond upstream (cni#285): a bridge we create gets a random locally administered MAC
  * set explicitly, so the kernel never re-derives the bridge MAC from its ports; an existing bridge
  * whose MAC is still kernel-chosen is pinned to its current MAC. Upstream pins only gateway bridges.
  */

@@ -1,6 +1,6 @@
 /**
  * One host-local store shared by the Go reference (/usr/lib/cni/host-local, Debian 1.1.1) and ours,
- * as during a rolling upgrade (user-pain §4.3): same directory, file names, `id\r\nifname` content
+ * as during a rolling upgrade: same directory, file names, `id\r\nifname` content
  * and `flock` on the same `lock` file, so neither ever hands out an address the other reserved, and
  * each releases what the other reserved.
  */

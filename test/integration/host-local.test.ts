@@ -1,5 +1,5 @@
 /**
- * host-local (upstream-matrix §2.8, §3, §5.8): ADD/CHECK/DEL against the real binary with the store
+ * host-local: ADD/CHECK/DEL against the real binary with the store
  * checked byte for byte (`<dataDir>/<net>/<ip>` = `id\r\nifname`, mode 0600, `lock`,
  * `last_reserved_ip.<i>`), round robin, exhaustion, requested IPs, dual stack, concurrency, and the
  * extensions of this project: GC with `cni.dev/valid-attachments` and STATUS code 50.
