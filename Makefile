@@ -12,7 +12,7 @@ BINDIR ?= /opt/cni/bin
 SYSTEMDDIR ?= /etc/systemd/system
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 PLUGINS = $(shell $(BUN) build/list-plugins.ts 2>/dev/null)
-SOURCES := $(shell find build shared plugins ipam meta -name '*.ts' ! -name '*.test.ts' 2>/dev/null)
+SOURCES := $(shell find build operator shared plugins ipam meta -name '*.ts' ! -name '*.test.ts' 2>/dev/null)
 # Release artifacts (deploy/): Debian/Go architecture names, as in upstream's tarball names.
 ARCH ?= $(shell uname -m | sed -e s/x86_64/amd64/ -e s/aarch64/arm64/)
 RELEASE_DIR := dist

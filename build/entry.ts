@@ -42,7 +42,8 @@ function multiCallHelp(name: string): string {
     `${name}: CNI reference plugins (TypeScript) ${buildVersion()}\n` +
     `Run through a link named after a plugin. Plugins in this build:\n` +
     pluginNames().map((p) => `  ${p}\n`).join("") +
-    `Install into a CNI bin directory: cni-plugins install --dest /opt/cni/bin\n`
+    `Install into a CNI bin directory: cni-plugins install --dest /opt/cni/bin\n` +
+    `Find and collect what dead containers left behind: cni-plugins inspect | gc [--apply] (--help)\n`
   );
 }
 
@@ -67,6 +68,12 @@ async function main(): Promise<number> {
     // `cni-plugins install --dest DIR`: the installer of deploy/daemonset.yaml (build/install.ts).
     const installer = require("./install.ts") as typeof import("./install.ts");
     return installer.runInstallCommand(process.argv.slice(3), pluginNames(), (t) => writeAllSync(1, t), (t) => writeAllSync(2, t));
+  }
+  const verb = process.argv[2];
+  if (name === "cni-plugins" && (verb === "inspect" || verb === "gc")) {
+    // `cni-plugins inspect|gc`: the operator's view of stale attachments (operator/, docs/operator.md).
+    const operator = await import("../operator/command.ts");
+    return operator.runOperatorCommand(verb, process.argv.slice(3), (t) => writeAllSync(1, t), (t) => writeAllSync(2, t));
   }
   if (entry === undefined) {
     writeAllSync(2, multiCallHelp(name));

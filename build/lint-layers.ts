@@ -1,5 +1,5 @@
 /**
- * Layering rules (style.md §7.7), checked by `make lint` after `tsc --noEmit`:
+ * Layering rules, checked by `make lint` after `tsc --noEmit`:
  * - plugins/, ipam/, meta/ import only shared/ or their own folder;
  * - shared/ imports nothing from plugins/, ipam/, meta/ or build/;
  * - inside shared/, a module imports only modules of a lower rank (SHARED_RANK below; tests exempt),

@@ -1,7 +1,7 @@
 /**
  * Test driver: `bun test/run.ts <unit|integration|vm|e2e|diff|all>`.
  *
- * - unit: `bun test` over the co-located `*.test.ts` files (shared/ plugins/ ipam/ meta/ build/
+ * - unit: `bun test` over the co-located `*.test.ts` files (shared/ plugins/ ipam/ meta/ operator/ build/
  *   test/harness/ test/bench/), junit to .test-out/unit.xml.
  * - integration: as root, `bun test` over test/integration/*.test.ts (except `*.vm.test.ts`) inside a
  *   throwaway host network namespace (`unshare --net`, `lo` brought up first), junit to
@@ -47,7 +47,7 @@ import {
 import { DIST_BIN, REPO_ROOT, TEST_OUT } from "./harness/paths.ts";
 import { netnsIdOf, SANDBOX_ENV } from "./harness/sandbox.ts";
 
-const UNIT_ROOTS = ["shared", "plugins", "ipam", "meta", "build", "test/harness", "test/bench"];
+const UNIT_ROOTS = ["shared", "plugins", "ipam", "meta", "operator", "build", "test/harness", "test/bench"];
 const INTEGRATION_DIR = "test/integration";
 const INTEGRATION_TEST_TIMEOUT_MS = 60_000;
 const EXPECTED_LINKS = pluginNames();

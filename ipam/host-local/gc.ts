@@ -4,8 +4,8 @@
  * reservation whose owner is not among them is released:
  * - `<id>\r\n<ifname>` files: kept only if (id, ifname) is valid;
  * - legacy `<id>` files: kept if any attachment of container `id` is valid (they record no ifname);
- * - empty, whitespace-only or unreadable files (left by a Go plugin killed between create and
- *   write, upstream #498): no DEL can ever match them, so they are always reclaimed.
+ * - empty, whitespace-only or unreadable files (left by a crash between create and write,
+ *   upstream #498): no DEL can ever match them, so they are always reclaimed.
  * A config without the key is a no-op (never "release everything"); an empty list releases all.
  * Only reservation files (named by an IP) directly in this network's directory are considered.
  */

@@ -1,5 +1,5 @@
 /**
- * Concurrent ADDs from separate processes on one store (probe P14): no duplicate address, one
+ * Concurrent ADDs from separate processes on one store: no duplicate address, one
  * file per container, and an owner index that agrees with the files. When the Go plugin is
  * installed, half of the ADDs are made by it at the same time (shared flock).
  */

@@ -1,6 +1,6 @@
 /**
  * host-local driven through its handlers against the disk store in a temp dir (upstream
- * host_local_test.go scenarios, the observed 1.1.1 allocation sequence, and the
+ * host_local_test.go scenarios, a sequence observed with the Go 1.1.1 binary, and the
  * beyond-upstream verbs STATUS and GC).
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
@@ -218,7 +218,7 @@ describe("host-local requested addresses", () => {
 });
 
 describe("host-local allocation order", () => {
-  test("reproduces the observed 1.1.1 allocation sequence", () => {
+  test("reproduces the observed 1.1.1 sequence", () => {
     const c = conf({ ranges: [[{ subnet: "10.20.0.0/29", gateway: "10.20.0.6" }], [{ subnet: "fd00::/120" }]] }, {}, "0.3.1");
     expect(addresses(add(c, { id: "c1" }))).toEqual(["10.20.0.1/29 gw 10.20.0.6", "fd00::2/120 gw fd00::1"]);
     expect(addresses(add(c, { id: "c2", args: "IP=10.20.0.3" }))).toEqual(["10.20.0.3/29 gw 10.20.0.6", "fd00::3/120 gw fd00::1"]);

@@ -276,7 +276,7 @@ describe("address sources", () => {
   });
 });
 
-describe("config errors (P25)", () => {
+describe("config errors", () => {
   test("a bad gateway or route is refused with Go's message, code 7", () => {
     const bad = addError(baseConf("0.4.0", { addresses: [{ address: "10.10.0.1/24", gateway: "x" }] }));
     expect([bad.code, bad.message]).toEqual([7, "invalid IP address: x"]);

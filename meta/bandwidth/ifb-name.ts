@@ -5,13 +5,11 @@
  * interface name, and every IFB we create carries an alias naming its owner so DEL/CHECK pick the
  * right one and GC can tell which attachment of which network an IFB was made for.
  */
-import { createHash } from "node:crypto";
-
 const PREFIX = "bwp";
 const MAX_LEN = 15;
 
 function hashName(input: string): string {
-  const hex = createHash("sha512").update(input).digest("hex");
+  const hex = new Bun.CryptoHasher("sha512").update(input).digest("hex");
   return PREFIX + hex.slice(0, MAX_LEN - PREFIX.length);
 }
 

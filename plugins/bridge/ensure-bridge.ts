@@ -1,12 +1,11 @@
 /**
- * Creating (or adopting) the bridge in the host netns (upstream ensureBridge, upstream-matrix §2.1
- * step 2), safe against concurrent creators: EEXIST from a racing ADD is success.
+ * Creating (or adopting) the bridge in the host netns (upstream ensureBridge in
+ * plugins/main/bridge/bridge.go, step 2 of ADD), safe against concurrent creators: EEXIST from a racing ADD is success.
  *
- * Beyond upstream (cni#285, probe P31): a bridge we create gets a random locally administered MAC
+ * Beyond upstream (cni#285): a bridge we create gets a random locally administered MAC
  * set explicitly, so the kernel never re-derives the bridge MAC from its ports; an existing bridge
  * whose MAC is still kernel-chosen is pinned to its current MAC. Upstream pins only gateway bridges.
  */
-import { randomBytes } from "node:crypto";
 import { InternalError, messageOf } from "../../shared/cni/errors.ts";
 import { Handle, isExists, isNotFound, type Link } from "../../shared/netlink/index.ts";
 import { NetlinkError } from "../../shared/netlink/errors.ts";
@@ -32,7 +31,7 @@ export class NotABridgeError extends InternalError {
 
 /** A random unicast, locally administered MAC (02:xx:...). */
 export function randomBridgeMac(): string {
-  const b = randomBytes(6);
+  const b = crypto.getRandomValues(new Uint8Array(6));
   b[0] = (b[0]! & 0xfe) | 0x02;
   return [...b].map((x) => x.toString(16).padStart(2, "0")).join(":");
 }

@@ -1,9 +1,9 @@
 /**
- * Attaching a host-side veth to the bridge as a port (upstream setupVeth's host half,
- * upstream-matrix §2.1 step 3): master, hairpin and isolated flags (always written, so a reused
- * name never inherits stale flags), and the port's VLAN entries.
+ * Attaching a host-side veth to the bridge as a port (upstream setupVeth's host half in
+ * plugins/main/bridge/bridge.go, step 3 of ADD): master, hairpin and isolated flags (always
+ * written, so a reused name never inherits stale flags), and the port's VLAN entries.
  */
-import { InternalError, messageOf } from "../../shared/cni/errors.ts";
+import { annotateError } from "../../shared/error/annotate.ts";
 import type { Handle } from "../../shared/netlink/index.ts";
 
 export interface PortOptions {
@@ -15,10 +15,6 @@ export interface PortOptions {
   trunk: readonly number[];
   /** Keep the VLANs the port already has (default PVID 1) when vlan/trunk are set. */
   preserveDefaultVlan: boolean;
-}
-
-function wrap(msg: string, err: unknown): InternalError {
-  return new InternalError(`${msg}: ${messageOf(err)}`, { cause: err });
 }
 
 /** Removes every VLAN entry the port has (`bridge vlan del dev X vid V master` for each). */
@@ -33,21 +29,21 @@ export function addPortVlans(nl: Handle, index: number, name: string, o: Pick<Po
     try {
       nl.bridgeVlanAdd(index, { vid: o.vlan, pvid: true, untagged: true });
     } catch (err) {
-      throw wrap(`failed to setup vlan tag on interface ${JSON.stringify(name)}`, err);
+      throw annotateError(`failed to setup vlan tag on interface ${JSON.stringify(name)}`, err);
     }
   }
   for (const vid of o.trunk) {
     try {
       nl.bridgeVlanAdd(index, { vid });
     } catch (err) {
-      throw wrap(`failed to setup vlan tag on interface ${JSON.stringify(name)}`, err);
+      throw annotateError(`failed to setup vlan tag on interface ${JSON.stringify(name)}`, err);
     }
   }
   if (o.vlan === 0 && o.trunk.length > 0) {
     try {
       nl.bridgeVlanAdd(index, { vid: 1, pvid: true, untagged: true });
     } catch (err) {
-      throw wrap(`failed to setup vlan tag on interface ${JSON.stringify(name)}`, err);
+      throw annotateError(`failed to setup vlan tag on interface ${JSON.stringify(name)}`, err);
     }
   }
 }
@@ -57,24 +53,24 @@ export function attachPort(nl: Handle, port: { index: number; name: string }, br
   try {
     nl.linkSetMaster(port.index, bridge.index);
   } catch (err) {
-    throw wrap(`failed to connect ${JSON.stringify(port.name)} to bridge ${bridge.name}`, err);
+    throw annotateError(`failed to connect ${JSON.stringify(port.name)} to bridge ${bridge.name}`, err);
   }
   try {
     nl.linkSetHairpin(port.index, o.hairpin);
   } catch (err) {
-    throw wrap(`failed to setup hairpin mode for ${port.name}`, err);
+    throw annotateError(`failed to setup hairpin mode for ${port.name}`, err);
   }
   try {
     nl.linkSetIsolated(port.index, o.isolated);
   } catch (err) {
-    throw wrap(`failed to set isolation on interface ${JSON.stringify(port.name)}`, err);
+    throw annotateError(`failed to set isolation on interface ${JSON.stringify(port.name)}`, err);
   }
   const hasVlans = o.vlan !== 0 || o.trunk.length > 0;
   if (hasVlans && !o.preserveDefaultVlan) {
     try {
       removePortVlans(nl, port.index);
     } catch (err) {
-      throw wrap(`failed to remove default vlan on interface ${JSON.stringify(port.name)}`, err);
+      throw annotateError(`failed to remove default vlan on interface ${JSON.stringify(port.name)}`, err);
     }
   }
   if (hasVlans) addPortVlans(nl, port.index, port.name, o);

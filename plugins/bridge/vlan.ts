@@ -1,7 +1,7 @@
 /**
  * VLAN options of the bridge plugin: the access VLAN (`vlan`) range check and the `vlanTrunk`
  * list, merged into a sorted, de-duplicated VID list with upstream's error messages
- * (upstream collectVlanTrunk, upstream-matrix §2.1).
+ * (upstream collectVlanTrunk).
  */
 import { InvalidConfigError } from "../../shared/cni/errors.ts";
 

@@ -1,5 +1,5 @@
 /**
- * CNI_ARGS parsing with upstream `types.LoadArgs` semantics (upstream-matrix §1.6):
+ * CNI_ARGS parsing with upstream `types.LoadArgs` semantics:
  * `K=V;K=V`, keys matched case-sensitively against the Go field names a plugin declares
  * (`IP`, `MAC`, `GATEWAY`, ...), unknown keys rejected unless `IgnoreUnknown` is `1`/`true`.
  *

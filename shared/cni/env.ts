@@ -1,5 +1,5 @@
 /**
- * The CNI_* environment table (upstream-matrix §1.1–1.3, cni v1.3.0 skel): which variables each
+ * The CNI_* environment table (cni v1.3.0 skel): which variables each
  * command requires, in which order they are checked, and how container IDs and interface names are
  * validated. Errors keep upstream's wording and codes.
  */

@@ -8,7 +8,16 @@
  * Binaries are resolved on PATH and then in the usual sbin directories, because runtimes often
  * exec plugins with a PATH that lacks /usr/sbin.
  */
-import { existsSync } from "node:fs";
+import { statIfExists } from "../sys/file.ts";
+
+/** Whether `path` exists (any error, e.g. ENOTDIR from a file in PATH, counts as no). libc, not node:fs (start-up cost). */
+function exists(path: string): boolean {
+  try {
+    return statIfExists(path) !== undefined;
+  } catch {
+    return false;
+  }
+}
 
 /** A tool exited non-zero (or could not be started). */
 export class CommandError extends Error {
@@ -58,7 +67,7 @@ export function findExecutable(tool: string): string | undefined {
   let found: string | undefined = Bun.which(tool) ?? undefined;
   if (found === undefined) {
     for (const dir of FALLBACK_DIRS) {
-      if (existsSync(`${dir}/${tool}`)) {
+      if (exists(`${dir}/${tool}`)) {
         found = `${dir}/${tool}`;
         break;
       }
@@ -84,7 +93,7 @@ function childEnv(): Record<string, string> {
 export function runCommand(argv: readonly string[], opts: RunOptions = {}): CommandResult {
   const tool = argv[0];
   if (tool === undefined) throw new TypeError("runCommand: empty argv");
-  const path = tool.startsWith("/") ? (existsSync(tool) ? tool : undefined) : findExecutable(tool);
+  const path = tool.startsWith("/") ? (exists(tool) ? tool : undefined) : findExecutable(tool);
   if (path === undefined) throw new CommandNotFoundError(tool);
   let proc: ReturnType<typeof Bun.spawnSync>;
   try {

@@ -1,7 +1,7 @@
 /**
  * Differences from the Go 1.1.1 binaries that are intended. Each entry excuses matching lines of
  * the differential suite and is summarised in DIFFERENCES.md (keep the two in step). `kind`:
- * - "head": we follow upstream HEAD, which is newer than Debian's 1.1.1 (upstream-matrix.md §6.1);
+ * - "head": we follow upstream HEAD, which is newer than Debian's 1.1.1;
  * - "fix": an upstream bug we fix on purpose.
  */
 export interface KnownDifference {

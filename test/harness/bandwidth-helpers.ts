@@ -301,6 +301,29 @@ export function expectLimited(t: Transfer, rate: number, size: number, what: str
   expect(t.bitsPerSecond, `${what} (${bitRate(t)}) is not throttled far below the limit`).toBeGreaterThan(rate * 0.3);
 }
 
+/**
+ * An unshaped transfer, repeated (up to 3 runs) while it does not run clearly above `rate`: on a
+ * loaded machine one run can be starved by the scheduler, which says nothing about shaping. The
+ * fastest run is returned. (Shaped runs need no retry: load can only make them slower, and their
+ * check is an upper bound.)
+ */
+export async function fastestOf(rate: number, run: () => Promise<Transfer>): Promise<Transfer> {
+  let best = await run();
+  for (let i = 1; i < 3 && best.bitsPerSecond <= rate * 3; i++) {
+    const t = await run();
+    if (t.bitsPerSecond > best.bitsPerSecond) best = t;
+  }
+  return best;
+}
+
+/** {@link transferBothWays} for the unshaped control, each direction through {@link fastestOf}. */
+export async function transferBothWaysUnshaped(label: string, netnsPath: string, containerIp: string, hostIp: string, size: number, rate: number): Promise<[Transfer, Transfer]> {
+  const toContainer = await fastestOf(rate, () => transferToContainer(netnsPath, containerIp, size));
+  const fromContainer = await fastestOf(rate, () => transferFromContainer(netnsPath, hostIp, size));
+  console.log(`${label}: to container ${bitRate(toContainer)}, from container ${bitRate(fromContainer)}`);
+  return [toContainer, fromContainer];
+}
+
 /** An unshaped transfer runs far above the limit, so the limit is what a shaped one measured. */
 export function expectUnshaped(t: Transfer, rate: number, size: number, what: string): void {
   expect(t.bytes, what).toBe(size);

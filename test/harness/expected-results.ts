@@ -1,6 +1,6 @@
 /**
  * The IPAM result a plugin must print for each spec version, built from version-neutral parts
- * (upstream-matrix §1.7: 0.1/0.2 `ip4`/`ip6`, 0.3/0.4 `ips[].version`, 1.x without `version`).
+ * (0.1/0.2 `ip4`/`ip6`, 0.3/0.4 `ips[].version`, 1.x without `version`).
  * Used for exact comparison of parsed results (key order is checked separately where it matters).
  */
 import { resultFamily } from "./versions.ts";

@@ -1,5 +1,5 @@
 /**
- * P01: what each plugin says about itself. With no CNI_COMMAND it prints upstream's about text on
+ * What each plugin says about itself. With no CNI_COMMAND it prints upstream's about text on
  * stderr and exits 0; VERSION answers the supported versions on stdout; the multi-call executable
  * under its own name lists the plugins it contains.
  */

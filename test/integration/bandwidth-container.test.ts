@@ -35,6 +35,7 @@ import {
   transferBothWays,
   expectLimited,
   expectUnshaped,
+  transferBothWaysUnshaped,
   u32FiltersOf,
 } from "../harness/bandwidth-helpers.ts";
 
@@ -259,7 +260,7 @@ describe.skipIf(!sandboxed())("bandwidth inside the container netns", () => {
     const b = ids("tput-free");
     const l2: NetworkConfigList = { ...l, name: b.net, plugins: [l.plugins[0]!] };
     await r.add(l2, { ...rt, containerID: b.cid });
-    const unshaped = await transferBothWays("bandwidth (macvlan) throughput unshaped", ns.path, containerIp, hostIp, SIZE);
+    const unshaped = await transferBothWaysUnshaped("bandwidth (macvlan) throughput unshaped", ns.path, containerIp, hostIp, SIZE, RATE);
     for (const t of unshaped) expectUnshaped(t, RATE, SIZE, "unshaped");
     await r.del(l2, { ...rt, containerID: b.cid });
     await ns.destroy();

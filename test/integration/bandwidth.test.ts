@@ -34,6 +34,7 @@ import {
   transferBothWays,
   expectLimited,
   expectUnshaped,
+  transferBothWaysUnshaped,
 } from "../harness/bandwidth-helpers.ts";
 
 let seq = 0;
@@ -307,7 +308,7 @@ describe.skipIf(!sandboxed())("bandwidth", () => {
     const rt2 = { ...rt, containerID: b.cid };
     const free = await r.add(l2, rt2);
     const freeIps = (free.ips as any[])[0];
-    const unshaped = await transferBothWays("bandwidth throughput unshaped", ns.path, String(freeIps.address).split("/")[0]!, String(freeIps.gateway), SIZE);
+    const unshaped = await transferBothWaysUnshaped("bandwidth throughput unshaped", ns.path, String(freeIps.address).split("/")[0]!, String(freeIps.gateway), SIZE, RATE);
     for (const t of unshaped) expectUnshaped(t, RATE, SIZE, "unshaped");
     await r.del(l2, rt2);
     await ns.destroy();

@@ -28,6 +28,7 @@ import {
   transferBothWays,
   expectLimited,
   expectUnshaped,
+  transferBothWaysUnshaped,
 } from "../harness/bandwidth-helpers.ts";
 
 let seq = 0;
@@ -97,7 +98,7 @@ describe.skipIf(!sandboxed() || requireKernel("ipvlan", "ifb") !== undefined)("b
     const b = ids("tput-free");
     const l2: NetworkConfigList = { name: b.net, cniVersion: "1.0.0", plugins: [ipvlan] };
     await r.add(l2, { ...rt, containerID: b.cid });
-    const unshaped = await transferBothWays("bandwidth (ipvlan) throughput unshaped", ns.path, `${prefix}.2`, `${prefix}.1`, SIZE);
+    const unshaped = await transferBothWaysUnshaped("bandwidth (ipvlan) throughput unshaped", ns.path, `${prefix}.2`, `${prefix}.1`, SIZE, RATE);
     for (const t of unshaped) expectUnshaped(t, RATE, SIZE, "unshaped");
     await r.del(l2, { ...rt, containerID: b.cid });
     await ns.destroy();

@@ -18,7 +18,7 @@ const N = 50;
 describe.skipIf(!sandboxed())("bridge concurrency", () => {
   useFixtureCleanup();
 
-  test(`P15: ${N} parallel ADDs on one new bridge, then ${N} parallel DELs`, async () => {
+  test(`${N} parallel ADDs on one new bridge, then ${N} parallel DELs`, async () => {
     const bridge = "tcbr0";
     const dataDir = makeTempDir();
     const conf = bridgeConfig({

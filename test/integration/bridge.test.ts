@@ -110,7 +110,7 @@ describe.skipIf(!sandboxed())("bridge", () => {
       expect(findLink(ns.path, "eth0")).toBeUndefined();
       expect(bridgePorts(bridge)).toEqual([]);
       expect(reservationFiles(netDir(dataDir))).toEqual([]);
-      // DEL is idempotent (P11).
+      // DEL is idempotent.
       expectSuccess(await del(delConf, ns.path), { silent: true });
     });
 
@@ -314,7 +314,7 @@ describe.skipIf(!sandboxed())("bridge", () => {
     expectSuccess(await del(conf, ns.path), { silent: true });
   });
 
-  test("P31: the bridge MAC stays put when ports come and go (no isGateway)", async () => {
+  test("the bridge MAC stays put when ports come and go (no isGateway)", async () => {
     const { bridge, subnet } = fresh();
     const conf = bridgeConfig({ cniVersion: "1.0.0", bridge, dataDir: makeTempDir(), subnets: [subnet] });
     const nss = [await createContainerNetns(), await createContainerNetns(), await createContainerNetns()];
@@ -330,7 +330,7 @@ describe.skipIf(!sandboxed())("bridge", () => {
     }
   });
 
-  test("P17: an existing non-bridge link with the bridge's name is a clear error and leaks nothing", async () => {
+  test("an existing non-bridge link with the bridge's name is a clear error and leaks nothing", async () => {
     const { bridge, subnet } = fresh();
     Bun.spawnSync(["ip", "link", "add", bridge, "type", "veth", "peer", "name", `${bridge}p`]);
     const dataDir = makeTempDir();
@@ -345,7 +345,7 @@ describe.skipIf(!sandboxed())("bridge", () => {
     Bun.spawnSync(["ip", "link", "del", bridge]);
   });
 
-  test("P13: ADD twice fails without an extra reservation and leaves the first attachment intact", async () => {
+  test("ADD twice fails without an extra reservation and leaves the first attachment intact", async () => {
     const { bridge, subnet } = fresh();
     const dataDir = makeTempDir();
     const conf = bridgeConfig({ cniVersion: "1.0.0", bridge, dataDir, subnets: [subnet] });
@@ -358,7 +358,7 @@ describe.skipIf(!sandboxed())("bridge", () => {
     expectSuccess(await del(conf, ns.path), { silent: true });
   });
 
-  test("P22: CHECK fails when the container lost its address or the prevResult is missing", async () => {
+  test("CHECK fails when the container lost its address or the prevResult is missing", async () => {
     const { bridge, subnet } = fresh();
     const conf = bridgeConfig({ cniVersion: "1.0.0", bridge, dataDir: makeTempDir(), subnets: [subnet] });
     const ns = await createContainerNetns();
@@ -449,7 +449,7 @@ describe.skipIf(!sandboxed())("bridge", () => {
     expect(reservationFiles(netDir(dataDir))).toEqual([]);
   });
 
-  test("P07: a missing netns is code 8 and reserves nothing; DEL with it succeeds", async () => {
+  test("a missing netns is code 8 and reserves nothing; DEL with it succeeds", async () => {
     const { bridge, subnet } = fresh();
     const dataDir = makeTempDir();
     const conf = bridgeConfig({ cniVersion: "1.0.0", bridge, dataDir, subnets: [subnet] });

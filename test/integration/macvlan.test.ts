@@ -257,7 +257,7 @@ describe.skipIf(!sandboxed())("macvlan", () => {
     expectCniError(await execPlugin("macvlan", inv(ns.path, "ADD", conf, cid)), { code: 999, msg: "no default route interface found" });
   });
 
-  test("P27: a missing master fails ADD without taking an address", async () => {
+  test("a missing master fails ADD without taking an address", async () => {
     const { cid, net } = ids("nomaster");
     const ns = await createContainerNetns();
     const dataDir = makeTempDir("mv-store-");

@@ -1,5 +1,5 @@
 /**
- * prevResult pass-through goldens for the chained plugins (upstream-matrix §1.7–1.9): tuning,
+ * prevResult pass-through goldens for the chained plugins: tuning,
  * portmap, bandwidth, sbr, firewall and loopback-with-prevResult must print the prevResult
  * re-serialised in the config's version — unknown fields dropped, keys in the version's order, IP
  * text canonical, 0.x with `dns`, 1.x with HEAD's sorted keys.

@@ -1,5 +1,5 @@
 /**
- * The bad-input probes of user-pain §4 for the chained plugins — P19 tuning, P20 bandwidth, P28 sbr —
+ * Bad-input probes for the chained plugins (ids numbering them: P19 tuning, P20 bandwidth, P28 sbr)
  * run the same way on our plugins and on the Go 1.1.1 reference (/usr/lib/cni), each in fresh
  * container namespaces behind a real bridge + host-local attachment (through the conflist runner).
  * Ours must behave like Go or better: exit status 1 with one JSON error, the expected CNI code, a

@@ -1,5 +1,6 @@
 /**
- * The probe battery of user-pain §4, for the probes that apply to loopback, host-local and static.
+ * A battery of bad-input and misuse probes for loopback, host-local and static. The ids (P01, P02,
+ * ...) only number the probes; each states what it checks in its title.
  *
  * Every failing probe asserts: exit status 1, the exact CNI error code, a message naming the field
  * or value at fault, and that nothing was left behind (container links, host links and host-local

@@ -228,7 +228,7 @@ describe.skipIf(!sandboxed())("ptp", () => {
     });
   });
 
-  test("P12: DEL with the netns gone releases the address and removes the masquerade rules (both backends)", async () => {
+  test("DEL with the netns gone releases the address and removes the masquerade rules (both backends)", async () => {
     for (const backend of ["iptables", "nftables"]) {
       const { cid, net } = ids(`gone-${backend}`);
       const dataDir = makeTempDir("ptp-store-");
@@ -244,7 +244,7 @@ describe.skipIf(!sandboxed())("ptp", () => {
     }
   });
 
-  test("P12: DEL with CNI_NETNS unset still removes the masquerade rules and the reservation", async () => {
+  test("DEL with CNI_NETNS unset still removes the masquerade rules and the reservation", async () => {
     const { cid, net } = ids("unset");
     const dataDir = makeTempDir("ptp-store-");
     const conf = ptpConf({ name: net, dataDir, subnets: ["10.66.0.0/24"], ipMasq: true });
@@ -256,7 +256,7 @@ describe.skipIf(!sandboxed())("ptp", () => {
     expect(iptablesMasqLines(net, cid)).toEqual([]);
   });
 
-  test("P11: DEL of a never-added attachment succeeds; CHECK after DEL fails", async () => {
+  test("DEL of a never-added attachment succeeds; CHECK after DEL fails", async () => {
     const { cid, net } = ids("never");
     const dataDir = makeTempDir("ptp-store-");
     const conf = ptpConf({ cniVersion: "1.0.0", name: net, dataDir, ipMasq: true });
@@ -267,7 +267,7 @@ describe.skipIf(!sandboxed())("ptp", () => {
     expectCniError(await execPlugin("ptp", inv(ns.path, "CHECK", { ...conf, prevResult: result }, cid)), { code: 999 });
   });
 
-  test("P13: ADD twice fails and leaks no reservation; the first attachment keeps working", async () => {
+  test("ADD twice fails and leaks no reservation; the first attachment keeps working", async () => {
     const { cid, net } = ids("twice");
     const dataDir = makeTempDir("ptp-store-");
     const conf = ptpConf({ name: net, dataDir, subnets: ["10.67.0.0/24"] });
@@ -286,7 +286,7 @@ describe.skipIf(!sandboxed())("ptp", () => {
     expectSuccess(await execPlugin("ptp", inv(ns.path, "DEL", conf, cid)));
   });
 
-  test("P22: CHECK without prevResult, after removing the IP, and at 0.3.1", async () => {
+  test("CHECK without prevResult, after removing the IP, and at 0.3.1", async () => {
     const { cid, net } = ids("check");
     const dataDir = makeTempDir("ptp-store-");
     const conf = ptpConf({ name: net, dataDir, subnets: ["10.68.0.0/24"] });
@@ -306,7 +306,7 @@ describe.skipIf(!sandboxed())("ptp", () => {
     expectSuccess(await execPlugin("ptp", inv(ns.path, "DEL", conf, cid)));
   });
 
-  test("P07: missing netns, a regular file, and the plugin's own netns are code 8 with no leak", async () => {
+  test("missing netns, a regular file, and the plugin's own netns are code 8 with no leak", async () => {
     const { cid, net } = ids("badns");
     const dataDir = makeTempDir("ptp-store-");
     const conf = ptpConf({ name: net, dataDir, subnets: ["10.69.0.0/24"] });

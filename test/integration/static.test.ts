@@ -1,5 +1,5 @@
 /**
- * static (upstream-matrix §2.9, §5.9): the result for every spec version (also compared with the Go
+ * static: the result for every spec version (also compared with the Go
  * reference), CNI_ARGS IP/GATEWAY, the runtimeConfig > args > CNI_ARGS precedence, the CIDR error
  * messages, CHECK against prevResult, and a DEL that never fails.
  */

@@ -1,5 +1,5 @@
 /**
- * vrf chained after ptp + host-local (upstream-matrix §2.16 / §5.16): runs only in the VM lane (the
+ * vrf chained after ptp + host-local: runs only in the VM lane (the
  * build host's kernel has no VRF). Asserted with `ip -j -d link` and `ip -j route show vrf`.
  */
 import { describe, expect, test } from "bun:test";

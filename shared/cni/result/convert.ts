@@ -1,6 +1,6 @@
 /**
  * Result version conversion (upstream `types/internal/convert` and the converters each result type
- * registers; upstream-matrix §1.8). Converters are registered per (from family, to family) and a
+ * registers). Converters are registered per (from family, to family) and a
  * second registration for the same pair is rejected, as libcni does.
  */
 import { InternalError } from "../errors.ts";

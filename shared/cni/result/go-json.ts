@@ -1,5 +1,5 @@
 /**
- * JSON text exactly as Go's `encoding/json` writes it (upstream-matrix §1.6, §1.7):
+ * JSON text exactly as Go's `encoding/json` writes it:
  * - `MarshalIndent(v, "", "    ")`: 4-space indentation, `"key": value`, empty arrays and objects
  *   as `[]` / `{}`, no trailing newline;
  * - HTML-safe escaping: `<`, `>`, `&` become `\u003c`, `\u003e`, `\u0026`; U+2028 and U+2029 become

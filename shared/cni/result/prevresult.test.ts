@@ -65,7 +65,7 @@ describe("round trips through printed text", () => {
   });
 });
 
-describe("parsePrevResult: version rules (upstream-matrix §1.9)", () => {
+describe("parsePrevResult: version rules", () => {
   test("a prevResult from another family is rejected with upstream's message, code 6", () => {
     const err = cniError(() => parsePrevResult({ cniVersion: "1.0.0" }, "0.4.0"));
     expect(err.code).toBe(6);

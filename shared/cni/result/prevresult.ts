@@ -1,6 +1,6 @@
 /**
- * Reading results back in: a chained plugin's `prevResult` (upstream `version.ParsePrevResult`,
- * upstream-matrix §1.9) and a delegate's stdout (upstream `invoke.ExecPluginWithResult` with its
+ * Reading results back in: a chained plugin's `prevResult` (upstream `version.ParsePrevResult`
+ * in containernetworking/cni) and a delegate's stdout (upstream `invoke.ExecPluginWithResult` with its
  * `fixupResultVersion`). Both end in the current type, as plugins use them
  * (`current.NewResultFromResult`).
  */

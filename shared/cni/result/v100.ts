@@ -3,7 +3,7 @@
  *
  * The in-memory shape is the suite's current {@link Result}. On the wire, HEAD's `MarshalJSON`
  * round-trips the struct through a `map[string]interface{}`, so every object's keys come out sorted
- * and an empty `dns` is dropped (upstream-matrix §1.7).
+ * and an empty `dns` is dropped.
  */
 import { t, type Infer } from "../decode.ts";
 import type { IPConfig, Interface, Result } from "../types.ts";

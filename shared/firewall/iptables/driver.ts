@@ -6,7 +6,7 @@
  * iptables-nft fetches only the chain a command names. {@link systemIptables} talks to the host
  * through the detected variant (variant.ts); fake.ts is the in-memory twin for tests.
  */
-import { readFileSync } from "node:fs";
+import { readTextFile } from "../../sys/file.ts";
 import type { IPFamily } from "../../ip/ip.ts";
 import { CommandError, CommandNotFoundError, findExecutable, runCommand } from "../exec.ts";
 import { BUILTIN_CHAINS, tokenize } from "./save-format.ts";
@@ -50,7 +50,7 @@ const NO_CHAIN = /No chain\/target\/match by that name|does not exist|is incompa
 /** Names of the legacy (x_tables) tables that exist in the current netns. */
 export function legacyTableNames(family: IPFamily): string[] {
   try {
-    const text = readFileSync(family === 6 ? "/proc/net/ip6_tables_names" : "/proc/net/ip_tables_names", "utf8");
+    const text = readTextFile(family === 6 ? "/proc/net/ip6_tables_names" : "/proc/net/ip_tables_names");
     return text.split("\n").filter((s) => s !== "");
   } catch {
     return [];

@@ -1,0 +1,57 @@
+/**
+ * The spec's GC for one network (libcni `GCNetworkList`): every plugin of the list, in order, gets
+ * `CNI_COMMAND=GC` with its own config plus the list's `name` and `cniVersion` and
+ * `cni.dev/valid-attachments`. A failing plugin does not stop the others; every failure is returned.
+ * GC exists from spec 1.1.0: an older list is sent as 1.1.0 (the plugins of this suite accept every
+ * version; a plugin that does not know GC answers with an error, which is reported).
+ */
+import { execDelegate } from "../shared/cni/invoke.ts";
+import type { CmdArgs } from "../shared/cni/types.ts";
+import { versionGte } from "../shared/cni/version.ts";
+import type { NetworkList } from "./networks.ts";
+
+export interface GcAttachment {
+  containerID: string;
+  ifname: string;
+}
+
+export interface GcCall {
+  plugin: string;
+  /** undefined on success. */
+  error?: string;
+}
+
+/** The config bytes one plugin gets. */
+export function gcConfig(net: NetworkList, plugin: Record<string, unknown>, valid: readonly GcAttachment[]): Record<string, unknown> {
+  const cniVersion = versionGte(net.cniVersion, "1.1.0") ? net.cniVersion : "1.1.0";
+  return { ...plugin, name: net.name, cniVersion, "cni.dev/valid-attachments": valid };
+}
+
+/** Runs GC through the list; `binDirs` is CNI_PATH. */
+export async function runGc(net: NetworkList, valid: readonly GcAttachment[], binDirs: string): Promise<GcCall[]> {
+  const calls: GcCall[] = [];
+  for (const plugin of net.plugins) {
+    const type = String(plugin.type);
+    const config = gcConfig(net, plugin, valid);
+    const env = { PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin", CNI_COMMAND: "GC", CNI_PATH: binDirs };
+    const args: CmdArgs = {
+      command: "GC",
+      containerID: "",
+      netns: "",
+      ifName: "",
+      args: "",
+      path: binDirs,
+      stdinData: new TextEncoder().encode(JSON.stringify(config)),
+      config,
+      cniVersion: String(config.cniVersion),
+      env,
+    };
+    try {
+      await execDelegate(type, args, "GC");
+      calls.push({ plugin: type });
+    } catch (err) {
+      calls.push({ plugin: type, error: (err as Error).message });
+    }
+  }
+  return calls;
+}
