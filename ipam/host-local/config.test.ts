@@ -34,7 +34,7 @@ describe("loadIPAMConfig", () => {
       net({ subnet: "10.1.2.0/24", rangeStart: "10.1.2.9", rangeEnd: "10.1.2.20", gateway: "10.1.2.30", dataDir: "/tmp/x" }),
     );
     expect(sets(c)).toEqual([["10.1.2.9-10.1.2.20"]]);
-    expect(formatIP(c.rangeSets[0]![0]!.gateway)).toBe("10.1.2.30");
+    expect(formatIP(c.rangeSets[0]![0]!.gateway!)).toBe("10.1.2.30");
     expect(c.name).toBe("mynet");
     expect(c.dataDir).toBe("/tmp/x");
   });
@@ -118,8 +118,8 @@ describe("loadIPAMConfig", () => {
   });
 
   test("config wraps range errors with the range-set index", () => {
-    expect(loadError(net({ ranges: [[{ subnet: "10.0.0.0/24" }], [{ subnet: "10.1.0.0/31" }]] })).msg).toBe(
-      "invalid range set 1: Network 10.1.0.0/31 too small to allocate from",
+    expect(loadError(net({ ranges: [[{ subnet: "10.0.0.0/24" }], [{ subnet: "10.1.0.1/31" }]] })).msg).toBe(
+      "invalid range set 1: Network has host bits set. For a subnet mask of length 31 the network address is 10.1.0.0",
     );
     expect(loadError(net({ ranges: [[{ rangeStart: "10.0.0.3" }]] })).msg).toBe(
       "invalid range set 0: IP <nil> not v4 nor v6",
@@ -168,6 +168,32 @@ describe("loadIPAMConfig", () => {
     expect(loadError(net({ ranges: [[{ subnet: "10.0.0.0/24", rangeStart: "bar" }]] })).msg).toBe(
       "invalid IP address: bar",
     );
+  });
+
+  test("config refuses path fields no Linux path can be (NUL byte, beyond PATH_MAX) with code 7 naming the field", () => {
+    const r = { ranges: [[{ subnet: "10.0.0.0/24" }]] };
+    expect(loadError(net({ ...r, dataDir: "/tmp/a\u0000b" }))).toEqual({
+      code: 7,
+      msg: 'invalid dataDir "/tmp/a\\u0000b": a path cannot contain a NUL byte',
+    });
+    expect(loadError(net({ ...r, resolvConf: "/etc/resolv.conf\u0000" })).msg).toStartWith("invalid resolvConf ");
+    expect(loadError(net({ ...r, dataDir: `/${"d".repeat(4095)}` }))).toEqual({ code: 7, msg: "invalid dataDir: longer than 4095 bytes" });
+    expect(load(net({ ...r, dataDir: `/${"d".repeat(4094)}` })).dataDir).toHaveLength(4095);
+  });
+
+  test("config reads `exclude` on ranges and on the legacy range; a bad entry is code 7 naming exclude", () => {
+    const c = load(net({ ranges: [[{ subnet: "10.1.0.0/24", exclude: ["10.1.0.2", "10.1.0.16/28"] }]] }));
+    expect(c.rangeSets[0]![0]!.exclude).toHaveLength(2);
+    expect(load(net({ subnet: "10.1.0.0/24", exclude: ["10.1.0.9"] })).rangeSets[0]![0]!.exclude).toHaveLength(1);
+    expect(loadError(net({ ranges: [[{ subnet: "10.1.0.0/24", exclude: ["10.1.0.300"] }]] }))).toEqual({
+      code: 7,
+      msg: 'invalid range set 0: invalid exclude entry "10.1.0.300": not an IP address or CIDR',
+    });
+    expect(loadError(net({ ranges: [[{ subnet: "10.1.0.0/24", exclude: [null] }]] })).msg).toContain("invalid exclude entry");
+    expect(loadError(net({ ranges: [[{ subnet: "10.1.0.0/24", exclude: "10.1.0.2" }]] }))).toEqual({
+      code: 7,
+      msg: "json: cannot unmarshal string into Go struct field Range.ipam.ranges.exclude of type []string",
+    });
   });
 
   test("config accepts keys case-insensitively", () => {

@@ -93,7 +93,8 @@ const requestedIP = t.parsed<IPAddr | typeof EMPTY_REQUEST>("ip.IP", (s) => {
   return ip;
 });
 
-const rangeFields = { rangeStart: netIP, rangeEnd: netIP, subnet: ipNet, gateway: netIP };
+/** Beyond upstream: `exclude` (addresses and prefixes never handed out, allocator/range.ts). */
+const rangeFields = { rangeStart: netIP, rangeEnd: netIP, subnet: ipNet, gateway: netIP, exclude: t.array(t.string()) };
 const rangeSchema = goStruct("allocator.Range", t.object("Range", rangeFields));
 const rangeArray = t.array(rangeSchema);
 /** `allocator.RangeSet` (a named slice type). */
@@ -197,6 +198,27 @@ function defined<T>(list: readonly (T | undefined)[] | undefined): T[] {
   return (list ?? []).filter((x): x is T => x !== undefined);
 }
 
+/** `exclude` entries; a JSON null entry is refused like any other invalid entry. */
+function excludeEntries(list: readonly (string | undefined)[] | undefined): string[] {
+  return (list ?? []).map((e) => e ?? "null");
+}
+
+/** Longest path the kernel accepts (PATH_MAX including the terminating NUL). */
+const PATH_MAX = 4096;
+
+/**
+ * A path field as given, or undefined when empty/absent. A NUL byte (which no Linux path can hold)
+ * or a path longer than PATH_MAX is a config error naming the field.
+ */
+function pathField(field: string, value: string | undefined): string | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (value.includes("\0")) throw new InvalidConfigError(`invalid ${field} ${JSON.stringify(value)}: a path cannot contain a NUL byte`);
+  if (new TextEncoder().encode(value).length >= PATH_MAX) {
+    throw new InvalidConfigError(`invalid ${field}: longer than ${PATH_MAX - 1} bytes`);
+  }
+  return value;
+}
+
 /**
  * Loads and validates the host-local configuration from the plugin's stdin object and CNI_ARGS.
  * Throws InvalidConfigError (code 7) with upstream's messages, or InvalidEnvError for CNI_ARGS.
@@ -222,7 +244,8 @@ export function loadIPAMConfig(config: Record<string, unknown>, cniArgs: string)
   // A null set decodes to an empty set ("empty range set"), as in Go.
   for (const set of net.runtimeConfig?.ipRanges ?? []) inputs.push(set ?? []);
   if (ipam.subnet !== undefined) {
-    inputs.push([{ subnet: ipam.subnet, rangeStart: ipam.rangeStart, rangeEnd: ipam.rangeEnd, gateway: ipam.gateway }]);
+    const { subnet, rangeStart, rangeEnd, gateway, exclude } = ipam;
+    inputs.push([{ subnet, rangeStart, rangeEnd, gateway, exclude }]);
   }
   for (const set of ipam.ranges ?? []) inputs.push(set ?? []);
   if (inputs.length === 0) throw new InvalidConfigError("no IP ranges specified");
@@ -234,7 +257,7 @@ export function loadIPAMConfig(config: Record<string, unknown>, cniArgs: string)
     let rs: RangeSet;
     try {
       // A JSON null inside a set decodes to a zero Range, which has no subnet.
-      rs = canonicalizeRangeSet(set.map((r) => r ?? {}));
+      rs = canonicalizeRangeSet(set.map((r) => (r === undefined ? {} : { ...r, exclude: excludeEntries(r.exclude) })));
     } catch (err) {
       if (err instanceof RangeConfigError) throw new InvalidConfigError(`invalid range set ${i}: ${err.message}`, { cause: err });
       throw err;
@@ -260,8 +283,8 @@ export function loadIPAMConfig(config: Record<string, unknown>, cniArgs: string)
     cniVersion,
     rangeSets,
     routes: defined(ipam.routes).map(configRoute),
-    dataDir: ipam.dataDir === undefined || ipam.dataDir === "" ? DEFAULT_DATA_DIR : ipam.dataDir,
-    resolvConf: ipam.resolvConf === undefined || ipam.resolvConf === "" ? undefined : ipam.resolvConf,
+    dataDir: pathField("dataDir", ipam.dataDir) ?? DEFAULT_DATA_DIR,
+    resolvConf: pathField("resolvConf", ipam.resolvConf),
     requestedIPs: [...requestedIPs.values()],
   };
 }

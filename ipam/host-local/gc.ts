@@ -10,6 +10,7 @@
  * Only reservation files (named by an IP) directly in this network's directory are considered.
  */
 import { decode, getField, t } from "../../shared/cni/decode.ts";
+import { InternalError, messageOf } from "../../shared/cni/errors.ts";
 import { parseOwner } from "./store/owner.ts";
 import type { Store } from "./store/store.ts";
 
@@ -33,11 +34,15 @@ export function parseValidAttachments(config: Record<string, unknown>): Attachme
     .map((a) => ({ containerID: a.containerID ?? "", ifname: a.ifname ?? "" }));
 }
 
-/** Releases every reservation not owned by a valid attachment. The caller holds the lock. Returns the released count. */
+/**
+ * Releases every reservation not owned by a valid attachment. The caller holds the lock. Returns
+ * the released count; reservations that could not be removed are reported together at the end.
+ */
 export function collectGarbage(store: Store, valid: readonly Attachment[]): number {
   const pairs = new Set(valid.map((a) => `${a.containerID}\u0000${a.ifname}`));
   const containers = new Set(valid.map((a) => a.containerID));
   let released = 0;
+  const failures: string[] = [];
   for (const r of store.reservations()) {
     const owner = parseOwner(r.key);
     const keep =
@@ -46,7 +51,13 @@ export function collectGarbage(store: Store, valid: readonly Attachment[]): numb
         : owner.kind === "legacy"
           ? containers.has(owner.containerID)
           : false;
-    if (!keep && store.releaseReservation(r)) released++;
+    if (keep) continue;
+    try {
+      if (store.releaseReservation(r)) released++;
+    } catch (err) {
+      failures.push(messageOf(err));
+    }
   }
+  if (failures.length > 0) throw new InternalError(failures.join("; "));
   return released;
 }

@@ -1,6 +1,7 @@
 /**
  * host-local: an IPAM plugin that allocates addresses from configured ranges and records each
- * reservation as a file under `<dataDir>/<network>/` (upstream plugins/ipam/host-local/main.go). The store is byte-compatible with the Go plugin and shares its flock, so
+ * reservation as a file under `<dataDir>/<network>/` (upstream plugins/ipam/host-local/main.go).
+ * The store is byte-compatible with the Go plugin and shares its flock, so
  * both can serve the same node at once.
  *
  * ADD allocates one address per range set (requested addresses first, else round robin) and
@@ -10,7 +11,9 @@
  * Beyond upstream: STATUS fails with code 50 when a range set is exhausted; GC releases the
  * reservations of attachments the runtime no longer lists, and empty or unreadable reservation
  * files; CHECK/DEL/ADD find an attachment's files through a verified owner index instead of reading
- * every file (store/disk.ts). Config errors are code 7 (upstream 999) with upstream's text.
+ * every file; the store is crash-safe and never follows links (store/disk.ts); point-to-point
+ * subnets and `exclude` (allocator/range.ts). Config errors are code 7 (upstream 999) with
+ * upstream's text. The full list is DIFFERENCES.md.
  */
 import { CniError, InternalError, PluginUnavailableError, messageOf } from "../../shared/cni/errors.ts";
 import type { CmdArgs, IPConfig, PluginSpec, Result } from "../../shared/cni/types.ts";
@@ -65,7 +68,7 @@ function add(args: CmdArgs): Result {
         throw err instanceof CniError ? new CniError(err.code, msg, { cause: err }) : new InternalError(msg, { cause: err });
       }
       done.push(allocator);
-      ips.push({ address: formatCIDR(got.address), gateway: formatIP(got.gateway) });
+      ips.push({ address: formatCIDR(got.address), ...(got.gateway === undefined ? {} : { gateway: formatIP(got.gateway) }) });
     }
     if (requested.size > 0) {
       releaseDone();
@@ -107,7 +110,8 @@ function del(args: CmdArgs): void {
       try {
         new IPAllocator(set, store, idx).release(args.containerID, args.ifName);
       } catch (err) {
-        errors.push(messageOf(err));
+        // Each pass is store-wide: a file that cannot be removed fails every pass alike.
+        if (!errors.includes(messageOf(err))) errors.push(messageOf(err));
       }
     }
   } finally {

@@ -46,6 +46,8 @@ export const O_TRUNC = 0o1000;
 export const O_APPEND = 0o2000;
 export const O_NONBLOCK = 0o4000;
 export const O_CLOEXEC = 0o2000000;
+/** Fails with ELOOP when the last path component is a symbolic link; <asm/fcntl.h> of arm/arm64 differs from asm-generic. */
+export const O_NOFOLLOW = process.arch === "arm64" || process.arch === "arm" ? 0o100000 : 0o400000;
 
 // <linux/fcntl.h> / <sys/file.h>
 export const LOCK_SH = 1;

@@ -30,6 +30,7 @@ export const ERANGE = 34;
 export const ENAMETOOLONG = 36;
 export const ENOSYS = 38;
 export const ENOTEMPTY = 39;
+export const ELOOP = 40;
 export const ENODATA = 61;
 export const EPROTO = 71;
 export const EMSGSIZE = 90;

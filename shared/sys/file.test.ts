@@ -2,8 +2,8 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, lstatSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { O_APPEND, O_CREAT, O_EXCL, O_RDWR, O_WRONLY } from "./constants.ts";
-import { EEXIST, ENOENT, ENOTDIR } from "./errno.ts";
+import { O_APPEND, O_CREAT, O_EXCL, O_NOFOLLOW, O_RDONLY, O_RDWR, O_WRONLY } from "./constants.ts";
+import { EEXIST, EINVAL, ELOOP, ENOENT, ENOTDIR } from "./errno.ts";
 import { SyscallError } from "./errors.ts";
 import * as file from "./file.ts";
 import { close } from "./libc.ts";
@@ -140,5 +140,49 @@ describe("file (libc)", () => {
     const st = statSync(join(dir, "x"), { bigint: true });
     expect(st.mtimeNs).toBe(1_600_000_000_000_000_000n);
     expect(st.atimeNs).toBe(1_700_000_000_500_000_000n);
+  });
+
+  test("link gives a second name and refuses an existing one, even a dangling link; unlinkIfExists tolerates ENOENT", () => {
+    const a = join(dir, "a");
+    writeFileSync(a, "x");
+    file.link(a, join(dir, "b"));
+    expect(statSync(join(dir, "b")).ino).toBe(statSync(a).ino);
+    expect(statSync(a).nlink).toBe(2);
+    symlinkSync(join(dir, "nowhere"), join(dir, "c"));
+    expect(errnoOf(() => file.link(a, join(dir, "c")))).toBe(EEXIST);
+    expect(errnoOf(() => file.link(a, join(dir, "b")))).toBe(EEXIST);
+    file.unlinkIfExists(join(dir, "b"));
+    file.unlinkIfExists(join(dir, "b"));
+    expect(errnoOf(() => file.unlinkIfExists(join(dir, "a", "under-a-file")))).toBe(ENOTDIR);
+  });
+
+  test("replaceFile replaces a planted symbolic link instead of writing through it, and clears a stale temp", () => {
+    const target = join(dir, "target");
+    writeFileSync(target, "precious");
+    symlinkSync(target, join(dir, "f"));
+    symlinkSync(target, join(dir, "f.tmp"));
+    file.replaceFile(join(dir, "f"), join(dir, "f.tmp"), "new", 0o600);
+    expect(readFileSync(target, "latin1")).toBe("precious");
+    expect(lstatSync(join(dir, "f")).isFile()).toBe(true);
+    expect(statSync(join(dir, "f")).mode & 0o777).toBe(0o600);
+    expect(readFileSync(join(dir, "f"), "latin1")).toBe("new");
+    expect(readdirSync(dir).sort()).toEqual(["f", "target"]);
+    // A failing rename (onto a directory) leaves no temp behind.
+    mkdirSync(join(dir, "d"));
+    expect(errnoOf(() => file.replaceFile(join(dir, "d"), join(dir, "d.tmp"), "x", 0o600))).toBeGreaterThan(0);
+    expect(readdirSync(dir)).not.toContain("d.tmp");
+  });
+
+  test("O_NOFOLLOW refuses a symbolic link (ELOOP) on this architecture", () => {
+    writeFileSync(join(dir, "t"), "x");
+    symlinkSync(join(dir, "t"), join(dir, "l"));
+    expect(errnoOf(() => file.readTextFile(join(dir, "l"), O_RDONLY | O_NOFOLLOW))).toBe(ELOOP);
+    expect(file.readTextFile(join(dir, "t"), O_RDONLY | O_NOFOLLOW)).toBe("x");
+  });
+
+  test("a path with a NUL byte is refused (EINVAL), never truncated at the NUL", () => {
+    mkdirSync(join(dir, "x"));
+    expect(errnoOf(() => file.stat(`${join(dir, "x")}\0/../y`))).toBe(EINVAL);
+    expect(errnoOf(() => file.mkdirAll(`${join(dir, "x")}\0z`, 0o755))).toBe(EINVAL);
   });
 });

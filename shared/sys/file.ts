@@ -5,10 +5,10 @@
  * (docs/performance.md). Failures throw SyscallError, whose `code` (ENOENT, EEXIST, ...) and
  * positive `errno` are what callers test, as they would on a node:fs error.
  */
-import { O_CLOEXEC, O_CREAT, O_RDONLY, O_TRUNC, O_WRONLY } from "./constants.ts";
+import { O_CLOEXEC, O_CREAT, O_EXCL, O_RDONLY, O_TRUNC, O_WRONLY } from "./constants.ts";
 import { EAGAIN, EEXIST, ENOENT } from "./errno.ts";
 import { SyscallError } from "./errors.ts";
-import { AT_FDCWD, close, getdents64, mkdirat, openat, read, renameat, statx, STATX_SIZE, unlinkat, utimensat, write } from "./libc.ts";
+import { AT_FDCWD, close, getdents64, linkat, mkdirat, openat, read, renameat, statx, STATX_SIZE, unlinkat, utimensat, write } from "./libc.ts";
 
 /** <fcntl.h> flags of the *at calls. */
 const AT_SYMLINK_NOFOLLOW = 0x100;
@@ -181,9 +181,9 @@ let decoder: TextDecoder | undefined;
 const encode = (s: string) => (encoder ??= new TextEncoder()).encode(s);
 const decode = (b: Uint8Array) => (decoder ??= new TextDecoder()).decode(b);
 
-/** The whole content of a file. */
-export function readFile(path: string): Uint8Array {
-  const fd = open(path, O_RDONLY);
+/** The whole content of a file (`flags` may add e.g. O_NOFOLLOW). */
+export function readFile(path: string, flags = O_RDONLY): Uint8Array {
+  const fd = open(path, flags);
   try {
     return readAll(fd, fstat(fd).size);
   } finally {
@@ -191,9 +191,9 @@ export function readFile(path: string): Uint8Array {
   }
 }
 
-/** The whole content of a file as UTF-8 text. */
-export function readTextFile(path: string): string {
-  return decode(readFile(path));
+/** The whole content of a file as UTF-8 text (`flags` may add e.g. O_NOFOLLOW). */
+export function readTextFile(path: string, flags = O_RDONLY): string {
+  return decode(readFile(path, flags));
 }
 
 /**
@@ -212,6 +212,56 @@ export function writeFile(path: string, data: Uint8Array | string, mode = 0o666,
 /** unlink(2). */
 export function unlink(path: string): void {
   unlinkat(AT_FDCWD, path);
+}
+
+/** unlink(2) that succeeds when the path is already gone (ENOENT). */
+export function unlinkIfExists(path: string): void {
+  unlessMissing(() => unlink(path));
+}
+
+/** link(2): `to` becomes a second name of `from`; fails with EEXIST when `to` exists in any form. */
+export function link(from: string, to: string): void {
+  linkat(AT_FDCWD, from, AT_FDCWD, to);
+}
+
+/**
+ * Creates `path` exclusively for writing (`mode` before umask) and returns its fd; whatever is
+ * already at `path` (a leftover, a planted symbolic link) is removed first. For a scratch name the
+ * caller alone uses (e.g. under a lock).
+ */
+export function createFresh(path: string, mode: number): number {
+  try {
+    return open(path, O_WRONLY | O_CREAT | O_EXCL, mode);
+  } catch (err) {
+    if (!isErrno(err, EEXIST)) throw err;
+  }
+  unlinkIfExists(path);
+  return open(path, O_WRONLY | O_CREAT | O_EXCL, mode);
+}
+
+/**
+ * Replaces the file at `path` with `data` without ever writing through what `path` was (a planted
+ * symbolic link is replaced, not followed): `data` is written to a fresh file at `tmpPath`
+ * (createFresh) and renamed over `path`. `tmpPath` must be in the same directory and reserved for
+ * this use by the caller (e.g. under a lock).
+ */
+export function replaceFile(path: string, tmpPath: string, data: Uint8Array | string, mode: number): void {
+  try {
+    const fd = createFresh(tmpPath, mode);
+    try {
+      writeAll(fd, data);
+    } finally {
+      close(fd);
+    }
+    rename(tmpPath, path);
+  } catch (err) {
+    try {
+      unlinkIfExists(tmpPath);
+    } catch {
+      // the first failure is the one to report
+    }
+    throw err;
+  }
 }
 
 /** rename(2). */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { O_CLOEXEC } from "./constants.ts";
@@ -55,6 +55,13 @@ describe("FileLock", () => {
 
   test("open of a path in a missing directory throws SyscallError ENOENT", () => {
     expect(() => FileLock.open(join(dir, "missing", "x.lock"))).toThrow(/open .*no such file or directory \(ENOENT\)/);
+  });
+
+  test("open refuses a symbolic link (ELOOP) and creates nothing at its target", () => {
+    const target = join(dir, "elsewhere.lock");
+    symlinkSync(target, join(dir, "link.lock"));
+    expect(() => FileLock.open(join(dir, "link.lock"))).toThrow(/\(ELOOP\)/);
+    expect(existsSync(target)).toBe(false);
   });
 
   test.skipIf(!haveFlock1)("a util-linux flock(1) holder makes tryLock fail and lock() wait", () => {

@@ -9,7 +9,7 @@
 
 import { EAGAIN } from "./errno.ts";
 import { SyscallError } from "./errors.ts";
-import { LOCK_EX, LOCK_NB, LOCK_UN, O_CREAT, O_RDONLY } from "./constants.ts";
+import { LOCK_EX, LOCK_NB, LOCK_UN, O_CREAT, O_NOFOLLOW, O_RDONLY } from "./constants.ts";
 import { OwnedFd } from "./fd.ts";
 import { open } from "./file.ts";
 import { flock } from "./libc.ts";
@@ -24,9 +24,13 @@ export class FileLock {
     this.#file = file;
   }
 
-  /** Opens (creating if needed) the lock file. Does not take the lock. */
+  /**
+   * Opens (creating if needed) the lock file. Does not take the lock. A symbolic link at `path`
+   * is refused (ELOOP): locking its target would neither exclude the peers that lock `path` nor
+   * leave the target untouched.
+   */
   static open(path: string, mode = 0o750): FileLock {
-    return new FileLock(path, new OwnedFd(open(path, O_RDONLY | O_CREAT, mode)));
+    return new FileLock(path, new OwnedFd(open(path, O_RDONLY | O_CREAT | O_NOFOLLOW, mode)));
   }
 
   /** The underlying descriptor. */

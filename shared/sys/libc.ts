@@ -13,7 +13,7 @@
  */
 
 import type * as Ffi from "bun:ffi";
-import { EINTR } from "./errno.ts";
+import { EINTR, EINVAL } from "./errno.ts";
 import { SyscallError } from "./errors.ts";
 import { spanEnd, spanStart } from "./phases.ts";
 
@@ -52,6 +52,7 @@ function load() {
     getdents64: { args: ["i32", "ptr", "u64"], returns: "i64" },
     unlinkat: { args: ["i32", "ptr", "i32"], returns: "i32" },
     renameat: { args: ["i32", "ptr", "i32", "ptr"], returns: "i32" },
+    linkat: { args: ["i32", "ptr", "i32", "ptr", "i32"], returns: "i32" },
     mkdirat: { args: ["i32", "ptr", "u32"], returns: "i32" },
     utimensat: { args: ["i32", "ptr", "ptr", "i32"], returns: "i32" },
   });
@@ -81,6 +82,8 @@ let encoder: TextEncoder | undefined;
 
 /** A NUL-terminated copy of `s` for `const char *` arguments. */
 function cstr(s: string): Uint8Array {
+  // C would see only the part before the NUL: refuse rather than act on a truncated path.
+  if (s.includes("\0")) throw new SyscallError("cstring", EINVAL, JSON.stringify(s), { suffix: ": contains a NUL byte" });
   return (encoder ??= new TextEncoder()).encode(`${s}\0`);
 }
 
@@ -308,6 +311,11 @@ export function unlinkat(dirfd: number, path: string, flags = 0): void {
 /** renameat(2). */
 export function renameat(fromDirfd: number, from: string, toDirfd: number, to: string): void {
   check(sym().renameat(fromDirfd, cstr(from), toDirfd, cstr(to)), "rename", `${JSON.stringify(from)} ${JSON.stringify(to)}`);
+}
+
+/** linkat(2): a new name `to` for the file `from` (fails with EEXIST if `to` exists, even as a symbolic link). */
+export function linkat(fromDirfd: number, from: string, toDirfd: number, to: string, flags = 0): void {
+  check(sym().linkat(fromDirfd, cstr(from), toDirfd, cstr(to), flags), "link", `${JSON.stringify(from)} ${JSON.stringify(to)}`);
 }
 
 /** mkdirat(2). */

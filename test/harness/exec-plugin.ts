@@ -28,6 +28,8 @@ export interface PluginInvocation {
   cwd?: string;
   /** Kills the plugin after this many ms (default 30 000); a timeout is reported, never hidden. */
   timeoutMs?: number;
+  /** A command prefix that runs the plugin, e.g. `nsenter --mount=... --` (PrivateMountNs.prefix). */
+  wrap?: string[];
 }
 
 export interface PluginRun {
@@ -86,8 +88,9 @@ export async function execPlugin(type: string, inv: PluginInvocation): Promise<P
   const binDir = inv.binDir ?? DIST_BIN;
   const exe = join(binDir, type);
   const started = performance.now();
-  const proc = Bun.spawn([exe], {
-    argv0: exe,
+  const wrap = inv.wrap ?? [];
+  const proc = Bun.spawn([...wrap, exe], {
+    argv0: wrap[0] ?? exe,
     env: pluginEnv(inv, binDir),
     cwd: inv.cwd ?? process.cwd(),
     stdin: stdinBytes(inv.config),

@@ -5,6 +5,7 @@
  * each releases what the other reserved.
  */
 import { describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectResult, expectSuccess } from "../harness/cni-expect.ts";
@@ -95,5 +96,26 @@ describe.skipIf(!sandboxed() || !hasGoPlugin("host-local"))("host-local store sh
     for (const d of dels) expectSuccess(d, { silent: true });
     expect(reservations(netDir)).toEqual({});
     expect(readStoreDir(netDir).map((f) => f.name)).toEqual(["last_reserved_ip.0", "last_reserved_ip.1", "lock"]);
+    // Our scratch file never outlives a call.
+    expect(readStoreDir(netDir, { hidden: true }).map((f) => f.name)).not.toContain(".host-local.tmp");
   }, 120_000);
+
+  test("host-local crash leftovers: ours reclaims Go's empty reservation (#498) and its own stale scratch file, which Go never takes for a reservation", async () => {
+    const dataDir = makeTempDir();
+    const netDir = join(dataDir, NET);
+    expect(addressesOf(await hostLocal("go", "ADD", "go-1", dataDir))).toEqual(["10.1.2.2", "fd00:7::2"]);
+    // Go killed between create and write; ours killed after filling its scratch file, before link(2).
+    writeFileSync(join(netDir, "10.1.2.3"), "");
+    writeFileSync(join(netDir, ".host-local.tmp"), reservationContent("dead", "eth0"));
+    // Go skips both: the empty file holds 10.1.2.3, the scratch file is no address.
+    expect(addressesOf(await hostLocal("go", "ADD", "go-2", dataDir))).toEqual(["10.1.2.4", "fd00:7::3"]);
+    // Ours takes the empty reservation back when it is asked for, and drops the scratch file.
+    expect(addressesOf(await hostLocal("ts", "ADD", "ts-1", dataDir, { args: "IP=10.1.2.3" }))).toEqual(["10.1.2.3", "fd00:7::4"]);
+    expect(readStoreDir(netDir, { hidden: true }).map((f) => f.name)).not.toContain(".host-local.tmp");
+    expect(reservations(netDir)["10.1.2.3"]).toBe(reservationContent("ts-1", "eth0"));
+    // Go releases what ours reserved through link(2), and ours what Go reserved.
+    expectSuccess(await hostLocal("go", "DEL", "ts-1", dataDir), { silent: true });
+    for (const id of ["go-1", "go-2"]) expectSuccess(await hostLocal("ts", "DEL", id, dataDir), { silent: true });
+    expect(reservations(netDir)).toEqual({});
+  });
 });

@@ -5,7 +5,7 @@
  * extensions of this project: GC with `cni.dev/valid-attachments` and STATUS code 50.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, readFileSync, statSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
@@ -13,6 +13,7 @@ import { hostLocalConfig, type HostLocalOptions } from "../harness/configs.ts";
 import { execGoPlugin, execPlugin, type PluginInvocation } from "../harness/exec-plugin.ts";
 import { dropEmptyDns, ipamResultFor } from "../harness/expected-results.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
+import { PrivateMountNs } from "../harness/mount-ns.ts";
 import { sandboxed } from "../harness/sandbox.ts";
 import { readStoreDir, reservationContent, reservations } from "../harness/store.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
@@ -287,6 +288,90 @@ describe.skipIf(!sandboxed())("host-local", () => {
     const r = await run("ADD", "c1", hostLocalConfig({ cniVersion: "1.0.0", dataDir }));
     expectResult(r);
     expect(r.stderr).toBe("");
+  });
+
+  test("host-local DEL on a read-only dataDir fails with code 999 naming the file and errno, keeps the reservation; DEL after recovery removes it (issue 15.1)", async () => {
+    const dataDir = makeTempDir();
+    const conf = hostLocalConfig({ cniVersion: "1.1.0", dataDir, ranges: DUAL });
+    expectResult(await run("ADD", "c1", conf));
+    const ns = await PrivateMountNs.start();
+    ns.setReadOnly(dataDir, true);
+    const failed = await run("DEL", "c1", conf, { wrap: ns.prefix });
+    const file = (name: string) => `remove ${join(dataDir, NET, name)}: read-only file system`;
+    expect(expectCniError(failed, { code: 999 }).msg).toBe(`${file("10.1.2.2")}; ${file("fd00:1::2")}`);
+    expect(reservations(join(dataDir, NET))).toEqual({ "10.1.2.2": reservationContent("c1", "eth0"), "fd00:1::2": reservationContent("c1", "eth0") });
+    // GC cannot remove it either, and says so.
+    const gc = await execPlugin("host-local", { command: "GC", config: { ...conf, "cni.dev/valid-attachments": [] }, wrap: ns.prefix });
+    expectCniError(gc, { code: 999, msg: "read-only file system" });
+    ns.setReadOnly(dataDir, false);
+    expectSuccess(await run("DEL", "c1", conf, { wrap: ns.prefix }), { silent: true });
+    expect(reservations(join(dataDir, NET))).toEqual({});
+    ns.close();
+  });
+
+  test("host-local ADD reclaims crash leftovers: an empty reservation file and a stale scratch file (issue 15.5, #498)", async () => {
+    const dataDir = makeTempDir();
+    const conf = hostLocalConfig({ cniVersion: "1.0.0", dataDir });
+    const netDir = makeStoreDir(dataDir);
+    writeFileSync(join(netDir, "10.1.2.2"), ""); // killed between create and write
+    writeFileSync(join(netDir, ".host-local.tmp"), reservationContent("dead", "eth0")); // killed before link(2)
+    expect(expectResult(await run("ADD", "c1", conf)).ips[0].address).toBe("10.1.2.2/24");
+    expect(reservations(netDir)).toEqual({ "10.1.2.2": reservationContent("c1", "eth0") });
+    expect(readStoreDir(netDir, { hidden: true }).map((f) => f.name)).not.toContain(".host-local.tmp");
+    expectCniError(await run("CHECK", "dead", conf), { code: 999 });
+  });
+
+  test("host-local never writes through symbolic links planted in the store (issue 15.4)", async () => {
+    const dataDir = makeTempDir();
+    const conf = hostLocalConfig({ cniVersion: "1.0.0", dataDir });
+    const netDir = makeStoreDir(dataDir);
+    const outside = join(makeTempDir(), "victim");
+    writeFileSync(outside, "precious");
+    for (const name of ["last_reserved_ip.0", ".host-local.tmp", ".host-local-owners", "10.1.2.2"]) symlinkSync(outside, join(netDir, name));
+    expect(expectResult(await run("ADD", "c1", conf)).ips[0].address).toBe("10.1.2.3/24");
+    expect(readFileSync(outside, "latin1")).toBe("precious");
+    expectSuccess(await run("DEL", "c1", conf), { silent: true });
+    expect(readFileSync(outside, "latin1")).toBe("precious");
+    expect(lstatSync(join(netDir, "10.1.2.2")).isSymbolicLink()).toBe(true); // not ours to remove
+    unlinkSync(join(netDir, "lock"));
+    symlinkSync(join(makeTempDir(), "lock-target"), join(netDir, "lock"));
+    expectCniError(await run("ADD", "c2", conf), { code: 999, msg: "too many levels of symbolic links" });
+  });
+
+  test("[1.1.0] host-local /31 (RFC 3021) hands out both addresses without a gateway, /32 its one address; Go 1.1.1 refuses both (#908)", async () => {
+    const dataDir = makeTempDir();
+    const conf = hostLocalConfig({ cniVersion: "1.1.0", dataDir, ranges: [[{ subnet: "10.99.0.0/31" }], [{ subnet: "fd00:99::5/128" }]] });
+    expect(expectResult(await run("ADD", "p1", conf)).ips).toEqual([{ address: "10.99.0.0/31" }, { address: "fd00:99::5/128" }]);
+    expectCniError(await run("ADD", "p2", conf), { code: 999, msg: "no IP addresses available in range set: fd00:99::5-fd00:99::5" });
+    expectCniError(await execPlugin("host-local", { command: "STATUS", config: conf }), { code: 50, msg: "fd00:99::5" });
+    const v4only = hostLocalConfig({ cniVersion: "1.1.0", dataDir, ranges: [[{ subnet: "10.99.0.0/31" }]] });
+    expect(expectResult(await run("ADD", "p2", v4only)).ips).toEqual([{ address: "10.99.0.1/31" }]);
+    expectCniError(await execPlugin("host-local", { command: "STATUS", config: v4only }), { code: 50 });
+    for (const id of ["p1", "p2"]) expectSuccess(await run("DEL", id, conf), { silent: true });
+    expect(reservations(join(dataDir, NET))).toEqual({});
+    if (hasGoPlugin("host-local")) {
+      const go = await execGoPlugin("host-local", { command: "ADD", containerID: "g", netns: "/nonexistent/netns", ifName: "eth0", config: { ...v4only, cniVersion: "1.0.0" } });
+      expectCniError(go, { code: 999, msg: "too small to allocate from" });
+    }
+  });
+
+  test("[1.1.0] host-local exclude: excluded addresses are never handed out, a requested one is refused, STATUS counts only allocatable addresses", async () => {
+    const dataDir = makeTempDir();
+    const conf = hostLocalConfig({ cniVersion: "1.1.0", dataDir, ranges: [[{ subnet: "10.97.0.0/28", rangeEnd: "10.97.0.9", exclude: ["10.97.0.2", "10.97.0.4/30"] }]] });
+    const got: string[] = [];
+    for (const id of ["e1", "e2", "e3"]) got.push(expectResult(await run("ADD", id, conf)).ips[0].address);
+    expect(got).toEqual(["10.97.0.3/28", "10.97.0.8/28", "10.97.0.9/28"]);
+    expectCniError(await execPlugin("host-local", { command: "STATUS", config: conf }), { code: 50 });
+    expectSuccess(await run("DEL", "e2", conf), { silent: true });
+    expectSuccess(await execPlugin("host-local", { command: "STATUS", config: conf }), { silent: true });
+    const refused = await run("ADD", "e4", conf, { args: "IP=10.97.0.5" });
+    expectCniError(refused, { code: 999, msg: "requested ip 10.97.0.5 is excluded from range 10.97.0.1-10.97.0.9 by exclude 10.97.0.4-10.97.0.7" });
+    expect(Object.keys(reservations(join(dataDir, NET))).sort()).toEqual(["10.97.0.3", "10.97.0.9"]);
+  });
+
+  test("host-local refuses a dataDir with a NUL byte with code 7 naming dataDir (issue 15.6)", async () => {
+    const conf = hostLocalConfig({ cniVersion: "1.0.0", dataDir: `${makeTempDir()}\u0000x` });
+    for (const command of ["ADD", "DEL"]) expectCniError(await run(command, "c1", conf), { code: 7, msg: /^invalid dataDir .*NUL byte$/ });
   });
 });
 

@@ -15,7 +15,7 @@
  * - GC/STATUS and cniVersion 1.1.0: Go 1.1.1 predates spec 1.1.0.
  */
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
@@ -398,10 +398,7 @@ describe.skipIf(!sandboxed())("probes", () => {
 
   // P09 — odd subnets (host-local).
   for (const [when, range, msg] of [
-    ["the subnet is a /32", { subnet: "10.1.2.3/32" }, "Network 10.1.2.3/32 too small to allocate from"],
-    ["the subnet is a /31", { subnet: "10.1.2.2/31" }, "Network 10.1.2.2/31 too small to allocate from"],
-    ["the subnet is a /127", { subnet: "fd00::/127" }, "Network fd00::/127 too small to allocate from"],
-    ["the subnet is a /128", { subnet: "fd00::1/128" }, "Network fd00::1/128 too small to allocate from"],
+    ["a /31 subnet has host bits set", { subnet: "10.1.2.3/31" }, "Network has host bits set"],
     ["the subnet has host bits set", { subnet: "10.1.2.5/24" }, "Network has host bits set"],
     ["rangeStart is outside the subnet", { subnet: "10.1.2.0/24", rangeStart: "10.1.3.1" }, "RangeStart 10.1.3.1 not in network 10.1.2.0/24"],
     ["rangeEnd is outside the subnet", { subnet: "10.1.2.0/24", rangeEnd: "10.1.3.1" }, "RangeEnd 10.1.3.1 not in network 10.1.2.0/24"],
@@ -415,6 +412,21 @@ describe.skipIf(!sandboxed())("probes", () => {
       code: 7,
       msg,
       go: 999,
+    });
+  }
+  for (const [when, exclude, msg] of [
+    ["an exclude entry is not an IP or CIDR", ["10.1.2"], 'invalid exclude entry "10.1.2"'],
+    ["an exclude entry is outside the subnet", ["10.1.3.0/28"], "invalid exclude entry 10.1.3.0/28"],
+  ] as const) {
+    defineProbe({
+      id: "P09",
+      plugin: "host-local",
+      title: `ADD answers code 7 naming exclude when ${when}`,
+      inv: withConfig("host-local", (c) => ({ ...c, ipam: { ...(c.ipam as object), ranges: [[{ subnet: "10.1.2.0/24", exclude }]] } })),
+      code: 7,
+      msg,
+      go: "success",
+      why: "upstream has no `exclude` and ignores the key (DIFFERENCES.md)",
     });
   }
   defineProbe({
@@ -442,9 +454,9 @@ describe.skipIf(!sandboxed())("probes", () => {
     id: "P09",
     plugin: "host-local",
     title: "DEL answers code 7 when the config is invalid",
-    inv: withConfig("host-local", (c) => ({ ...c, ipam: { ...(c.ipam as object), ranges: [[{ subnet: "10.1.2.3/32" }]] } }), "DEL"),
+    inv: withConfig("host-local", (c) => ({ ...c, ipam: { ...(c.ipam as object), ranges: [[{ subnet: "10.1.2.3/24" }]] } }), "DEL"),
     code: 7,
-    msg: "too small to allocate from",
+    msg: "Network has host bits set",
     go: 999,
   });
   test("host-local hands out the single address of a /30 (P09)", async () => {
@@ -687,12 +699,13 @@ describe.skipIf(!sandboxed())("probes", () => {
   }
 
   // P30 — host-local store damage.
-  test("host-local ADD skips an empty reservation file instead of handing out its address (P30)", async () => {
+  test("host-local ADD reclaims an empty reservation file (a crash leftover, #498) under the lock (P30)", async () => {
     const ctx = await freshCtx();
     mkdirSync(join(ctx.dataDir, NET), { recursive: true });
     writeFileSync(join(ctx.dataDir, NET, "10.1.2.2"), "");
     const r = expectResult(await execPlugin("host-local", baseInv("host-local", ctx)));
-    expect(r.ips[0].address).toBe("10.1.2.3/24");
+    expect(r.ips[0].address).toBe("10.1.2.2/24");
+    expect(readFileSync(join(ctx.dataDir, NET, "10.1.2.2"), "latin1")).not.toBe("");
   });
   for (const [when, content] of [
     ["garbage", "not-an-ip"],

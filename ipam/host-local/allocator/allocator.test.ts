@@ -6,6 +6,11 @@ import { FakeStore } from "../store/fake.ts";
 import { AllocationError, IPAllocator, iterateCandidates } from "./allocator.ts";
 import { canonicalizeRangeSet, type RangeSet } from "./range-set.ts";
 import type { RangeInput } from "./range.ts";
+import { hasFreeAddress } from "../status.ts";
+import { DiskStore } from "../store/disk.ts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 function ip(s: string): IPAddr {
   const a = parseIP(s);
@@ -18,6 +23,7 @@ interface Spec {
   start?: string;
   end?: string;
   gw?: string;
+  exclude?: string[];
 }
 
 function set(...specs: Spec[]): RangeSet {
@@ -27,6 +33,7 @@ function set(...specs: Spec[]): RangeSet {
       if (s.start) r.rangeStart = ip(s.start);
       if (s.end) r.rangeEnd = ip(s.end);
       if (s.gw) r.gateway = ip(s.gw);
+      if (s.exclude) r.exclude = s.exclude;
       return r;
     }),
   );
@@ -38,7 +45,7 @@ function order(s: RangeSet, last: string | null): string[] {
 
 function allocText(a: IPAllocator, id: string, ifname = "eth0", requested?: string): string {
   const got = a.get(id, ifname, requested === undefined ? undefined : ip(requested));
-  return `${formatCIDR(got.address)} gw ${formatIP(got.gateway)}`;
+  return `${formatCIDR(got.address)} gw ${got.gateway === undefined ? "none" : formatIP(got.gateway)}`;
 }
 
 function allocError(fn: () => unknown): string {
@@ -130,7 +137,7 @@ describe("iterateCandidates", () => {
       const expected = new Set<string>();
       for (const r of s) {
         for (let v = r.rangeStart.value; v <= r.rangeEnd.value; v++) {
-          if (v !== r.gateway.value) expected.add(formatIP({ family: 4, value: v }));
+          if (v !== r.gateway!.value) expected.add(formatIP({ family: 4, value: v }));
         }
       }
       const last = rnd(3) === 0 ? null : `10.${8 + rnd(2)}.0.${rnd(256)}`;
@@ -257,5 +264,96 @@ describe("IPAllocator", () => {
     allocText(a, "c1");
     a.release("c1", "eth0");
     expect(store.lockCount).toBe(2);
+  });
+});
+
+describe("point-to-point subnets and exclude (beyond upstream)", () => {
+  test("p2p: a /31 hands out both addresses without a gateway, a /32 its one address, then exhaustion", () => {
+    const a = new IPAllocator(set({ subnet: "192.0.2.0/31" }), new FakeStore(), 0);
+    expect(allocText(a, "c1")).toBe("192.0.2.0/31 gw none");
+    expect(allocText(a, "c2")).toBe("192.0.2.1/31 gw none");
+    expect(allocError(() => a.get("c3", "eth0"))).toBe("no IP addresses available in range set: 192.0.2.0-192.0.2.1");
+    const one = new IPAllocator(set({ subnet: "192.0.2.9/32" }), new FakeStore(), 0);
+    expect(allocText(one, "c1")).toBe("192.0.2.9/32 gw none");
+    const v6 = new IPAllocator(set({ subnet: "fd00::/127" }), new FakeStore(), 0);
+    expect(allocText(v6, "c1")).toBe("fd00::/127 gw none");
+    expect(allocText(v6, "c2")).toBe("fd00::1/127 gw none");
+    // A configured gateway is skipped and returned.
+    const gw = new IPAllocator(set({ subnet: "192.0.2.0/31", gw: "192.0.2.0" }), new FakeStore(), 0);
+    expect(allocText(gw, "c1")).toBe("192.0.2.1/31 gw 192.0.2.0");
+    expect(allocError(() => gw.get("c2", "eth0"))).toBe("no IP addresses available in range set: 192.0.2.0-192.0.2.1");
+  });
+
+  test("exclude: excluded addresses and prefixes are never candidates, with rangeStart/rangeEnd and from any last reservation", () => {
+    const s = set({ subnet: "10.1.0.0/27", start: "10.1.0.2", end: "10.1.0.20", exclude: ["10.1.0.3", "10.1.0.8/29", "10.1.0.20"] });
+    const want = ["10.1.0.2", "10.1.0.4", "10.1.0.5", "10.1.0.6", "10.1.0.7", "10.1.0.16", "10.1.0.17", "10.1.0.18", "10.1.0.19"];
+    expect(order(s, null)).toEqual(want);
+    for (const last of ["10.1.0.9", "10.1.0.3", "10.1.0.19", "10.1.0.20"]) {
+      const got = order(s, last);
+      expect(new Set(got)).toEqual(new Set(want));
+      expect(got).toHaveLength(want.length);
+    }
+    expect(order(s, "10.1.0.9")[0]).toBe("10.1.0.16");
+    expect(order(s, "10.1.0.6")).toEqual([...want.slice(4), ...want.slice(0, 4)]);
+  });
+
+  test("exclude: a huge excluded prefix is skipped in one step (an IPv6 /65 out of a /64)", () => {
+    const s = set({ subnet: "fd00::/64", exclude: ["fd00::/65", "fd00:0:0:0:8000::/66"] });
+    const first = iterateCandidates(s, null).next().value!;
+    expect(formatIP(first.ip)).toBe("fd00::c000:0:0:0");
+    const a = new IPAllocator(s, new FakeStore(), 0);
+    expect(allocText(a, "c1")).toBe("fd00::c000:0:0:0/64 gw fd00::1");
+  });
+
+  test("exclude: a requested address inside an excluded range is refused with a clear error, nothing reserved", () => {
+    const store = new FakeStore();
+    const a = new IPAllocator(set({ subnet: "10.1.0.0/24", exclude: ["10.1.0.2", "10.1.0.16/28"] }), store, 0);
+    expect(allocError(() => a.get("c1", "eth0", ip("10.1.0.20")))).toBe(
+      "requested ip 10.1.0.20 is excluded from range 10.1.0.1-10.1.0.254 by exclude 10.1.0.16-10.1.0.31",
+    );
+    expect(allocError(() => a.get("c1", "eth0", ip("10.1.0.2")))).toBe(
+      "requested ip 10.1.0.2 is excluded from range 10.1.0.1-10.1.0.254 by exclude 10.1.0.2",
+    );
+    expect(store.files.size).toBe(0);
+    expect(allocText(a, "c1", "eth0", "10.1.0.32")).toBe("10.1.0.32/24 gw 10.1.0.1");
+  });
+
+  test("exclude: STATUS counts only allocatable addresses (exclusions, gateway and reservations not counted twice)", () => {
+    const s = set({ subnet: "10.1.0.0/29", exclude: ["10.1.0.4/30", "10.1.0.1"] }); // window .1-.6: .2 and .3 allocatable
+    const res = (...ips: string[]) => ips.map((x) => ({ ip: ip(x), key: "k" }));
+    expect(hasFreeAddress(s, res())).toBe(true);
+    expect(hasFreeAddress(s, res("10.1.0.2", "10.1.0.5", "10.1.0.4"))).toBe(true);
+    expect(hasFreeAddress(s, res("10.1.0.2", "10.1.0.3"))).toBe(false);
+    expect(hasFreeAddress(set({ subnet: "10.1.0.0/30", exclude: ["10.1.0.2"] }), res())).toBe(false); // .1 gateway, .2 excluded
+    expect(hasFreeAddress(set({ subnet: "192.0.2.0/31" }), res("192.0.2.0"))).toBe(true);
+    expect(hasFreeAddress(set({ subnet: "192.0.2.0/31" }), res("192.0.2.0", "192.0.2.1"))).toBe(false);
+  });
+
+  test("exclude: allocation on the disk store with a trusted owner index skips exclusions and finds the owner", () => {
+    const root = mkdtempSync(join(tmpdir(), "hl-excl-"));
+    try {
+      const s = set({ subnet: "10.1.0.0/28", exclude: ["10.1.0.2", "10.1.0.4/31"] });
+      const got: string[] = [];
+      for (const id of ["c1", "c2", "c3"]) {
+        const store = DiskStore.open("excl", root, { nowMs: () => Date.now() + 10_000 });
+        try {
+          got.push(allocText(new IPAllocator(s, store, 0), id));
+        } finally {
+          store.close();
+        }
+      }
+      expect(got).toEqual(["10.1.0.3/28 gw 10.1.0.1", "10.1.0.6/28 gw 10.1.0.1", "10.1.0.7/28 gw 10.1.0.1"]);
+      const store = DiskStore.open("excl", root);
+      try {
+        store.lock();
+        expect(store.getByID("c2", "eth0").map(formatIP)).toEqual(["10.1.0.6"]);
+        expect(store.stats.trustedLoads).toBe(1);
+        store.unlock();
+      } finally {
+        store.close();
+      }
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

@@ -2,7 +2,17 @@
 import { describe, expect, test } from "bun:test";
 import { formatIP, parseIP, type IPAddr } from "../../../shared/ip/addr.ts";
 import { parseCIDRDetailed, type ParsedCIDR } from "../../../shared/ip/cidr.ts";
-import { canonicalizeRange, formatRange, rangeContains, rangesOverlap, RangeConfigError, type IPRange, type RangeInput } from "./range.ts";
+import {
+  allocatableCount,
+  canonicalizeRange,
+  excludedSpan,
+  formatRange,
+  rangeContains,
+  rangesOverlap,
+  RangeConfigError,
+  type IPRange,
+  type RangeInput,
+} from "./range.ts";
 
 function ip(s: string): IPAddr {
   const a = parseIP(s);
@@ -16,8 +26,8 @@ function net(s: string): ParsedCIDR {
   return c;
 }
 
-function range(subnet: string, extra: { start?: string; end?: string; gw?: string } = {}): IPRange {
-  const input: RangeInput = { subnet: net(subnet) };
+function range(subnet: string, extra: { start?: string; end?: string; gw?: string; exclude?: string[] } = {}): IPRange {
+  const input: RangeInput = { subnet: net(subnet), exclude: extra.exclude };
   if (extra.start) input.rangeStart = ip(extra.start);
   if (extra.end) input.rangeEnd = ip(extra.end);
   if (extra.gw) input.gateway = ip(extra.gw);
@@ -29,11 +39,11 @@ function text(r: IPRange): Record<string, string> {
     subnet: `${formatIP(r.subnet.ip)}/${r.subnet.prefixLen}`,
     rangeStart: formatIP(r.rangeStart),
     rangeEnd: formatIP(r.rangeEnd),
-    gateway: formatIP(r.gateway),
+    gateway: r.gateway === undefined ? "none" : formatIP(r.gateway),
   };
 }
 
-function rangeError(subnet: string, extra: { start?: string; end?: string } = {}): string {
+function rangeError(subnet: string, extra: { start?: string; end?: string; exclude?: string[] } = {}): string {
   try {
     range(subnet, extra);
   } catch (err) {
@@ -81,11 +91,35 @@ describe("canonicalizeRange", () => {
     expect(text(range("0.0.0.0/0"))).toMatchObject({ rangeStart: "0.0.0.1", rangeEnd: "255.255.255.254" });
   });
 
-  test("range rejects networks too small to allocate from", () => {
-    expect(rangeError("192.0.2.0/31")).toBe("Network 192.0.2.0/31 too small to allocate from");
-    expect(rangeError("192.0.2.0/32")).toBe("Network 192.0.2.0/32 too small to allocate from");
-    expect(rangeError("2001:db8::/127")).toBe("Network 2001:db8::/127 too small to allocate from");
-    expect(rangeError("2001:db8::/128")).toBe("Network 2001:db8::/128 too small to allocate from");
+  test("range: point-to-point subnets (/31, /32, /127, /128; upstream refuses them, #908) use every address and have no default gateway", () => {
+    expect(text(range("192.0.2.0/31"))).toEqual({ subnet: "192.0.2.0/31", rangeStart: "192.0.2.0", rangeEnd: "192.0.2.1", gateway: "none" });
+    expect(text(range("192.0.2.7/32"))).toEqual({ subnet: "192.0.2.7/32", rangeStart: "192.0.2.7", rangeEnd: "192.0.2.7", gateway: "none" });
+    expect(text(range("2001:db8::/127"))).toEqual({ subnet: "2001:db8::/127", rangeStart: "2001:db8::", rangeEnd: "2001:db8::1", gateway: "none" });
+    expect(text(range("2001:db8::5/128"))).toMatchObject({ rangeStart: "2001:db8::5", rangeEnd: "2001:db8::5", gateway: "none" });
+    // A configured gateway is kept (and skipped by the allocator), bounds are validated as usual.
+    expect(text(range("192.0.2.0/31", { gw: "192.0.2.0" })).gateway).toBe("192.0.2.0");
+    expect(text(range("192.0.2.0/31", { start: "192.0.2.1" })).rangeStart).toBe("192.0.2.1");
+    expect(rangeError("192.0.2.1/31")).toBe("Network has host bits set. For a subnet mask of length 31 the network address is 192.0.2.0");
+    expect(rangeError("192.0.2.0/31", { start: "192.0.2.2" })).toBe("RangeStart 192.0.2.2 not in network 192.0.2.0/31");
+  });
+
+  test("range exclude: addresses and prefixes become sorted, merged spans; invalid entries name `exclude`", () => {
+    const spans = (r: IPRange) => r.exclude.map((sp) => `${sp.first}-${sp.last}`);
+    const r = range("10.1.0.0/24", { exclude: ["10.1.0.16/28", "10.1.0.2", "10.1.0.32/28", "10.1.0.20"] });
+    const base = ip("10.1.0.0").value;
+    expect(spans(r)).toEqual([`${base + 2n}-${base + 2n}`, `${base + 16n}-${base + 47n}`]);
+    expect(allocatableCount(r)).toBe(254n - 33n);
+    expect(excludedSpan(r, ip("10.1.0.40"))).toEqual({ first: base + 16n, last: base + 47n });
+    expect(excludedSpan(r, ip("10.1.0.48"))).toBeUndefined();
+    expect(range("fd00::/64", { exclude: ["fd00::/80"] }).exclude).toHaveLength(1);
+    expect(rangeError("10.1.0.0/24", { exclude: ["foo"] })).toBe('invalid exclude entry "foo": not an IP address or CIDR');
+    expect(rangeError("10.1.0.0/24", { exclude: ["10.1.0.0/33"] })).toBe('invalid exclude entry "10.1.0.0/33": not an IP address or CIDR');
+    expect(rangeError("10.1.0.0/24", { exclude: ["10.2.0.1"] })).toBe("invalid exclude entry 10.2.0.1: not inside of subnet 10.1.0.0/24");
+    expect(rangeError("10.1.0.0/24", { exclude: ["10.1.0.0/23"] })).toBe("invalid exclude entry 10.1.0.0/23: not inside of subnet 10.1.0.0/24");
+    expect(rangeError("10.1.0.0/24", { exclude: ["fd00::1"] })).toBe("invalid exclude entry fd00::1: not inside of subnet 10.1.0.0/24");
+    expect(rangeError("10.1.0.0/24", { exclude: ["10.1.0.17/28"] })).toBe(
+      "invalid exclude entry 10.1.0.17/28: host bits set (the network address is 10.1.0.16)",
+    );
   });
 
   test("range rejects host bits in the subnet (v4 and v6)", () => {

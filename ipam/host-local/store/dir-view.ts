@@ -3,7 +3,7 @@
  * built either from the trusted owner index (no per-file I/O) or by scanning the directory
  * (see disk.ts for when each is used and why that is safe).
  */
-import { O_NONBLOCK, O_RDONLY } from "../../../shared/sys/constants.ts";
+import { O_NOFOLLOW, O_NONBLOCK, O_RDONLY } from "../../../shared/sys/constants.ts";
 import { fstat, joinPath, lstatIfExists, open, readAll, readDir, type DirEntry } from "../../../shared/sys/file.ts";
 import { close } from "../../../shared/sys/libc.ts";
 import { encodeEntries, INDEX_NAME, INDEX_TMP_NAME, IndexBody, type IndexEntry } from "./index-file.ts";
@@ -12,9 +12,17 @@ import { goTrimSpace } from "./owner.ts";
 /** Files in the network directory that are bookkeeping, never reservations. */
 export const LOCK_NAME = "lock";
 export const LAST_RESERVED_PREFIX = "last_reserved_ip.";
+/**
+ * The store's scratch file (disk.ts writes a new reservation or `last_reserved_ip.<n>` here
+ * first, under the lock). Dot-prefixed, so it can never parse as an IP: Go's GetByID and our
+ * STATUS and GC never count it; only a crash can leave it, and the next scan removes it.
+ */
+export const TEMP_NAME = ".host-local.tmp";
 
 export function isBookkeepingName(name: string): boolean {
-  return name === LOCK_NAME || name.startsWith(LAST_RESERVED_PREFIX) || name === INDEX_NAME || name === INDEX_TMP_NAME;
+  return (
+    name === LOCK_NAME || name.startsWith(LAST_RESERVED_PREFIX) || name === INDEX_NAME || name === INDEX_TMP_NAME || name === TEMP_NAME
+  );
 }
 
 /** A file younger than this when read may still be replaced within one timestamp tick. */
@@ -28,14 +36,15 @@ export function isStable(ctimeNs: bigint, nowNs: bigint): boolean {
 const decoder = new TextDecoder();
 
 /**
- * Reads one file as upstream's walk does (following symlinks; content trimmed). Returns undefined
- * when the file no longer exists, and an entry with key null when it cannot be read. Opened with
- * O_NONBLOCK so that a planted FIFO cannot hang the plugin.
+ * Reads one file as upstream's walk does (content trimmed), except that a symbolic link is never
+ * followed (O_NOFOLLOW): it reads as unreadable. Returns undefined when the file no longer exists,
+ * and an entry with key null when it cannot be read. Opened with O_NONBLOCK so that a planted FIFO
+ * cannot hang the plugin.
  */
 export function readEntry(dir: string, name: string, nowNs: bigint): IndexEntry | undefined {
   let fd: number;
   try {
-    fd = open(joinPath(dir, name), O_RDONLY | O_NONBLOCK);
+    fd = open(joinPath(dir, name), O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
   } catch (err) {
     if ((err as { code?: unknown }).code === "ENOENT") return undefined;
     return { name, ino: "0", ctimeNs: "0", size: 0, stable: false, key: null };
@@ -68,6 +77,8 @@ export interface ScanResult {
   readonly nested: boolean;
   /** How many files had to be read (the rest were proven unchanged by lstat). */
   readonly filesRead: number;
+  /** The scratch file TEMP_NAME was found (a crash leftover when the scan runs under the lock). */
+  readonly sawTemp: boolean;
 }
 
 /**
@@ -80,6 +91,7 @@ export function scanDirectory(dir: string, previous: ReadonlyMap<string, IndexEn
   const entries: IndexEntry[] = [];
   let nested = false;
   let filesRead = 0;
+  let sawTemp = false;
   const visit = (rel: string, d: DirEntry, depth: number) => {
     if (d.kind === "dir") {
       nested = true;
@@ -93,6 +105,7 @@ export function scanDirectory(dir: string, previous: ReadonlyMap<string, IndexEn
       return;
     }
     if (depth === 0) {
+      if (rel === TEMP_NAME) sawTemp = true;
       if (isBookkeepingName(rel)) return;
       const prev = previous?.get(rel);
       if (prev !== undefined && d.kind === "file" && unchanged(dir, prev)) {
@@ -105,7 +118,7 @@ export function scanDirectory(dir: string, previous: ReadonlyMap<string, IndexEn
     if (e !== undefined) entries.push(depth === 0 ? e : { ...e, stable: false });
   };
   for (const d of readDir(dir)) visit(d.name, d, 0);
-  return { entries, nested, filesRead };
+  return { entries, nested, filesRead, sawTemp };
 }
 
 /**
@@ -148,6 +161,11 @@ export class DirView {
 
   has(name: string): boolean {
     return this.#added.has(name) || this.#inBase(name);
+  }
+
+  /** The entry of `name`, or undefined. */
+  get(name: string): IndexEntry | undefined {
+    return this.#added.get(name) ?? (this.#inBase(name) ? this.#base.get(name) : undefined);
   }
 
   /** Names of the files whose trimmed content is exactly `key`. */

@@ -1,12 +1,15 @@
 /** The disk store in a temp dir: on-disk bytes and modes, Go compatibility, and the owner index. */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import {
+  existsSync,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
   statSync,
+  symlinkSync,
   unlinkSync,
   writeFileSync,
 } from "node:fs";
@@ -334,5 +337,100 @@ describe("DiskStore owner index", () => {
     const text = readFileSync(join(dir, INDEX_NAME), "utf8").trim();
     expect(text.startsWith("#")).toBe(true);
     expect(/^[a-zA-Z0-9]/.test(text)).toBe(false);
+  });
+});
+
+describe("DiskStore crash safety (issue 15.5)", () => {
+  test("crash: an empty reservation file (Go killed between create and write, #498) is reclaimed under the lock", () => {
+    session((s) => s.reserve("c1", "eth0", ip("10.0.0.2"), "0"));
+    writeFileSync(join(dir, "10.0.0.3"), ""); // after the index: a foreign change, found by the rescan
+    session((s) => expect(s.reserve("c2", "eth0", ip("10.0.0.3"), "0")).toBe(true), later);
+    expect(readFileSync(join(dir, "10.0.0.3"), "latin1")).toBe("c2\r\neth0");
+    // Not in any picture yet (the store never saw it): the link's EEXIST reclaims it too.
+    writeFileSync(join(dir, "10.0.0.4"), "");
+    session((s) => expect(s.reserve("c3", "eth0", ip("10.0.0.4"), "0")).toBe(true), { ownerIndex: false });
+    expect(readFileSync(join(dir, "10.0.0.4"), "latin1")).toBe("c3\r\neth0");
+  });
+
+  test("crash: only empty regular files are reclaimed; whitespace, FIFOs and held addresses are not", () => {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "10.0.0.2"), " \n");
+    expect(Bun.spawnSync(["mkfifo", join(dir, "10.0.0.3")]).exitCode).toBe(0);
+    goReserve("10.0.0.4", "go", "eth0");
+    session((s) => {
+      for (const a of ["10.0.0.2", "10.0.0.3", "10.0.0.4"]) expect(s.reserve("c1", "eth0", ip(a), "0")).toBe(false);
+    });
+    expect(readFileSync(join(dir, "10.0.0.2"), "latin1")).toBe(" \n");
+    expect(readFileSync(join(dir, "10.0.0.4"), "latin1")).toBe("go\r\neth0");
+  });
+
+  test("crash: a reservation appears with its content (link of a filled scratch file); a stale scratch file is removed", () => {
+    mkdirSync(dir, { recursive: true });
+    // Left by a process killed after writing its scratch file, before link(2).
+    writeFileSync(join(dir, ".host-local.tmp"), "dead\r\neth0");
+    session((s) => {
+      expect(s.getByID("dead", "eth0")).toEqual([]); // never taken for a reservation
+      expect(s.reservations()).toEqual([]);
+    });
+    expect(readdirSync(dir)).not.toContain(".host-local.tmp"); // the scan removed it
+    writeFileSync(join(dir, ".host-local.tmp"), "dead\r\neth0");
+    session((s) => expect(s.reserve("c1", "eth0", ip("10.0.0.2"), "0")).toBe(true), { ownerIndex: false });
+    const st = statSync(join(dir, "10.0.0.2"));
+    expect(st.nlink).toBe(1);
+    expect(mode(join(dir, "10.0.0.2"))).toBe(0o600);
+    expect(readdirSync(dir).sort()).toEqual([INDEX_NAME, "10.0.0.2", "last_reserved_ip.0", "lock"]);
+  });
+});
+
+describe("DiskStore never follows symbolic links (issue 15.4)", () => {
+  let outside: string;
+  beforeEach(() => {
+    outside = join(root, "outside");
+    writeFileSync(outside, "precious");
+    mkdirSync(dir, { recursive: true });
+  });
+
+  test("links: last_reserved_ip.<n> planted as a link is replaced, its target untouched", () => {
+    symlinkSync(outside, join(dir, "last_reserved_ip.0"));
+    session((s) => {
+      expect(s.lastReservedIP("0")).toBeNull();
+      expect(s.reserve("c1", "eth0", ip("10.0.0.2"), "0")).toBe(true);
+    });
+    expect(readFileSync(outside, "latin1")).toBe("precious");
+    expect(lstatSync(join(dir, "last_reserved_ip.0")).isSymbolicLink()).toBe(false);
+    expect(readFileSync(join(dir, "last_reserved_ip.0"), "latin1")).toBe("10.0.0.2");
+  });
+
+  test("links: a link at a reservation name keeps its address and is never read or written through", () => {
+    writeFileSync(outside, "c1\r\neth0"); // would match the owner if followed
+    symlinkSync(outside, join(dir, "10.0.0.2"));
+    session((s) => {
+      expect(s.reserve("c1", "eth0", ip("10.0.0.2"), "0")).toBe(false);
+      expect(s.getByID("c1", "eth0")).toEqual([]);
+      s.releaseByID("c1", "eth0");
+    });
+    expect(lstatSync(join(dir, "10.0.0.2")).isSymbolicLink()).toBe(true);
+    expect(readFileSync(outside, "latin1")).toBe("c1\r\neth0");
+  });
+
+  test("links: the scratch file, the owner index and its temp file planted as links are replaced, not written through", () => {
+    for (const name of [".host-local.tmp", INDEX_NAME, `${INDEX_NAME}.tmp`]) {
+      const target = join(root, `target-${name}`);
+      writeFileSync(target, "precious");
+      symlinkSync(target, join(dir, name));
+    }
+    session((s) => expect(s.reserve("c1", "eth0", ip("10.0.0.2"), "0")).toBe(true));
+    session((s) => expect(s.getByID("c1", "eth0").map(formatIP)).toEqual(["10.0.0.2"]));
+    for (const name of [".host-local.tmp", INDEX_NAME, `${INDEX_NAME}.tmp`]) {
+      expect(readFileSync(join(root, `target-${name}`), "latin1")).toBe("precious");
+    }
+    expect(lstatSync(join(dir, INDEX_NAME)).isFile()).toBe(true);
+  });
+
+  test("links: a lock file planted as a link is refused (ELOOP), nothing created through it", () => {
+    const target = join(root, "lock-target");
+    symlinkSync(target, join(dir, "lock"));
+    expect(() => DiskStore.open(NET, root)).toThrow(/open .*lock: too many levels of symbolic links/);
+    expect(existsSync(target)).toBe(false);
   });
 });

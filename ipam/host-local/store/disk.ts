@@ -4,9 +4,26 @@
  *
  * - `<dataDir>/<network>/` (mode 0755), locked with flock(2) on `<dir>/lock` — the very file the
  *   Go plugin locks, so the two never allocate concurrently;
- * - one file per reserved address, named by Go's text of the IP (`10.1.2.3`, `fd00::2`), created
- *   exclusively (O_EXCL, mode 0600) and holding `<containerID>\r\n<ifname>` without a newline;
+ * - one file per reserved address, named by Go's text of the IP (`10.1.2.3`, `fd00::2`), mode 0600,
+ *   holding `<containerID>\r\n<ifname>` without a newline;
  * - `last_reserved_ip.<rangeSetIndex>` (0600) holding the IP text of the last reservation.
+ *
+ * ## Crash safety and planted links
+ *
+ * Go creates a reservation with O_EXCL and then writes it, so a crash in between leaves an empty
+ * file that holds the address for ever (upstream #498). Here the content is first written to the
+ * scratch file `.host-local.tmp` (dir-view.ts TEMP_NAME) and then link(2)ed to the address name,
+ * which fails with EEXIST when the name exists — the exclusivity O_EXCL gives Go, under the same
+ * flock — so a reservation never exists without its content. An empty reservation file met under
+ * the lock can only be such a Go crash leftover (every writer fills its file before unlocking) and
+ * is reclaimed when its address is wanted; a scratch file left by a crash is removed by the next
+ * scan. `last_reserved_ip.<n>` and the owner index are replaced by rename, never written in place
+ * through whatever is at their name, and every file is opened with O_NOFOLLOW: a symbolic link
+ * planted in the directory is never followed (the lock file then cannot be opened, a reservation
+ * name reads as unreadable and keeps its address).
+ *
+ * A reservation that cannot be removed (read-only or failing disk) is an error, unlike upstream,
+ * which ignores it and so loses the address for good; the next DEL removes it.
  *
  * ## Finding a container's reservations without reading every file
  *
@@ -20,8 +37,8 @@
  *    the filesystem stored; any later create, unlink or rename in the directory — by Go, by an
  *    admin, by a crashed TypeScript run — moves the mtime to "now", which cannot equal the stamp
  *    (whatever the timestamp granularity). Reservation files are never rewritten in place (Go
- *    creates them with O_EXCL and only ever unlinks them), so an unchanged entry list means
- *    unchanged owners. Cost: one stat, one read of the index and a substring search in it (no
+ *    writes one only right after creating it, under the lock; here it is linked in complete; both
+ *    only ever unlink them), so an unchanged entry list means unchanged owners. Cost: one stat, one read of the index and a substring search in it (no
  *    parse of its entries); a new reservation appends one line to it (index-file.ts).
  * 2. **Verified** otherwise (mtime moved, index missing, torn or from another version): list the
  *    directory; keep an index entry only if lstat shows the same inode, ctime and size *and* the
@@ -31,9 +48,9 @@
  * 3. Before unlinking a file on the strength of the index, its content is read again; a mismatch
  *    discards the picture, rescans everything and redoes the operation.
  *
- * Safety does not rest on the index for allocation: a reservation is always an exclusive create,
+ * Safety does not rest on the index for allocation: a reservation is always an exclusive link(2),
  * so a Go-reserved address can never be handed out twice. The index may only let us skip the
- * create for names known to exist.
+ * link for names known to exist.
  *
  * Known limits (documented, not bugs): a reservation file rewritten in place by hand (not by any
  * plugin) stays invisible to CHECK and the duplicate check until the directory changes; DEL and GC
@@ -42,14 +59,27 @@
  * `make bench` times an ADD at 5,000 and 20,000 reservations next to the Go plugin
  * (docs/performance.md).
  */
-import { O_CREAT, O_EXCL, O_RDWR } from "../../../shared/sys/constants.ts";
-import { fstat, joinPath, mkdirAll, open, readTextFile, statIfExists, unlink, writeAll, writeFile } from "../../../shared/sys/file.ts";
+import { O_NOFOLLOW, O_RDONLY } from "../../../shared/sys/constants.ts";
+import {
+  createFresh,
+  fstat,
+  joinPath,
+  link,
+  lstatIfExists,
+  mkdirAll,
+  readTextFile,
+  replaceFile,
+  statIfExists,
+  unlink,
+  unlinkIfExists,
+  writeAll,
+} from "../../../shared/sys/file.ts";
 import { close } from "../../../shared/sys/libc.ts";
 import { InternalError, InvalidConfigError } from "../../../shared/cni/errors.ts";
 import { errnoMessage } from "../../../shared/sys/errno.ts";
 import { FileLock } from "../../../shared/sys/flock.ts";
 import { formatIP, parseIP, type IPAddr } from "../../../shared/ip/addr.ts";
-import { DirView, isStable, LAST_RESERVED_PREFIX, LOCK_NAME, readEntry, scanDirectory } from "./dir-view.ts";
+import { DirView, isStable, LAST_RESERVED_PREFIX, LOCK_NAME, readEntry, scanDirectory, TEMP_NAME } from "./dir-view.ts";
 import { appendIndexFile, IndexCorruptError, NO_STAMP, readIndexFile, writeIndexFile, type IndexEntry } from "./index-file.ts";
 import { goTrimSpace, legacyKey, reservationContent } from "./owner.ts";
 import type { Store, StoredReservation } from "./store.ts";
@@ -244,6 +274,7 @@ export class DiskStore implements Store {
     }
     this.stats.scans++;
     this.stats.filesRead += result.filesRead;
+    if (result.sawTemp) this.#removeQuietly(this.#path(TEMP_NAME)); // a crash leftover
     const view = DirView.of(result.entries, result.nested);
     view.dirty = true;
     this.#viewIsIndexFile = false;
@@ -270,59 +301,85 @@ export class DiskStore implements Store {
     const name = formatIP(ip);
     if (!IP_NAME.test(name)) throw new InternalError(`refusing reservation name ${JSON.stringify(name)}`);
     const view = this.#getView();
-    if (view.has(name)) return false;
+    if (view.has(name) && !(view.get(name)?.key === "" && this.#reclaimEmpty(name))) return false;
     const path = this.#path(name);
+    const tmp = this.#path(TEMP_NAME);
     const content = reservationContent(id, ifname);
     let fd: number;
     try {
-      fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0o600);
+      fd = createFresh(tmp, 0o600);
     } catch (err) {
-      if (isErrno(err, "EEXIST")) {
-        view.invalid = true; // someone holds it although the picture said free
-        return false;
-      }
-      throw fsError("open", path, err);
+      throw fsError("open", tmp, err);
     }
     this.#changedDir = true;
     let identity: { ino: string; ctimeNs: string; size: number; stable: boolean };
+    let tmpRemoved = false;
     try {
-      writeAll(fd, content);
+      try {
+        writeAll(fd, content);
+      } catch (err) {
+        throw fsError("write", tmp, err);
+      }
+      if (!this.#linkReservation(tmp, path, name)) {
+        view.invalid = true; // someone holds it although the picture said free
+        return false;
+      }
+      try {
+        unlink(tmp);
+        tmpRemoved = true;
+      } catch (err) {
+        this.#removeQuietly(path);
+        throw fsError("remove", tmp, err);
+      }
+      // Taken after link and unlink, which both changed the inode's ctime.
       const st = fstat(fd);
-      identity = {
-        ino: st.ino.toString(),
-        ctimeNs: st.ctimeNs.toString(),
-        size: st.size,
-        stable: isStable(st.ctimeNs, this.#nowNs()),
-      };
-    } catch (err) {
+      identity = { ino: st.ino.toString(), ctimeNs: st.ctimeNs.toString(), size: st.size, stable: isStable(st.ctimeNs, this.#nowNs()) };
+    } finally {
       close(fd);
-      this.#unlinkQuietly(path);
-      throw fsError("write", path, err);
-    }
-    try {
-      close(fd);
-    } catch (err) {
-      this.#unlinkQuietly(path);
-      throw fsError("close", path, err);
+      if (!tmpRemoved) this.#removeQuietly(tmp);
     }
     view.add({ name, ...identity, key: goTrimSpace(content) });
     view.dirty = true;
 
     const lastPath = this.#path(LAST_RESERVED_PREFIX + rangeID);
     try {
-      writeFile(lastPath, name, 0o600);
+      replaceFile(lastPath, tmp, name, 0o600);
     } catch (err) {
       // Unlike upstream, do not leave the reservation behind when the bookkeeping fails.
-      this.#unlinkQuietly(path);
+      this.#removeQuietly(path);
       view.remove(name);
       throw fsError("open", lastPath, err);
     }
     return true;
   }
 
-  #unlinkQuietly(path: string): void {
+  /**
+   * Gives the filled scratch file its address name; false when the name is taken. A name held by
+   * an empty file (a crash leftover, see the header) is reclaimed once.
+   */
+  #linkReservation(tmp: string, path: string, name: string): boolean {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        link(tmp, path);
+        return true;
+      } catch (err) {
+        if (!isErrno(err, "EEXIST")) throw fsError("link", path, err);
+        if (attempt > 0 || !this.#reclaimEmpty(name)) return false;
+      }
+    }
+  }
+
+  /** Removes the reservation file `name` if it is an empty regular file (or already gone); true when it did. */
+  #reclaimEmpty(name: string): boolean {
+    const st = lstatIfExists(this.#path(name));
+    if (st !== undefined && (!st.isFile() || st.size !== 0)) return false;
+    this.#remove(name);
+    return true;
+  }
+
+  #removeQuietly(path: string): void {
     try {
-      unlink(path);
+      unlinkIfExists(path);
       this.#changedDir = true;
     } catch {
       // nothing else to do
@@ -332,7 +389,7 @@ export class DiskStore implements Store {
   lastReservedIP(rangeID: string): IPAddr | null {
     try {
       // Like upstream: the whole content must be an IP (no trimming).
-      return parseIP(readTextFile(this.#path(LAST_RESERVED_PREFIX + rangeID)));
+      return parseIP(readTextFile(this.#path(LAST_RESERVED_PREFIX + rangeID), O_RDONLY | O_NOFOLLOW));
     } catch {
       return null;
     }
@@ -386,12 +443,13 @@ export class DiskStore implements Store {
 
   /**
    * Unlinks every file whose content is `key`, re-reading each first. "stale" when a file's content
-   * disagreed with the picture (nothing more was touched), "none" when nothing was removed.
+   * disagreed with the picture (nothing more was touched), "none" when nothing was found. Files
+   * that cannot be removed are skipped, and one error naming all of them is thrown at the end.
    */
   #releaseMatching(key: string): "removed" | "none" | "stale" {
     const names = this.#withView((v) => v.namesWithKey(key));
     const view = this.#getView();
-    let removed = false;
+    const failures: string[] = [];
     for (const name of names) {
       const fresh = readEntry(this.dir, name, this.#nowNs());
       if (fresh === undefined || fresh.key !== key) {
@@ -399,16 +457,27 @@ export class DiskStore implements Store {
         return "stale";
       }
       try {
-        unlink(this.#path(name));
-      } catch {
-        continue; // upstream ignores removal failures
+        this.#remove(name);
+      } catch (err) {
+        failures.push((err as Error).message);
       }
-      this.#changedDir = true;
-      view.remove(name);
-      view.dirty = true;
-      removed = true;
     }
-    return removed ? "removed" : "none";
+    if (failures.length > 0) throw new InternalError(failures.join("; "));
+    return names.length > 0 ? "removed" : "none";
+  }
+
+  /** Unlinks the reservation `name` (already gone counts as removed); throws a Go-style `remove <path>: <errno>`. */
+  #remove(name: string): void {
+    const path = this.#path(name);
+    try {
+      unlinkIfExists(path);
+    } catch (err) {
+      throw fsError("remove", path, err);
+    }
+    this.#changedDir = true;
+    const view = this.#getView();
+    view.remove(name);
+    view.dirty = true;
   }
 
   reservations(): StoredReservation[] {
@@ -438,14 +507,7 @@ export class DiskStore implements Store {
       view.invalid = true;
       return false;
     }
-    try {
-      unlink(this.#path(name));
-    } catch {
-      return false;
-    }
-    this.#changedDir = true;
-    view.remove(name);
-    view.dirty = true;
+    this.#remove(name);
     return true;
   }
 }

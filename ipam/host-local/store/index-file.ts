@@ -19,8 +19,8 @@
  * matches, never releases and never reports it. A file in the older v1 layout (one JSON
  * document) is not recognised: the directory is then scanned and the index rewritten.
  */
-import { O_APPEND, O_CREAT, O_TRUNC, O_WRONLY } from "../../../shared/sys/constants.ts";
-import { joinPath, readTextFile, rename, stat, utimes, writeFile } from "../../../shared/sys/file.ts";
+import { O_APPEND, O_NOFOLLOW, O_RDONLY, O_WRONLY } from "../../../shared/sys/constants.ts";
+import { joinPath, readTextFile, replaceFile, stat, utimes, writeFile } from "../../../shared/sys/file.ts";
 
 export const INDEX_NAME = ".host-local-owners";
 export const INDEX_TMP_NAME = ".host-local-owners.tmp";
@@ -194,7 +194,7 @@ export function decodeIndex(text: string): IndexFile | null {
 export function readIndexFile(dir: string): IndexFile | null {
   let text: string;
   try {
-    text = readTextFile(joinPath(dir, INDEX_NAME));
+    text = readTextFile(joinPath(dir, INDEX_NAME), O_RDONLY | O_NOFOLLOW);
   } catch {
     return null;
   }
@@ -216,21 +216,19 @@ function stampDirectory(dir: string, path: string, nested: boolean, nowMs: numbe
   utimes(dir, nowMs / 1000, past);
   const stamp = stat(dir).mtimeNs;
   if (stamp === NO_STAMP) return NO_STAMP;
-  writeFile(path, header(nested, stamp), 0o600, O_WRONLY); // in place: no O_TRUNC
+  writeFile(path, header(nested, stamp), 0o600, O_WRONLY | O_NOFOLLOW); // in place: no O_TRUNC
   return stamp;
 }
 
 /**
  * Writes a whole index: the body goes to a temp file renamed over the index (readers never see a
- * torn body) with NO_STAMP in its header, then the directory is stamped (see stampDirectory)
+ * torn body, a planted symbolic link is replaced, not written through) with NO_STAMP in its header, then the directory is stamped (see stampDirectory)
  * unless `stamp` is false. If any step fails the header keeps NO_STAMP and the next reader
  * rescans. Returns the stamp.
  */
 export function writeIndexFile(dir: string, nested: boolean, body: string, nowMs: number, stamp: boolean): bigint {
   const path = joinPath(dir, INDEX_NAME);
-  const tmp = joinPath(dir, INDEX_TMP_NAME);
-  writeFile(tmp, header(nested, NO_STAMP) + body, 0o600, O_WRONLY | O_CREAT | O_TRUNC);
-  rename(tmp, path);
+  replaceFile(path, joinPath(dir, INDEX_TMP_NAME), header(nested, NO_STAMP) + body, 0o600);
   return stamp ? stampDirectory(dir, path, nested, nowMs) : NO_STAMP;
 }
 
@@ -242,6 +240,6 @@ export function writeIndexFile(dir: string, nested: boolean, body: string, nowMs
  */
 export function appendIndexFile(dir: string, nested: boolean, lines: string, nowMs: number): bigint {
   const path = joinPath(dir, INDEX_NAME);
-  writeFile(path, lines, 0o600, O_WRONLY | O_APPEND);
+  writeFile(path, lines, 0o600, O_WRONLY | O_APPEND | O_NOFOLLOW);
   return stampDirectory(dir, path, nested, nowMs);
 }

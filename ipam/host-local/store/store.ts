@@ -32,12 +32,13 @@ export interface Store {
   findByID(id: string, ifname: string): boolean;
   /**
    * Releases every reservation held by (id, ifname); when there is none, releases the legacy
-   * files holding `id`. Failures to remove single files are ignored, as upstream does.
+   * files holding `id`. A file that cannot be removed is an error (upstream ignores it); the
+   * others are still removed.
    */
   releaseByID(id: string, ifname: string): void;
 
   /** Every reservation (one per reserved address). */
   reservations(): StoredReservation[];
-  /** Releases one reservation if its content is still `r.key`; true when it was removed. */
+  /** Releases one reservation if its content is still `r.key`; true when it was removed, an error when it could not be. */
   releaseReservation(r: StoredReservation): boolean;
 }
