@@ -16,11 +16,11 @@
  * attachment's comment and both chains, in one transaction; absent objects are not an error.
  *
  * Beyond upstream: a repeated setup replaces the attachment's PREROUTING jump instead of adding a
- * duplicate.
+ * duplicate, and GC ({@link gcSpoofCheck}) collects the rules of attachments that are gone.
  */
 import { annotate } from "../../shared/error/annotate.ts";
 import { systemNft, type NftDriver } from "../../shared/firewall/nftables/driver.ts";
-import type { NftRuleState } from "../../shared/firewall/nftables/state.ts";
+import { normalizeRule, type NftRuleState } from "../../shared/firewall/nftables/state.ts";
 import { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
 
 export const SPOOFCHECK_TABLE = "nat";
@@ -85,18 +85,52 @@ export function setupSpoofCheck(s: SpoofCheckSetup, driver: NftDriver = systemNf
   });
 }
 
+/** Deletes, in `tx`, the attachment's two chains when they exist (the referrer first). */
+function deleteChains(tx: NftTransaction, chains: ReadonlySet<string>, t: SpoofCheckTarget | string): void {
+  const id = typeof t === "string" ? t : spoofCheckID(t);
+  // The iface chain jumps to the mac chain: delete the referrer first.
+  for (const name of [`cni-br-iface-${id}`, `cni-br-iface-${id}-mac`]) if (chains.has(name)) tx.flushChain(name).deleteChain(name);
+}
+
 /** Removes the spoof-check rules and chains of one attachment; a no-op when there are none. */
 export function teardownSpoofCheck(t: SpoofCheckTarget, driver: NftDriver = systemNft): void {
-  const { ifaceChain, macChain, comment } = spoofCheckNames(t);
   annotate("failed to teardown spoof-check", () => {
     const table = driver.listTable("bridge", SPOOFCHECK_TABLE);
     if (table === undefined) return;
     const tx = new NftTransaction("bridge", SPOOFCHECK_TABLE);
-    deleteBaseRules(tx, table.rules, comment);
+    deleteBaseRules(tx, table.rules, spoofCheckNames(t).comment);
+    deleteChains(tx, new Set(table.chains.map((c) => c.name)), t);
+    driver.run(tx);
+  });
+}
+
+const COMMENT_PREFIX = "macspoofchk-";
+
+/**
+ * GC (beyond upstream, whose bridge GC only calls IPAM): removes, in one transaction, the rules and
+ * chains of the attachments that are not in `keep`. The objects name only `<containerID>-<ifName>`,
+ * not the network, so an attachment counts as this network's through the host veth its PREROUTING
+ * jump names: `owned(hostVeth)` decides (bridge: a port of this network's bridge, or a veth that no
+ * longer exists — then the rules match nothing and serve no network). Jumps that do not read
+ * `iifname "<veth>" jump cni-br-iface-<id>` are left alone.
+ */
+export function gcSpoofCheck(keep: readonly SpoofCheckTarget[], owned: (hostVeth: string) => boolean, driver: NftDriver = systemNft): void {
+  annotate("failed to garbage-collect spoof-check", () => {
+    const table = driver.listTable("bridge", SPOOFCHECK_TABLE);
+    if (table === undefined) return;
+    const valid = new Set(keep.map((a) => spoofCheckNames(a).comment));
     const chains = new Set(table.chains.map((c) => c.name));
-    // The iface chain jumps to the mac chain: delete the referrer first.
-    if (chains.has(ifaceChain)) tx.flushChain(ifaceChain).deleteChain(ifaceChain);
-    if (chains.has(macChain)) tx.flushChain(macChain).deleteChain(macChain);
+    const tx = new NftTransaction("bridge", SPOOFCHECK_TABLE);
+    for (const r of table.rules) {
+      if (r.chain !== SPOOFCHECK_BASE_CHAIN || !r.comment?.startsWith(COMMENT_PREFIX) || valid.has(r.comment)) continue;
+      const id = r.comment.slice(COMMENT_PREFIX.length);
+      const jump = /^iifname (?:== )?"([^"]+)" jump (\S+)$/.exec(normalizeRule(r.rule));
+      if (jump === null || jump[2] !== `cni-br-iface-${id}` || !owned(jump[1]!)) continue;
+      tx.deleteRule(SPOOFCHECK_BASE_CHAIN, r.handle);
+      deleteChains(tx, chains, id);
+      chains.delete(`cni-br-iface-${id}`);
+      chains.delete(`cni-br-iface-${id}-mac`);
+    }
     driver.run(tx);
   });
 }
