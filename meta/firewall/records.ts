@@ -9,9 +9,8 @@
  * are). Rules added by the Go plugin, or by this one before records existed, have no record and
  * are never collected.
  */
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
 import { hashPrefix } from "../../shared/firewall/naming.ts";
+import { joinPath, mkdirAll, readDir, readTextFile, rename, stat, unlink, writeFile } from "../../shared/sys/file.ts";
 import type { HostAddress } from "./target.ts";
 
 export const FIREWALL_STATE_DIR = "/run/cni/firewall";
@@ -28,20 +27,20 @@ export interface AttachmentRecord {
 
 /** This netns's part of `root` (throwaway namespaces never share records). */
 function netnsDir(root: string): string {
-  return join(root, String(statSync("/proc/thread-self/ns/net").ino));
+  return joinPath(root, String(stat("/proc/thread-self/ns/net").ino));
 }
 
 function fileOf(root: string, network: string, containerID: string, ifName: string): string {
-  return join(netnsDir(root), hashPrefix(network, 16), `${hashPrefix(`${containerID}/${ifName}`, 16)}.json`);
+  return joinPath(netnsDir(root), hashPrefix(network, 16), `${hashPrefix(`${containerID}/${ifName}`, 16)}.json`);
 }
 
 /** Records (replaces) the attachment's addresses. */
 export function recordAttachment(root: string, r: AttachmentRecord): void {
   const path = fileOf(root, r.network, r.containerID, r.ifName);
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  mkdirAll(path.slice(0, path.lastIndexOf("/")), 0o700);
   const tmp = `${path}.tmp${process.pid}`;
-  writeFileSync(tmp, JSON.stringify(r), { mode: 0o600 });
-  renameSync(tmp, path);
+  writeFile(tmp, JSON.stringify(r), 0o600);
+  rename(tmp, path);
 }
 
 /** The attachment's record, if any. */
@@ -49,31 +48,28 @@ export function recordOf(root: string, network: string, containerID: string, ifN
   return parse(fileOf(root, network, containerID, ifName));
 }
 
-/** Forgets the attachment (nothing when there is no record); empty directories go too. */
+/** Forgets the attachment (nothing when there is no record); the directories stay. */
 export function forgetAttachment(root: string, network: string, containerID: string, ifName: string): void {
-  const path = fileOf(root, network, containerID, ifName);
-  rmSync(path, { force: true });
-  for (const dir of [dirname(path), netnsDir(root)]) {
-    try {
-      rmdirSync(dir);
-    } catch {
-      break; // not empty (or already gone)
-    }
+  try {
+    unlink(fileOf(root, network, containerID, ifName));
+  } catch (err) {
+    if (recordOf(root, network, containerID, ifName) !== undefined) throw err;
   }
 }
 
 function parse(path: string): AttachmentRecord | undefined {
   try {
-    const r = JSON.parse(readFileSync(path, "utf8")) as AttachmentRecord;
+    const r = JSON.parse(readTextFile(path)) as AttachmentRecord;
     return typeof r.network === "string" && typeof r.containerID === "string" && typeof r.ifName === "string" && Array.isArray(r.addrs) ? r : undefined;
   } catch {
     return undefined;
   }
 }
 
+/** The names in `dir` (none when it cannot be read). */
 function list(dir: string): string[] {
   try {
-    return readdirSync(dir);
+    return readDir(dir).map((e) => e.name);
   } catch {
     return [];
   }
@@ -82,5 +78,5 @@ function list(dir: string): string[] {
 /** Every record in this netns, of every network (unreadable files are skipped). */
 export function allRecords(root: string): AttachmentRecord[] {
   const base = netnsDir(root);
-  return list(base).flatMap((d) => list(join(base, d)).filter((n) => n.endsWith(".json")).flatMap((n) => parse(join(base, d, n)) ?? []));
+  return list(base).flatMap((d) => list(joinPath(base, d)).filter((n) => n.endsWith(".json")).flatMap((n) => parse(joinPath(base, d, n)) ?? []));
 }
