@@ -13,6 +13,7 @@
  * What differs from upstream on purpose is listed in DIFFERENCES.md (firewall).
  */
 import { InternalError } from "../../shared/cni/errors.ts";
+import { annotate } from "../../shared/error/annotate.ts";
 import { prevResultFrom, validAttachmentsOf } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { versionsFrom } from "../../shared/cni/version.ts";
@@ -88,7 +89,8 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
     const backend = await selectBackend(requested, args, deps);
     // Recorded first: a setup that half-applies leaves rules GC can still attribute.
     if (backend.backend !== "nftables" && t.addrs.length > 0) {
-      recordAttachment(deps.stateDir, { network: conf.name, containerID: args.containerID, ifName: args.ifName, backend: backend.backend, zone: conf.zone, addrs: t.addrs });
+      const record = { network: conf.name, containerID: args.containerID, ifName: args.ifName, backend: backend.backend, zone: conf.zone, addrs: t.addrs };
+      annotate(`failed to record the attachment under ${deps.stateDir}`, () => recordAttachment(deps.stateDir, record));
     }
     await backend.setup(t);
     // As upstream, the ingress policy of the firewalld backend is enforced with iptables.

@@ -45,7 +45,8 @@ export function recordAttachment(root: string, r: AttachmentRecord): void {
 
 /** The attachment's record, if any. */
 export function recordOf(root: string, network: string, containerID: string, ifName: string): AttachmentRecord | undefined {
-  return parse(fileOf(root, network, containerID, ifName));
+  const r = parse(fileOf(root, network, containerID, ifName));
+  return r?.network === network && r.containerID === containerID && r.ifName === ifName ? r : undefined;
 }
 
 /** Forgets the attachment (nothing when there is no record); the directories stay. */

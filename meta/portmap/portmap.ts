@@ -47,8 +47,12 @@ export function makePortmapPlugin(getDrivers: () => FirewallDrivers = systemFire
     const mine = mappingsForFamily(conf.mappings, family);
     const duplicates = duplicateMappings(mine, family);
     if (duplicates.length) throw new InternalError(duplicates.join("; "));
+    // Once per clash, also when a restore is retried and the rules are read again.
+    const told = new Set<string>();
     const foreign = (ports: readonly ForeignPort[]): void => {
       for (const line of shadowedPorts(mine, ports)) {
+        if (told.has(line)) continue;
+        told.add(line);
         writeAllSync(2, `portmap: ${line}; container ${JSON.stringify(containerID)} now takes precedence (the older rules were most likely leaked by a container removed without DEL)\n`);
       }
     };

@@ -25,6 +25,7 @@ import { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
 
 export const SPOOFCHECK_TABLE = "nat";
 export const SPOOFCHECK_BASE_CHAIN = "PREROUTING";
+const COMMENT_PREFIX = "macspoofchk-";
 
 export interface SpoofCheckTarget {
   containerID: string;
@@ -43,9 +44,9 @@ export function spoofCheckID(t: SpoofCheckTarget): string {
   return `${t.containerID}-${t.ifName}`;
 }
 
-export function spoofCheckNames(t: SpoofCheckTarget): { ifaceChain: string; macChain: string; comment: string } {
-  const id = spoofCheckID(t);
-  return { ifaceChain: `cni-br-iface-${id}`, macChain: `cni-br-iface-${id}-mac`, comment: `macspoofchk-${id}` };
+export function spoofCheckNames(t: SpoofCheckTarget | string): { ifaceChain: string; macChain: string; comment: string } {
+  const id = typeof t === "string" ? t : spoofCheckID(t);
+  return { ifaceChain: `cni-br-iface-${id}`, macChain: `cni-br-iface-${id}-mac`, comment: `${COMMENT_PREFIX}${id}` };
 }
 
 function quoted(s: string): string {
@@ -85,11 +86,11 @@ export function setupSpoofCheck(s: SpoofCheckSetup, driver: NftDriver = systemNf
   });
 }
 
-/** Deletes, in `tx`, the attachment's two chains when they exist (the referrer first). */
-function deleteChains(tx: NftTransaction, chains: ReadonlySet<string>, t: SpoofCheckTarget | string): void {
-  const id = typeof t === "string" ? t : spoofCheckID(t);
+/** Deletes, in `tx`, the two chains of `t` (target or `<containerID>-<ifName>`) that are in `chains`, and drops them from it. */
+function deleteChains(tx: NftTransaction, chains: Set<string>, t: SpoofCheckTarget | string): void {
+  const { ifaceChain, macChain } = spoofCheckNames(t);
   // The iface chain jumps to the mac chain: delete the referrer first.
-  for (const name of [`cni-br-iface-${id}`, `cni-br-iface-${id}-mac`]) if (chains.has(name)) tx.flushChain(name).deleteChain(name);
+  for (const name of [ifaceChain, macChain]) if (chains.delete(name)) tx.flushChain(name).deleteChain(name);
 }
 
 /** Removes the spoof-check rules and chains of one attachment; a no-op when there are none. */
@@ -103,8 +104,6 @@ export function teardownSpoofCheck(t: SpoofCheckTarget, driver: NftDriver = syst
     driver.run(tx);
   });
 }
-
-const COMMENT_PREFIX = "macspoofchk-";
 
 /**
  * GC (beyond upstream, whose bridge GC only calls IPAM): removes, in one transaction, the rules and
@@ -125,11 +124,9 @@ export function gcSpoofCheck(keep: readonly SpoofCheckTarget[], owned: (hostVeth
       if (r.chain !== SPOOFCHECK_BASE_CHAIN || !r.comment?.startsWith(COMMENT_PREFIX) || valid.has(r.comment)) continue;
       const id = r.comment.slice(COMMENT_PREFIX.length);
       const jump = /^iifname (?:== )?"([^"]+)" jump (\S+)$/.exec(normalizeRule(r.rule));
-      if (jump === null || jump[2] !== `cni-br-iface-${id}` || !owned(jump[1]!)) continue;
+      if (jump === null || jump[2] !== spoofCheckNames(id).ifaceChain || !owned(jump[1]!)) continue;
       tx.deleteRule(SPOOFCHECK_BASE_CHAIN, r.handle);
       deleteChains(tx, chains, id);
-      chains.delete(`cni-br-iface-${id}`);
-      chains.delete(`cni-br-iface-${id}-mac`);
     }
     driver.run(tx);
   });
