@@ -1,5 +1,5 @@
-import { describe, expect, test } from "bun:test";
-import { mkdtempSync, readdirSync } from "node:fs";
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { CmdArgs, Command } from "../../shared/cni/types.ts";
@@ -35,6 +35,17 @@ function cmd(command: Command, conf: Record<string, unknown>, env: Record<string
   };
 }
 
+const recordDirs: string[] = [];
+/** A fresh directory for the attachment records (removed after the file). */
+function recordDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "fw-records-"));
+  recordDirs.push(dir);
+  return dir;
+}
+afterAll(() => {
+  for (const dir of recordDirs) rmSync(dir, { recursive: true, force: true });
+});
+
 interface FakeFirewalld {
   calls: string[];
   running: boolean;
@@ -59,7 +70,7 @@ function setup(opts: { iptables?: boolean; nft?: boolean; firewalld?: boolean } 
     drivers: () => ({ iptables: ipt, nftables: nft }),
     firewalld: fwdBackend,
     firewalldRunning: async () => fwd.running,
-    stateDir: mkdtempSync(join(tmpdir(), "fw-records-")),
+    stateDir: recordDir(),
   };
   return { ipt, nft, fwd, deps, plugin: makeFirewallPlugin(deps) };
 }
