@@ -1,6 +1,5 @@
 /** What the firewall plugin's backends implement, and what one invocation hands them. */
 import type { FirewallFeature } from "../../shared/firewall/backend.ts";
-import type { ValidAttachment } from "../../shared/cni/netconf.ts";
 import type { IPFamily } from "../../shared/ip/ip.ts";
 import type { FirewallConf, IngressPolicy } from "./config.ts";
 import type { HostAddress } from "./target.ts";
@@ -28,7 +27,6 @@ export interface FirewalldBackend {
   setup(t: FirewallTarget): Promise<void>;
   check(t: FirewallTarget): Promise<string[]>;
   teardown(t: FirewallTarget, expected: boolean): Promise<void>;
-  gc(network: string, keep: readonly ValidAttachment[]): void;
 }
 
 export type FirewallBackend = FirewallRules | FirewalldBackend;

@@ -1,4 +1,7 @@
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { CmdArgs, Command } from "../../shared/cni/types.ts";
 import { FakeIptables } from "../../shared/firewall/iptables/fake.ts";
 import { FakeNft } from "../../shared/firewall/nftables/fake.ts";
@@ -32,6 +35,17 @@ function cmd(command: Command, conf: Record<string, unknown>, env: Record<string
   };
 }
 
+const recordDirs: string[] = [];
+/** A fresh directory for the attachment records (removed after the file). */
+function recordDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "fw-records-"));
+  recordDirs.push(dir);
+  return dir;
+}
+afterAll(() => {
+  for (const dir of recordDirs) rmSync(dir, { recursive: true, force: true });
+});
+
 interface FakeFirewalld {
   calls: string[];
   running: boolean;
@@ -51,14 +65,14 @@ function setup(opts: { iptables?: boolean; nft?: boolean; firewalld?: boolean } 
       return [];
     },
     teardown: async (t: FirewallTarget) => void fwd.calls.push(...t.addrs.map((a) => `del ${t.conf.zone} ${a.host}`)),
-    gc: () => {},
   });
   const deps: FirewallDeps = {
     drivers: () => ({ iptables: ipt, nftables: nft }),
     firewalld: fwdBackend,
     firewalldRunning: async () => fwd.running,
+    stateDir: recordDir(),
   };
-  return { ipt, nft, fwd, plugin: makeFirewallPlugin(deps) };
+  return { ipt, nft, fwd, deps, plugin: makeFirewallPlugin(deps) };
 }
 
 /** Chain declarations (sorted, as iptables-save prints user chains) then rules, in order. */
@@ -221,6 +235,50 @@ describe("firewall plugin (fakes)", () => {
     await plugin.del(cmd("DEL", { backend: "iptables", prevResult: prev("10.88.0.6/16") }, {}, "b"));
     expect(ipt.reads).toEqual(["4 filter CNI-FORWARD"]);
     expect(ipt.transactions).toHaveLength(3);
+  });
+
+  test("iptables GC: stale attachments' address rules go (from ADD's records), valid ones, reused addresses and other networks stay", async () => {
+    const { ipt, deps, plugin } = setup();
+    const prev = (...ips: string[]) => ({ cniVersion: "1.0.0", interfaces: [{ name: "eth0", sandbox: "/x" }], ips: ips.map((address) => ({ address, interface: 0 })) });
+    const add = (cid: string, network: string, ...ips: string[]) => plugin.add(cmd("ADD", { name: network, backend: "iptables", prevResult: prev(...ips) }, {}, cid));
+    await add("keep", "net1", "10.88.0.5/16", "fd88::5/64");
+    await add("stale", "net1", "10.88.0.6/16", "fd88::6/64");
+    await add("stale-reused", "net1", "10.88.0.7/16");
+    await add("live-reuser", "net2", "10.88.0.7/16");
+    await add("other", "net2", "10.88.0.8/16");
+    const lines = () => [...filterLines(ipt, 4), ...filterLines(ipt, 6)];
+    const before = lines();
+    await plugin.gc!(cmd("GC", { cniVersion: "1.1.0", backend: "iptables", "cni.dev/valid-attachments": [{ containerID: "keep", ifname: "eth0" }] }, {}, ""));
+    expect(lines()).toEqual(before.filter((l) => !l.includes("10.88.0.6/32") && !l.includes("fd88::6/128")));
+    expect(before.filter((l) => l.includes("10.88.0.6/32") || l.includes("fd88::6/128"))).toHaveLength(4);
+    // The stale attachments' records are gone, the others' stay: a second GC writes nothing.
+    const n = ipt.transactions.length;
+    await plugin.gc!(cmd("GC", { cniVersion: "1.1.0", backend: "iptables", "cni.dev/valid-attachments": [{ containerID: "keep", ifname: "eth0" }] }, {}, ""));
+    expect(ipt.transactions.length).toBe(n);
+    // A GC without the list collects nothing.
+    await plugin.gc!(cmd("GC", { cniVersion: "1.1.0", backend: "iptables" }, {}, ""));
+    expect(lines().some((l) => l.includes("10.88.0.5/32"))).toBe(true);
+    // DEL without prevResult removes what ADD recorded, and forgets it.
+    await plugin.del(cmd("DEL", { backend: "iptables" }, {}, "keep"));
+    await plugin.del(cmd("DEL", { name: "net2", backend: "iptables" }, {}, "live-reuser"));
+    await plugin.del(cmd("DEL", { name: "net2", backend: "iptables" }, {}, "other"));
+    expect(lines().filter((l) => l.includes("10.88.0.") || l.includes("fd88::"))).toEqual([]);
+    expect(readdirSync(deps.stateDir, { recursive: true }).filter((n) => String(n).endsWith(".json"))).toEqual([]);
+  });
+
+  test("firewalld GC (fake bus): the stale attachment's sources are removed from the zone ADD used; a source another attachment uses stays", async () => {
+    const { fwd, deps, plugin } = setup({ firewalld: true });
+    const prev = (ip: string) => ({ cniVersion: "1.0.0", interfaces: [{ name: "eth0", sandbox: "/x" }], ips: [{ address: ip, interface: 0 }] });
+    await plugin.add(cmd("ADD", { backend: "firewalld", prevResult: prev("10.88.0.5/16") }, {}, "keep"));
+    await plugin.add(cmd("ADD", { backend: "firewalld", firewalldZone: "internal", prevResult: prev("10.88.0.6/16") }, {}, "stale"));
+    await plugin.add(cmd("ADD", { backend: "firewalld", prevResult: prev("10.88.0.5/16") }, {}, "stale-same-ip"));
+    fwd.calls.length = 0;
+    await plugin.gc!(cmd("GC", { cniVersion: "1.1.0", "cni.dev/valid-attachments": [{ containerID: "keep", ifname: "eth0" }] }, { DBUS_SYSTEM_BUS_ADDRESS: "unix:path=/tmp/bus" }, ""));
+    expect(fwd.calls).toEqual(["del internal 10.88.0.6/32"]);
+    fwd.calls.length = 0;
+    await plugin.gc!(cmd("GC", { cniVersion: "1.1.0", "cni.dev/valid-attachments": [] }, {}, ""));
+    expect(fwd.calls).toEqual(["del trusted 10.88.0.5/32"]);
+    expect(readdirSync(deps.stateDir, { recursive: true }).filter((n) => String(n).endsWith(".json"))).toEqual([]);
   });
 
   test("no system bus socket means no firewalld, decided without the D-Bus client", () => {

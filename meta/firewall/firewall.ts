@@ -13,15 +13,18 @@
  * What differs from upstream on purpose is listed in DIFFERENCES.md (firewall).
  */
 import { InternalError } from "../../shared/cni/errors.ts";
+import { annotate } from "../../shared/error/annotate.ts";
 import { prevResultFrom, validAttachmentsOf } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { versionsFrom } from "../../shared/cni/version.ts";
-import { chooseBackend, collectEverywhere, systemFirewallDrivers, type BackendName, type FirewallDrivers } from "../../shared/firewall/backend.ts";
+import { chooseBackend, systemFirewallDrivers, type BackendName, type FirewallDrivers } from "../../shared/firewall/backend.ts";
 import type { FirewallBackend, FirewalldBackend, FirewallRules, FirewallTarget } from "./backend.ts";
 import { loadFirewallConf, parseBackend, parseIngressPolicy, validateAdminChain, type FirewallBackendName, type FirewallConf } from "./config.ts";
 import { firewalldBackend, isFirewalldRunning, systemBusAddress } from "./firewalld-backend.ts";
 import { addIsolationIptables, iptablesFirewall } from "./iptables-backend.ts";
+import { collectFirewall } from "./gc.ts";
 import { nftablesFirewall } from "./nftables-backend.ts";
+import { FIREWALL_STATE_DIR, forgetAttachment, recordAttachment, recordOf } from "./records.ts";
 import { bridgeNameFor, hostAddresses, policyFamilies } from "./target.ts";
 
 /** What the plugin talks to; tests pass fakes. */
@@ -31,12 +34,15 @@ export interface FirewallDeps {
   firewalld(address: string): FirewalldBackend;
   /** Upstream isFirewalldRunning. */
   firewalldRunning(address: string): Promise<boolean>;
+  /** Where the iptables and firewalld backends record their attachments' addresses (records.ts). */
+  stateDir: string;
 }
 
 export const systemFirewallDeps: FirewallDeps = {
   drivers: systemFirewallDrivers,
   firewalld: firewalldBackend,
   firewalldRunning: isFirewalldRunning,
+  stateDir: FIREWALL_STATE_DIR,
 };
 
 /** The plugin in each rule-writing backend, over `d`. */
@@ -81,6 +87,11 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
     const { conf, requested, prev } = load(args);
     const t = target(conf, args, prev, true);
     const backend = await selectBackend(requested, args, deps);
+    // Recorded first: a setup that half-applies leaves rules GC can still attribute.
+    if (backend.backend !== "nftables" && t.addrs.length > 0) {
+      const record = { network: conf.name, containerID: args.containerID, ifName: args.ifName, backend: backend.backend, zone: conf.zone, addrs: t.addrs };
+      annotate(`failed to record the attachment under ${deps.stateDir}`, () => recordAttachment(deps.stateDir, record));
+    }
     await backend.setup(t);
     // As upstream, the ingress policy of the firewalld backend is enforced with iptables.
     if (backend.backend === "firewalld" && t.policy !== "open") addIsolationIptables(deps.drivers().iptables, t);
@@ -97,17 +108,23 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
   async function del(args: CmdArgs): Promise<void> {
     const conf = loadFirewallConf(args);
     const backend = await selectBackend(parseBackend(conf.backend, true), args, deps);
+    const record = recordOf(deps.stateDir, conf.name, args.containerID, args.ifName);
     // A backend whose tools are gone has nothing left to remove.
-    if (backend.backend !== "firewalld" && !backend.available()) return;
-    await backend.teardown(target(conf, args, prevResultFrom(args), false), true);
+    if (backend.backend === "firewalld" || backend.available()) {
+      const t = target(conf, args, prevResultFrom(args), false);
+      // Without prevResult, the addresses ADD recorded for this backend.
+      if (t.addrs.length === 0 && record?.backend === backend.backend) t.addrs = record.addrs;
+      await backend.teardown(t, true);
+    }
+    forgetAttachment(deps.stateDir, conf.name, args.containerID, args.ifName);
   }
 
-  function gc(args: CmdArgs): void {
+  async function gc(args: CmdArgs): Promise<void> {
     const conf = loadFirewallConf(args);
     const keep = validAttachmentsOf(args.config);
-    if (keep === undefined) return;
-    // Only the nftables rules carry their owner; iptables rules and firewalld sources cannot be attributed.
-    collectEverywhere(Object.values(firewallFeatures(deps.drivers())), conf.name, keep);
+    if (keep === undefined) return; // absent or malformed: collect nothing
+    const firewalld = (): FirewalldBackend => deps.firewalld(systemBusAddress(args.env));
+    await collectFirewall(conf, keep, { features: firewallFeatures(deps.drivers()), firewalld, stateDir: deps.stateDir });
   }
 
   return {

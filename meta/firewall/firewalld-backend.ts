@@ -117,8 +117,5 @@ export function firewalldBackend(address: string): FirewalldBackend {
         // bus unreachable: nothing we can remove; DEL must not fail (upstream ignores these too)
       }
     },
-    gc() {
-      // zone sources carry no owner: nothing can be attributed (as upstream)
-    },
   };
 }

@@ -109,7 +109,7 @@ export function iptablesFirewall(ipt: IptablesDriver): FirewallRules {
       );
     },
     gc() {
-      // The per-address rules carry no owner: nothing can be attributed (as upstream).
+      // The per-address rules carry no owner: GC takes their addresses from ADD's records (gc.ts).
     },
   };
 }

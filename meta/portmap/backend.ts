@@ -23,8 +23,8 @@ export interface PortmapTarget {
   container: CIDR;
   /** ADD: install the localnet guard (IPv4 with snat; see localnet.ts). */
   guard?: boolean;
-  /** ADD: throws when ports other containers forward (`foreign`) conflict with this ADD (see conflicts.ts). */
-  refuseConflicts?(foreign: readonly ForeignPort[], family: IPFamily): void;
+  /** ADD: told the ports other containers forward on this family's host ports (see conflicts.ts). */
+  foreign?(ports: readonly ForeignPort[]): void;
 }
 
 /**

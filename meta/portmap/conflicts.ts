@@ -1,7 +1,9 @@
 /**
- * Host-port conflicts: a mapping whose protocol and host port another container already forwards
- * on an overlapping host address (same address, or either side on every local address) is refused,
- * as are duplicates within one request.
+ * Host-port clashes. Within one request, a mapping given twice (same protocol and host port on
+ * overlapping host addresses) is refused. A port another container already forwards is not: the
+ * scheduler keeps live pods apart, so such rules were leaked by a container removed without DEL,
+ * and refusing would keep its replacement from ever starting. The newest ADD's rules are evaluated
+ * first (both backends), and the containers it shadows are named on stderr.
  */
 import { formatIP, ipEqual, parseIP, type IPFamily } from "../../shared/ip/ip.ts";
 import type { ForeignPort } from "./backend.ts";
@@ -18,23 +20,33 @@ export function sameHost(a: string, b: string): boolean {
   return x !== null && y !== null && ipEqual(x, y);
 }
 
-/** Problems (empty: none) for `mine` (mappings of one family) against ports forwarded by others. */
-export function findConflicts(mine: readonly PortMapping[], foreign: readonly ForeignPort[], family: IPFamily): string[] {
+const hostOf = (m: PortMapping): string => (hasHostDst(m) ? formatIP(m.hostAddr!) : "");
+
+/** True when both forward the same protocol and port on overlapping host addresses ("" = every local address). */
+function clash(protocol: string, port: number, host: string, other: { protocol: string; hostPort: number }, otherHost: string): boolean {
+  if (other.protocol !== protocol || other.hostPort !== port) return false;
+  return host === "" || otherHost === "" || sameHost(host, otherHost);
+}
+
+/** Mappings of one request (one family) given twice: the problems, empty when there are none. */
+export function duplicateMappings(mine: readonly PortMapping[], family: IPFamily): string[] {
   const problems: string[] = [];
-  const hostOf = (m: PortMapping): string => (hasHostDst(m) ? formatIP(m.hostAddr!) : "");
   mine.forEach((m, i) => {
-    const host = hostOf(m);
-    for (const f of foreign) {
-      if (f.protocol !== m.protocol || f.hostPort !== m.hostPort) continue;
-      if (host !== "" && f.hostIP !== "" && !sameHost(host, f.hostIP)) continue;
-      problems.push(`${describe(m.protocol, m.hostPort, host)} is already forwarded to ${f.owner}${f.hostIP ? ` (on ${f.hostIP})` : ""}`);
-    }
-    for (const other of mine.slice(0, i)) {
-      if (other.protocol !== m.protocol || other.hostPort !== m.hostPort) continue;
-      const oh = hostOf(other);
-      if (host !== "" && oh !== "" && !sameHost(host, oh)) continue;
-      problems.push(`${describe(m.protocol, m.hostPort, host)} is mapped twice in portMappings (IPv${family})`);
+    if (mine.slice(0, i).some((o) => clash(m.protocol, m.hostPort, hostOf(m), o, hostOf(o)))) {
+      problems.push(`${describe(m.protocol, m.hostPort, hostOf(m))} is mapped twice in portMappings (IPv${family})`);
     }
   });
   return problems;
+}
+
+/** The ports of `mine` that other containers' rules (`foreign`) also forward: one line per clash, naming the owner. */
+export function shadowedPorts(mine: readonly PortMapping[], foreign: readonly ForeignPort[]): string[] {
+  const out: string[] = [];
+  for (const m of mine) {
+    for (const f of foreign) {
+      if (!clash(m.protocol, m.hostPort, hostOf(m), f, f.hostIP)) continue;
+      out.push(`${describe(m.protocol, m.hostPort, hostOf(m))} was forwarded to ${f.owner}${f.hostIP ? ` (on ${f.hostIP})` : ""}`);
+    }
+  }
+  return out;
 }

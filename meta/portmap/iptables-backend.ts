@@ -95,7 +95,7 @@ export function iptablesPortmap(ipt: IptablesDriver): PortmapFeature {
       const chain = dnatChainName(conf.name, containerID);
       transactIptables(ipt, family, (tx) => {
         const nat = tx.table("nat");
-        t.refuseConflicts?.(foreignPortsIptables(nat, chain, mappingsForFamily(conf.mappings, family)), family);
+        t.foreign?.(foreignPortsIptables(nat, chain, mappingsForFamily(conf.mappings, family)));
         const current = nat.rulesOf(TOP_LEVEL_DNAT_CHAIN).filter((r) => ruleTarget(r) === chain);
         if (conf.snat && conf.externalSetMarkChain === undefined) {
           nat.ensureChain({ table: "nat", name: SETMARK_CHAIN, rules: [setMarkRule(conf.markMasqBit)], entryRules: [] }, true);

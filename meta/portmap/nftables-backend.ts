@@ -5,6 +5,8 @@
  *   chain prerouting (nat, prerouting, -100):  [conditions] fib daddr type local jump hostports_all
  *   chain output     (nat, output, -100):      [conditions] fib daddr type local jump hostports_all
  *   chain hostports:       [ip daddr <hostIP>] <proto> dport <hp> dnat to <ip>:<cp>   comment "<cid>"
+ *                          (inserted ahead of older containers' rules: the newest ADD wins a clash,
+ *                          where upstream appends and the oldest wins)
  *   chain masquerading (nat, postrouting, 100), with snat:
  *                          ip saddr <ip> ip daddr <ip> masquerade                   comment "<cid>"
  *                          ip saddr 127.0.0.1 ip daddr <ip> masquerade              comment "<cid>" (IPv4)
@@ -15,7 +17,8 @@
  * (the container ID), as upstream, so Go and TypeScript delete each other's rules.
  */
 import type { NftDriver } from "../../shared/firewall/nftables/driver.ts";
-import type { NftRuleState, NftTableState } from "../../shared/firewall/nftables/state.ts";
+import { runAll } from "../../shared/firewall/backend.ts";
+import { normalizeRule, type NftRuleState, type NftTableState } from "../../shared/firewall/nftables/state.ts";
 import { NftTransaction, type NftFamily } from "../../shared/firewall/nftables/transaction.ts";
 import { formatIP, type CIDR, type IPFamily } from "../../shared/ip/ip.ts";
 import type { ForeignPort, ForwardedPort, PortmapFeature } from "./backend.ts";
@@ -76,6 +79,13 @@ export function parseNftForward(rule: NftRuleState): NftForward | undefined {
   }
   if (protocol === "" || hostPort === 0 || toAddr === "") return undefined;
   return { protocol, hostPort, hostIP, toAddr, toPort };
+}
+
+/** True for a rule of the shape ADD writes: a dnat in hostports/hostip_hostports, a masquerade in masquerading. */
+function isMappingRule(r: NftRuleState): boolean {
+  const body = normalizeRule(r.rule);
+  if (r.chain === MASQUERADING) return body.endsWith(" masquerade");
+  return (r.chain === HOSTPORTS || r.chain === HOSTIP_HOSTPORTS) && body.includes(" dnat ");
 }
 
 /** Rules of the mapping chains carrying `comment`. */
@@ -142,7 +152,8 @@ export function buildForwardTx(conf: PortmapConfig, containerID: string, contain
       .addRule({ chain: GUARD, rule: GUARD_RULE_NFT });
   }
   for (const r of stale) tx.deleteRule(r.chain, r.handle);
-  for (const rule of nftForwardRules(conf, container)) tx.addRule({ chain: HOSTPORTS, rule, comment: containerID });
+  // Inserted at the top, last first (so they keep their order): the newest container's rules win.
+  for (const rule of nftForwardRules(conf, container).reverse()) tx.insertRule({ chain: HOSTPORTS, rule, comment: containerID });
   for (const rule of nftMasqRules(conf, container)) tx.addRule({ chain: MASQUERADING, rule, comment: containerID });
   return tx;
 }
@@ -193,7 +204,7 @@ export function nftablesPortmap(nft: NftDriver): PortmapFeature {
     setup(t) {
       const family = t.container.ip.family;
       const state = read(family);
-      t.refuseConflicts?.(foreignPortsNftables(state, t.containerID), family);
+      t.foreign?.(foreignPortsNftables(state, t.containerID));
       nft.run(buildForwardTx(t.conf, t.containerID, t.container, rulesWithComment(state, t.containerID), t.guard ?? false));
     },
     /** Deletes the container's rules (by comment) in its families (both when unknown); returns the ports they forwarded. */
@@ -212,8 +223,22 @@ export function nftablesPortmap(nft: NftDriver): PortmapFeature {
       return removed;
     },
     check: (t) => checkPorts(read(t.container.ip.family), t.conf, t.containerID, t.container),
-    gc() {
-      // The rules carry only the container ID, not the network: nothing can be attributed (as upstream).
+    /**
+     * Beyond upstream (whose GC leaves these): the rules name only the container (the comment Go's
+     * DEL looks for), not the network, so a rule is stale when its container is in NO attachment of
+     * `keep` — then it is removed whatever network made it (see docs/plugins/portmap.md). Only rules
+     * of the shape ADD writes (a dnat, a masquerade) with a comment are considered.
+     */
+    gc(_network, keep) {
+      const kept = new Set(keep.map((a) => a.containerID));
+      runAll([4, 6] as const, (family) => `IPv${family}`, (family) => {
+        const tx = new NftTransaction(nftFamily(family), NFT_TABLE);
+        for (const r of read(family)?.rules ?? []) {
+          if (r.comment === undefined || kept.has(r.comment) || !isMappingRule(r)) continue;
+          tx.deleteRule(r.chain, r.handle);
+        }
+        nft.run(tx);
+      });
     },
   };
 }

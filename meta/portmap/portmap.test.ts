@@ -1,14 +1,15 @@
 import { describe, expect, test } from "bun:test";
 import { FakeIptables } from "../../shared/firewall/iptables/fake.ts";
 import { FakeNft } from "../../shared/firewall/nftables/fake.ts";
+import { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
 import { parseCIDR } from "../../shared/ip/ip.ts";
 import { containerIPs, validateMapping, type PortmapConfig } from "./config.ts";
 import type { ForeignPort } from "./backend.ts";
-import { findConflicts } from "./conflicts.ts";
+import { duplicateMappings, shadowedPorts } from "./conflicts.ts";
 import { iptablesPortmap } from "./iptables-backend.ts";
 import type { CIDR } from "../../shared/ip/ip.ts";
 import { dnatChainName, dnatEntryRules, parseDnatRule, trimComment } from "./iptables-rules.ts";
-import { buildForwardTx } from "./nftables-backend.ts";
+import { buildForwardTx, nftablesPortmap } from "./nftables-backend.ts";
 
 function conf(over: Partial<PortmapConfig> = {}): PortmapConfig {
   return {
@@ -82,7 +83,7 @@ describe("portmap iptables rules", () => {
     ipt.reads.length = 0;
     const seen: ForeignPort[] = [];
     const c3 = conf({ mappings: [validateMapping({ hostPort: 8081, containerPort: 80, protocol: "tcp", hostIP: "10.1.1.1" })] });
-    iptablesPortmap(ipt).setup({ conf: c3, containerID: "third", container: parseCIDR("10.77.0.4/24")!, refuseConflicts: (f) => void seen.push(...f) });
+    iptablesPortmap(ipt).setup({ conf: c3, containerID: "third", container: parseCIDR("10.77.0.4/24")!, foreign: (f) => void seen.push(...f) });
     expect(ipt.reads).toEqual(["4 nat CNI-HOSTPORT-DNAT", `4 nat ${dnatChainName("ptpnet", "second")}`]);
     expect(seen).toEqual([{ protocol: "tcp", hostPort: 8081, hostIP: "", owner: 'container "second" of network "ptpnet"' }]);
     // DEL with the mappings and families: one restore, nothing read; the ports come from the config.
@@ -128,12 +129,43 @@ describe("portmap nftables transaction", () => {
     expect(text).toContain("add chain ip cni_hostport prerouting { type nat hook prerouting priority -100 ; }");
     expect(text).toContain("add rule ip cni_hostport prerouting fib daddr type local jump hostports_all");
     expect(text).toContain("add rule ip cni_hostport output fib daddr type local jump hostports_all");
-    expect(text).toContain('add rule ip cni_hostport hostports tcp dport 8080 dnat to 10.77.0.2:80 comment "ctr1"');
+    expect(text).toContain('insert rule ip cni_hostport hostports tcp dport 8080 dnat to 10.77.0.2:80 comment "ctr1"');
     expect(text).toContain('add rule ip cni_hostport masquerading ip saddr 127.0.0.1 ip daddr 10.77.0.2 masquerade comment "ctr1"');
     expect(text).not.toContain("9090");
     const fake = new FakeNft();
     fake.run(tx);
     expect(fake.dump()).toContain("hostports_all");
+  });
+
+  test("the newest container's dnat rules come first, in their own order", () => {
+    const fake = new FakeNft();
+    const two = conf({ mappings: [validateMapping({ hostPort: 8080, containerPort: 80, protocol: "tcp" }), validateMapping({ hostPort: 8443, containerPort: 443, protocol: "tcp" })] });
+    nftablesPortmap(fake).setup({ conf: two, containerID: "old", container: v4 });
+    nftablesPortmap(fake).setup({ conf: two, containerID: "new", container: parseCIDR("10.77.0.3/24")! });
+    const hostports = fake.dump().split("\n").filter((l) => l.includes(" hostports ") && l.includes("dnat"));
+    expect(hostports).toEqual([
+      'add rule ip cni_hostport hostports tcp dport 8080 dnat to 10.77.0.3:80 comment "new"',
+      'add rule ip cni_hostport hostports tcp dport 8443 dnat to 10.77.0.3:443 comment "new"',
+      'add rule ip cni_hostport hostports tcp dport 8080 dnat to 10.77.0.2:80 comment "old"',
+      'add rule ip cni_hostport hostports tcp dport 8443 dnat to 10.77.0.2:443 comment "old"',
+    ]);
+  });
+
+  test("GC removes the rules of containers in no valid attachment; valid and foreign rules stay byte-identical", () => {
+    const fake = new FakeNft();
+    const v6 = parseCIDR("fd00::2/64")!;
+    for (const [id, ip] of [["keep", v4], ["stale", parseCIDR("10.77.0.3/24")!], ["stale", v6], ["keep", parseCIDR("fd00::3/64")!]] as const) {
+      nftablesPortmap(fake).setup({ conf: conf(), containerID: id, container: ip, guard: true });
+    }
+    fake.run(new NftTransaction("ip", "cni_hostport").addRule({ chain: "hostports", rule: "tcp dport 1 counter", comment: "foreign" }));
+    const before = fake.dump();
+    nftablesPortmap(fake).gc("ptpnet", [{ containerID: "keep", ifName: "eth0" }]);
+    const after = fake.dump();
+    expect(after).toBe(before.split("\n").filter((l) => !l.includes('comment "stale"')).join("\n"));
+    expect(before.split("\n").filter((l) => l.includes('comment "stale"')).length).toBe(6);
+    const n = fake.transactions.length;
+    nftablesPortmap(fake).gc("ptpnet", [{ containerID: "keep", ifName: "eth0" }]);
+    expect(fake.transactions.length).toBe(n);
   });
 });
 
@@ -158,10 +190,13 @@ describe("portmap config", () => {
     expect(ips.v6).toBeDefined();
   });
 
-  test("conflicts: same port/proto on overlapping host IPs", () => {
+  test("clashes: same port/proto on overlapping host IPs; duplicates within one request", () => {
     const mine = [validateMapping({ hostPort: 80, containerPort: 80, protocol: "tcp", hostIP: "10.1.1.1" })];
-    expect(findConflicts(mine, [{ protocol: "tcp", hostPort: 80, hostIP: "", owner: "x" }], 4).length).toBe(1);
-    expect(findConflicts(mine, [{ protocol: "tcp", hostPort: 80, hostIP: "10.1.1.2", owner: "x" }], 4)).toEqual([]);
-    expect(findConflicts(mine, [{ protocol: "udp", hostPort: 80, hostIP: "", owner: "x" }], 4)).toEqual([]);
+    expect(shadowedPorts(mine, [{ protocol: "tcp", hostPort: 80, hostIP: "", owner: 'container "x"' }])).toEqual(['host port 80/tcp on 10.1.1.1 was forwarded to container "x"']);
+    expect(shadowedPorts(mine, [{ protocol: "tcp", hostPort: 80, hostIP: "10.1.1.2", owner: "x" }])).toEqual([]);
+    expect(shadowedPorts(mine, [{ protocol: "udp", hostPort: 80, hostIP: "", owner: "x" }])).toEqual([]);
+    expect(duplicateMappings(mine, 4)).toEqual([]);
+    const twice = [...mine, validateMapping({ hostPort: 80, containerPort: 81, protocol: "tcp" })];
+    expect(duplicateMappings(twice, 4)).toEqual(["host port 80/tcp is mapped twice in portMappings (IPv4)"]);
   });
 });

@@ -17,10 +17,11 @@ import {
   type BackendName,
   type FirewallDrivers,
 } from "../../shared/firewall/backend.ts";
-import type { CIDR, IPFamily } from "../../shared/ip/ip.ts";
+import type { CIDR } from "../../shared/ip/ip.ts";
+import { writeAllSync } from "../../shared/cni/stdio.ts";
 import type { ForeignPort, PortmapDelTarget, PortmapFeature } from "./backend.ts";
 import { containerIPs, loadPortmapConfig, mappingsForFamily, requirePrevResult, type PortmapConfig } from "./config.ts";
-import { findConflicts } from "./conflicts.ts";
+import { duplicateMappings, shadowedPorts } from "./conflicts.ts";
 import { flushUdpConntrack } from "./conntrack.ts";
 import { iptablesPortmap } from "./iptables-backend.ts";
 import { enableRouteLocalnet, releaseRouteLocalnet, routeInterface } from "./localnet.ts";
@@ -42,12 +43,20 @@ function udpPorts(ports: readonly { protocol: string; hostPort: number }[]): num
 export function makePortmapPlugin(getDrivers: () => FirewallDrivers = systemFirewallDrivers): PluginSpec {
   /** ADD for one container address in the chosen backend. */
   function forward(f: PortmapFeature, conf: PortmapConfig, containerID: string, container: CIDR, guard: boolean): void {
-    const mine = mappingsForFamily(conf.mappings, container.ip.family);
-    const refuseConflicts = (foreign: readonly ForeignPort[], family: IPFamily): void => {
-      const problems = findConflicts(mine, foreign, family);
-      if (problems.length) throw new InternalError(problems.join("; "));
+    const family = container.ip.family;
+    const mine = mappingsForFamily(conf.mappings, family);
+    const duplicates = duplicateMappings(mine, family);
+    if (duplicates.length) throw new InternalError(duplicates.join("; "));
+    // Once per clash, also when a restore is retried and the rules are read again.
+    const told = new Set<string>();
+    const foreign = (ports: readonly ForeignPort[]): void => {
+      for (const line of shadowedPorts(mine, ports)) {
+        if (told.has(line)) continue;
+        told.add(line);
+        writeAllSync(2, `portmap: ${line}; container ${JSON.stringify(containerID)} now takes precedence (the older rules were most likely leaked by a container removed without DEL)\n`);
+      }
     };
-    annotate(`unable to set up ${f.backend} rules for port mappings`, () => f.setup({ conf, containerID, container, guard, refuseConflicts }));
+    annotate(`unable to set up ${f.backend} rules for port mappings`, () => f.setup({ conf, containerID, container, guard, foreign }));
   }
 
   function add(args: CmdArgs): Result {

@@ -1,7 +1,8 @@
 /**
  * bridge: an interface plugin that attaches the container to a Linux bridge in the host netns
  * through a veth pair (upstream plugins/main/bridge/bridge.go at HEAD).
- * Verbs: ADD, CHECK, DEL, STATUS and GC (both delegated to the IPAM plugin when there is one).
+ * Verbs: ADD, CHECK, DEL, STATUS (delegated to the IPAM plugin when there is one) and GC (IPAM,
+ * then this network's stale masquerade and spoof-check rules: gc.ts).
  *
  * ADD creates the bridge when missing, the veth pair (container end CNI_IFNAME, host end
  * `veth<8 hex>` as a bridge port with the hairpin / isolated / VLAN settings), optional MAC
@@ -39,6 +40,7 @@ import { NetNS } from "../../shared/netns/index.ts";
 import { checkBridge } from "./check.ts";
 import { loadBridgeConf, wantsVlanFiltering, type BridgeConf } from "./config.ts";
 import { bridgeByName, ensureBridge } from "./ensure-bridge.ts";
+import { collectGarbage } from "./gc.ts";
 import { calcGateways, ensureAddr } from "./gateway.ts";
 import { attachPort } from "./port.ts";
 import { setupSpoofCheck, teardownSpoofCheck } from "./spoofcheck.ts";
@@ -222,8 +224,7 @@ async function status(args: CmdArgs): Promise<void> {
 }
 
 async function gc(args: CmdArgs): Promise<void> {
-  const conf = loadBridgeConf(args, { lenient: true });
-  if (conf.ipamType !== "") await delegate(conf.ipamType, args, "GC");
+  await collectGarbage(loadBridgeConf(args, { lenient: true }), args);
 }
 
 export const bridgePlugin: PluginSpec = {

@@ -1,8 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import type { NftDriver } from "../../shared/firewall/nftables/driver.ts";
 import type { NftTableState } from "../../shared/firewall/nftables/state.ts";
-import type { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
-import { setupSpoofCheck, spoofCheckNames, teardownSpoofCheck } from "./spoofcheck.ts";
+import { FakeNft } from "../../shared/firewall/nftables/fake.ts";
+import { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
+import { gcSpoofCheck, setupSpoofCheck, SPOOFCHECK_TABLE, spoofCheckNames, teardownSpoofCheck } from "./spoofcheck.ts";
 
 /** Records rendered transactions; serves a fixed table listing. */
 function recorder(table: NftTableState | undefined): NftDriver & { scripts: string[] } {
@@ -87,5 +88,34 @@ describe("spoofcheck", () => {
     const d = recorder(undefined);
     teardownSpoofCheck(target, d);
     expect(d.scripts).toEqual([]);
+  });
+});
+
+describe("spoofcheck GC", () => {
+  test("collects the stale attachments on the owned veths; valid, foreign and non-CNI objects stay byte-identical", () => {
+    const nft = new FakeNft();
+    const put = (containerID: string, ifName: string, hostVeth: string): void =>
+      setupSpoofCheck({ containerID, ifName, hostVeth, containerMac: "0a:58:0a:01:02:03" }, nft);
+    put("keep", "eth0", "vethkeep");
+    put("stale", "eth0", "vethstale");
+    put("stale", "net1", "vethgone");
+    put("otherbr", "eth0", "vethother");
+    put("keep", "net1", "vethkeep2");
+    const foreign = new NftTransaction("bridge", SPOOFCHECK_TABLE).addChain({ name: "mine" }).addRule({ chain: "mine", rule: "drop", comment: "macspoofchk-x-eth0" });
+    nft.run(foreign);
+    const before = nft.dump();
+    const ports = new Map([["vethkeep", "br0"], ["vethstale", "br0"], ["vethother", "br1"], ["vethkeep2", "br1"]]);
+    const owned = (veth: string): boolean => (ports.get(veth) ?? "br0") === "br0";
+    gcSpoofCheck([{ containerID: "keep", ifName: "eth0" }], owned, nft);
+    const gone = ["stale-eth0", "stale-net1"];
+    const expected = before.split("\n").filter((l) => !gone.some((id) => l.includes(`cni-br-iface-${id}`) || l.includes(`macspoofchk-${id}`))).join("\n");
+    expect(nft.dump()).toBe(expected);
+    expect(nft.dump()).toContain("cni-br-iface-otherbr-eth0");
+    expect(nft.dump()).toContain("cni-br-iface-keep-net1");
+    expect(nft.dump()).toContain('chain bridge nat mine');
+    const n = nft.transactions.length;
+    gcSpoofCheck([{ containerID: "keep", ifName: "eth0" }], owned, nft);
+    expect(nft.transactions.length).toBe(n);
+    gcSpoofCheck([], () => true, new FakeNft());
   });
 });

@@ -16,15 +16,16 @@
  * attachment's comment and both chains, in one transaction; absent objects are not an error.
  *
  * Beyond upstream: a repeated setup replaces the attachment's PREROUTING jump instead of adding a
- * duplicate.
+ * duplicate, and GC ({@link gcSpoofCheck}) collects the rules of attachments that are gone.
  */
 import { annotate } from "../../shared/error/annotate.ts";
 import { systemNft, type NftDriver } from "../../shared/firewall/nftables/driver.ts";
-import type { NftRuleState } from "../../shared/firewall/nftables/state.ts";
+import { normalizeRule, type NftRuleState } from "../../shared/firewall/nftables/state.ts";
 import { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
 
 export const SPOOFCHECK_TABLE = "nat";
 export const SPOOFCHECK_BASE_CHAIN = "PREROUTING";
+const COMMENT_PREFIX = "macspoofchk-";
 
 export interface SpoofCheckTarget {
   containerID: string;
@@ -43,9 +44,9 @@ export function spoofCheckID(t: SpoofCheckTarget): string {
   return `${t.containerID}-${t.ifName}`;
 }
 
-export function spoofCheckNames(t: SpoofCheckTarget): { ifaceChain: string; macChain: string; comment: string } {
-  const id = spoofCheckID(t);
-  return { ifaceChain: `cni-br-iface-${id}`, macChain: `cni-br-iface-${id}-mac`, comment: `macspoofchk-${id}` };
+export function spoofCheckNames(t: SpoofCheckTarget | string): { ifaceChain: string; macChain: string; comment: string } {
+  const id = typeof t === "string" ? t : spoofCheckID(t);
+  return { ifaceChain: `cni-br-iface-${id}`, macChain: `cni-br-iface-${id}-mac`, comment: `${COMMENT_PREFIX}${id}` };
 }
 
 function quoted(s: string): string {
@@ -85,18 +86,48 @@ export function setupSpoofCheck(s: SpoofCheckSetup, driver: NftDriver = systemNf
   });
 }
 
+/** Deletes, in `tx`, the two chains of `t` (target or `<containerID>-<ifName>`) that are in `chains`, and drops them from it. */
+function deleteChains(tx: NftTransaction, chains: Set<string>, t: SpoofCheckTarget | string): void {
+  const { ifaceChain, macChain } = spoofCheckNames(t);
+  // The iface chain jumps to the mac chain: delete the referrer first.
+  for (const name of [ifaceChain, macChain]) if (chains.delete(name)) tx.flushChain(name).deleteChain(name);
+}
+
 /** Removes the spoof-check rules and chains of one attachment; a no-op when there are none. */
 export function teardownSpoofCheck(t: SpoofCheckTarget, driver: NftDriver = systemNft): void {
-  const { ifaceChain, macChain, comment } = spoofCheckNames(t);
   annotate("failed to teardown spoof-check", () => {
     const table = driver.listTable("bridge", SPOOFCHECK_TABLE);
     if (table === undefined) return;
     const tx = new NftTransaction("bridge", SPOOFCHECK_TABLE);
-    deleteBaseRules(tx, table.rules, comment);
+    deleteBaseRules(tx, table.rules, spoofCheckNames(t).comment);
+    deleteChains(tx, new Set(table.chains.map((c) => c.name)), t);
+    driver.run(tx);
+  });
+}
+
+/**
+ * GC (beyond upstream, whose bridge GC only calls IPAM): removes, in one transaction, the rules and
+ * chains of the attachments that are not in `keep`. The objects name only `<containerID>-<ifName>`,
+ * not the network, so an attachment counts as this network's through the host veth its PREROUTING
+ * jump names: `owned(hostVeth)` decides (bridge: a port of this network's bridge, or a veth that no
+ * longer exists — then the rules match nothing and serve no network). Jumps that do not read
+ * `iifname "<veth>" jump cni-br-iface-<id>` are left alone.
+ */
+export function gcSpoofCheck(keep: readonly SpoofCheckTarget[], owned: (hostVeth: string) => boolean, driver: NftDriver = systemNft): void {
+  annotate("failed to garbage-collect spoof-check", () => {
+    const table = driver.listTable("bridge", SPOOFCHECK_TABLE);
+    if (table === undefined) return;
+    const valid = new Set(keep.map((a) => spoofCheckNames(a).comment));
     const chains = new Set(table.chains.map((c) => c.name));
-    // The iface chain jumps to the mac chain: delete the referrer first.
-    if (chains.has(ifaceChain)) tx.flushChain(ifaceChain).deleteChain(ifaceChain);
-    if (chains.has(macChain)) tx.flushChain(macChain).deleteChain(macChain);
+    const tx = new NftTransaction("bridge", SPOOFCHECK_TABLE);
+    for (const r of table.rules) {
+      if (r.chain !== SPOOFCHECK_BASE_CHAIN || !r.comment?.startsWith(COMMENT_PREFIX) || valid.has(r.comment)) continue;
+      const id = r.comment.slice(COMMENT_PREFIX.length);
+      const jump = /^iifname (?:== )?"([^"]+)" jump (\S+)$/.exec(normalizeRule(r.rule));
+      if (jump === null || jump[2] !== spoofCheckNames(id).ifaceChain || !owned(jump[1]!)) continue;
+      tx.deleteRule(SPOOFCHECK_BASE_CHAIN, r.handle);
+      deleteChains(tx, chains, id);
+    }
     driver.run(tx);
   });
 }

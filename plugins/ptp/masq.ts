@@ -43,8 +43,8 @@ export function checkMasq(conf: PtpConfig, args: CmdArgs, ips: readonly string[]
 }
 
 /**
- * GC (beyond upstream ptp): drops this network's nftables masquerade rules of attachments the
- * runtime no longer lists. iptables chains carry no network name and are left alone, as upstream.
+ * GC (beyond upstream ptp): drops this network's masquerade rules, in both backends, of attachments
+ * the runtime no longer lists (see gcIPMasq).
  */
 export function gcMasq(conf: PtpConfig, keep: readonly { containerID: string; ifName: string }[]): void {
   gcIPMasq(conf.name, keep);

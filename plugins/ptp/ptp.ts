@@ -10,7 +10,8 @@
  * CHECK: IPAM CHECK, then the prevResult's container interface (veth, MAC), addresses and routes,
  * and the masquerade rules when `ipMasq` is set.
  * DEL: IPAM DEL, the link if the netns still exists, the masquerade rules — every step attempted,
- * failures reported together. STATUS and GC delegate to IPAM.
+ * failures reported together. STATUS delegates to IPAM; GC too, then collects the stale
+ * masquerade rules (masq.ts).
  *
  * Deliberate differences from upstream: DIFFERENCES.md.
  */

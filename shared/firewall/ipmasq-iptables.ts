@@ -15,10 +15,10 @@ import { bitLength, formatCIDR, formatIP, networkAddress, type CIDR, type IPFami
 import { runAll } from "./backend.ts";
 import type { IptablesDriver } from "./iptables/driver.ts";
 import type { IptChain, IptRule } from "./iptables/chain.ts";
-import { commentMatch, missingRules } from "./iptables/rule.ts";
+import { commentMatch, missingRules, ruleComment, ruleTarget } from "./iptables/rule.ts";
 import { readIptables, transactIptables } from "./iptables/transact.ts";
 import type { MasqFeature } from "./ipmasq.ts";
-import { formatChainName, formatComment } from "./naming.ts";
+import { formatChainName, formatComment, parseComment } from "./naming.ts";
 
 const TABLE = "nat";
 /** The only chain that jumps to an ipMasq chain (upstream's older `-s <ip>/<prefix>` form included). */
@@ -92,8 +92,27 @@ export function iptablesMasq(ipt: IptablesDriver): MasqFeature {
       }
       return problems;
     },
-    gc() {
-      // The chains carry no network name (a hash of network+container): nothing can be attributed, as upstream.
+    /**
+     * Beyond upstream (which collects nothing here): the POSTROUTING jumps name their owner in the
+     * comment (`name: "<net>" id: "<cid>"`); the chains of this network whose container is in no
+     * attachment of `keep` (the ifname is not part of the name) go with their jumps, one restore per
+     * family. A jump counts only when it targets the chain named for that owner.
+     */
+    gc(network, keep) {
+      const kept = new Set(keep.map((a) => a.containerID));
+      runAll([4, 6] as const, (family) => `IPv${family}`, (family) =>
+        transactIptables(ipt, family, (tx) => {
+          const nat = tx.table(TABLE);
+          const stale = new Set<string>();
+          for (const r of nat.rulesOf(ENTRY_CHAIN)) {
+            const owner = parseComment(ruleComment(r) ?? "");
+            if (owner === undefined || owner.name !== network || kept.has(owner.id)) continue;
+            const name = formatChainName(network, owner.id);
+            if (ruleTarget(r) === name) stale.add(name);
+          }
+          for (const name of stale) nat.deleteChain(name, [ENTRY_CHAIN]);
+        }),
+      );
     },
   };
 }

@@ -220,6 +220,30 @@ COMMIT
     expect(d.iptables.dump(4)).not.toContain(own);
     expect(d.iptables.reads.every((r) => !r.includes("KUBE"))).toBe(true);
   });
+  test("GC: this network's chains of containers in no valid attachment go with their jumps; the rest stays byte-identical", () => {
+    const d = fakes();
+    const put = (network: string, containerID: string, ip: string, ifName = "eth0"): void =>
+      setupIPMasq({ network, ifName, containerID, ips: [ip] }, "iptables", d);
+    put("gcnet", "keep", "10.1.0.2/24");
+    put("gcnet", "keep-other-if", "10.1.0.3/24", "net1");
+    put("gcnet", "stale", "10.1.0.4/24");
+    put("gcnet", "stale6", "fd00:1::4/64");
+    put("othernet", "stale", "10.2.0.4/24");
+    d.iptables.load(4, d.iptables.dump(4).replace("COMMIT", "-A POSTROUTING -s 10.9.0.0/16 -m comment --comment \"name: \\\"gcnet\\\" id: \\\"forged\\\"\" -j MASQUERADE\nCOMMIT"));
+    const before4 = d.iptables.dump(4);
+    const kept = (dump: string): string => dump.split("\n").filter((l) => !l.includes(formatChainName("gcnet", "stale")) && !l.includes(formatChainName("gcnet", "stale6"))).join("\n");
+    gcIPMasq("gcnet", [{ containerID: "keep", ifName: "eth0" }, { containerID: "keep-other-if", ifName: "eth0" }], d);
+    expect(d.iptables.dump(4)).toBe(kept(before4));
+    expect(d.iptables.dump(4)).toContain(formatChainName("othernet", "stale"));
+    expect(d.iptables.dump(4)).toContain("id: \\\"forged\\\"");
+    expect(d.iptables.dump(6)).not.toContain(formatChainName("gcnet", "stale6"));
+    expect(d.iptables.dump(4)).not.toContain(formatChainName("gcnet", "stale"));
+    // A second GC finds nothing to do and writes nothing.
+    const n = d.iptables.transactions.length;
+    gcIPMasq("gcnet", [{ containerID: "keep", ifName: "eth0" }, { containerID: "keep-other-if", ifName: "eth0" }], d);
+    expect(d.iptables.transactions.length).toBe(n);
+    checkIPMasq({ network: "gcnet", ifName: "eth0", containerID: "keep", ips: ["10.1.0.2/24"] }, "iptables", d);
+  });
   test("missing tools are ignored on teardown; other failures are reported", () => {
     const d = fakes();
     d.iptables.installed = false;

@@ -99,8 +99,8 @@ export function checkIPMasq(t: MasqTarget, backend: MasqBackendName | undefined,
 
 /**
  * Upstream GCIPMasqForNetwork: removes the network's masquerade rules that belong to no attachment
- * in `keep` — the nftables ones; iptables chain names do not tell networks apart, so, as upstream,
- * those are left alone.
+ * in `keep`, in nftables (by the instance comment) and, beyond upstream, in iptables (by the owner
+ * comment of the POSTROUTING jumps; there the container ID alone is the key, as in the chain name).
  */
 export function gcIPMasq(network: string, keep: readonly ValidAttachment[], d: FirewallDrivers = systemFirewallDrivers()): void {
   annotate(`failed to garbage-collect IP masquerade for ${network}`, () => collectEverywhere(Object.values(features(d)), network, keep));

@@ -69,6 +69,31 @@ export function goQuote(s: string): string {
   return `${out}"`;
 }
 
+const UNESCAPES: Record<string, string> = Object.fromEntries(Object.entries(SHORT_ESCAPES).map(([k, v]) => [v.slice(1), k]));
+
+/** Go `strconv.Unquote` of what {@link goQuote} prints; undefined for anything else. */
+export function goUnquote(quoted: string): string | undefined {
+  if (quoted.length < 2 || !quoted.startsWith('"') || !quoted.endsWith('"')) return undefined;
+  let bad = false;
+  const body = quoted.slice(1, -1).replace(/\\(x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|.)/gs, (_m, e: string) => {
+    if (e.length > 1) return String.fromCodePoint(Number.parseInt(e.slice(1), 16));
+    const ch = UNESCAPES[e];
+    if (ch === undefined) bad = true;
+    return ch ?? "";
+  });
+  // goQuote is canonical: anything it would not print (an unescaped quote, \ufffd for a lone surrogate) is not ours.
+  return !bad && goQuote(body) === quoted ? body : undefined;
+}
+
+/** The `(name, id)` of a {@link formatComment} comment; undefined when `comment` is not one. */
+export function parseComment(comment: string): { name: string; id: string } | undefined {
+  const m = /^name: (".*") id: (".*")$/s.exec(comment);
+  if (m === null) return undefined;
+  const name = goUnquote(m[1]!);
+  const id = goUnquote(m[2]!);
+  return name !== undefined && id !== undefined ? { name, id } : undefined;
+}
+
 /** Upstream nftables ipmasq `hashForNetwork`: 16 hex of sha512(network). */
 export function masqNetworkHash(network: string): string {
   return hashPrefix(network, 16);

@@ -13,6 +13,7 @@ import type { PluginInvocation, PluginRun } from "../harness/exec-plugin.ts";
 import { addrsOf, findLink, isUp, listRoutes } from "../harness/ip-oracle.ts";
 import { createContainerNetns } from "../harness/netns.ts";
 import { sandboxed } from "../harness/sandbox.ts";
+import { formatChainName as chainName } from "../../shared/firewall/naming.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
 import { ALL_SPEC_VERSIONS, hasCheck, resultFamily } from "../harness/versions.ts";
 import {
@@ -487,6 +488,52 @@ describe.skipIf(!sandboxed())("bridge", () => {
     expect(linkNames(ns.path)).toEqual(["lo"]);
     expect(reservationFiles(netDir(dataDir))).toEqual([]);
     expect(existsSync(netDir(dataDir)) ? reservationFiles(netDir(dataDir)) : []).toEqual([]);
+  });
+
+  test("GC: stale masquerade (iptables) and spoof-check rules of this network go; valid ones stay byte-identical, other networks' and foreign rules stay", async () => {
+    const a = fresh();
+    const b = fresh();
+    const dataDir = makeTempDir();
+    const extra = { ipMasq: true, macspoofchk: true };
+    const confA = bridgeConfig({ name: "brgc", cniVersion: "1.1.0", bridge: a.bridge, dataDir, subnets: [a.subnet], extra });
+    const confB = bridgeConfig({ name: "brgc2", cniVersion: "1.1.0", bridge: b.bridge, dataDir, subnets: [b.subnet], extra });
+    const nss: Record<string, string> = {};
+    for (const [cid, conf, ifName] of [["gc-keep", confA, "eth0"], ["gc-stale", confA, "eth0"], ["gc-gone", confA, "eth0"], ["gc-stale", confB, "net1"]] as const) {
+      const ns = await createContainerNetns();
+      nss[`${cid}/${ifName}`] = ns.path;
+      await add(conf, ns.path, { containerID: cid, ifName });
+      // gc-gone's container died without DEL: its veth is gone, its rules are not.
+      if (cid === "gc-gone") await ns.destroy();
+    }
+    Bun.spawnSync(["iptables", "-t", "nat", "-A", "POSTROUTING", "-s", "10.250.0.0/16", "-m", "comment", "--comment", "not cni", "-j", "MASQUERADE"]);
+    Bun.spawnSync(["nft", "add rule bridge nat PREROUTING iifname lo counter comment \"macspoofchk-foreign-eth0\""]);
+    const natLines = (): string[] => iptablesNat().split("\n").filter((l) => l.startsWith("-A") || l.startsWith(":CNI-"));
+    const spoofObjs = (): string[] => nftRuleset().filter((o) => o.rule?.family === "bridge" || o.chain?.family === "bridge").map((o) => JSON.stringify(o));
+    const staleA = ['id: \\"gc-stale\\"', 'id: \\"gc-gone\\"'];
+    const natBefore = natLines();
+    const spoofBefore = spoofObjs();
+    expect(spoofBefore.some((o) => o.includes("cni-br-iface-gc-gone-eth0"))).toBe(true);
+    const gc = await ours("bridge", { command: "GC", config: { ...confA, "cni.dev/valid-attachments": [{ containerID: "gc-keep", ifname: "eth0" }] } });
+    expectSuccess(gc, { silent: true });
+    const isStaleA = (l: string): boolean =>
+      (l.includes('name: \\"brgc\\"') && staleA.some((s) => l.includes(s))) ||
+      ["gc-stale", "gc-gone"].some((cid) => l.includes(chainName("brgc", cid)));
+    expect(natLines()).toEqual(natBefore.filter((l) => !isStaleA(l)));
+    expect(natBefore.filter(isStaleA).length).toBeGreaterThanOrEqual(6);
+    expect(natLines().some((l) => l.includes('name: \\"brgc2\\" id: \\"gc-stale\\"'))).toBe(true);
+    expect(natLines()).toContain('-A POSTROUTING -s 10.250.0.0/16 -m comment --comment "not cni" -j MASQUERADE');
+    const staleSpoof = (o: string): boolean => /cni-br-iface-gc-(stale|gone)-eth0|macspoofchk-gc-(stale|gone)-eth0/.test(o);
+    expect(spoofObjs()).toEqual(spoofBefore.filter((o) => !staleSpoof(o)));
+    expect(spoofBefore.filter(staleSpoof).length).toBe(12);
+    expect(spoofObjs().some((o) => o.includes("macspoofchk-gc-stale-net1"))).toBe(true);
+    expect(spoofObjs().some((o) => o.includes("macspoofchk-foreign-eth0"))).toBe(true);
+    // host-local collected the stale leases of this network only.
+    expect(reservationFiles(netDir(dataDir, "brgc"))).toHaveLength(1);
+    expect(reservationFiles(netDir(dataDir, "brgc2"))).toHaveLength(1);
+    // The kept attachment is still exactly in place.
+    expectSuccess(await del(confA, nss["gc-keep/eth0"]!, { containerID: "gc-keep" }), { silent: true });
+    expectSuccess(await del(confB, nss["gc-stale/net1"]!, { containerID: "gc-stale", ifName: "net1" }), { silent: true });
+    Bun.spawnSync(["iptables", "-t", "nat", "-D", "POSTROUTING", "-s", "10.250.0.0/16", "-m", "comment", "--comment", "not cni", "-j", "MASQUERADE"]);
   });
 
   test("STATUS and GC delegate to the IPAM plugin", async () => {

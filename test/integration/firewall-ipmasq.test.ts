@@ -12,7 +12,7 @@ import { GO_BIN_DIR, hasGoPlugin } from "../harness/paths.ts";
 import { sandboxed } from "../harness/sandbox.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
 import { systemFirewallDrivers, type FirewallDrivers } from "../../shared/firewall/backend.ts";
-import { checkIPMasq, setupIPMasq, teardownIPMasq } from "../../shared/firewall/ipmasq.ts";
+import { checkIPMasq, gcIPMasq, setupIPMasq, teardownIPMasq } from "../../shared/firewall/ipmasq.ts";
 import { formatChainName, masqInstanceHash } from "../../shared/firewall/naming.ts";
 import { hostIptablesMode, resetIptablesModeCache, systemIptables } from "../../shared/firewall/iptables/driver.ts";
 import { systemNft } from "../../shared/firewall/nftables/driver.ts";
@@ -128,6 +128,40 @@ describe.skipIf(!sandboxed())("firewall ipMasq (real iptables / nft)", () => {
       teardownIPMasq(b);
       expect(iptLines("nft", net, "ctr-b")).toEqual([]);
       expect(ourNftRules(net, "eth0", "ctr-b")).toEqual([]);
+    });
+  }
+
+  for (const variant of ["nft", "legacy"] as const) {
+    test(`GC [iptables-${variant}, and nftables]: stale attachments of this network go; valid, other networks' and foreign rules stay byte-identical`, () => {
+      const drivers: FirewallDrivers = { iptables: systemIptables(variant), nftables: systemNft };
+      const tool = `iptables-${variant}`;
+      const put = (network: string, containerID: string, ip: string, backend: "iptables" | "nftables"): void =>
+        setupIPMasq({ network, containerID, ifName: "eth0", ips: [ip] }, backend, drivers);
+      for (const backend of ["iptables", "nftables"] as const) {
+        put("gcm", "keep", "10.81.0.2/24", backend);
+        put("gcm", "stale", "10.81.0.3/24", backend);
+        put("gcm", "stale6", "fd81::3/64", backend);
+        put("gcm-other", "stale", "10.82.0.3/24", backend);
+      }
+      sh([tool, "-w", "-t", "nat", "-A", "POSTROUTING", "-s", "10.83.0.0/16", "-m", "comment", "--comment", 'name: "gcm" id: "forged"', "-j", "MASQUERADE"]);
+      const dump = (): string[] => [
+        ...save(`iptables-${variant}-save`).split("\n"),
+        ...save(`ip6tables-${variant}-save`).split("\n"),
+        ...nftRules().filter((r) => r.table === "cni_plugins_masquerade").map((r) => JSON.stringify(r)),
+      ].filter((l) => !l.startsWith("#") && !/^:\S+ \S+ \[\d+:\d+\]$/.test(l) || l.startsWith(":CNI-"));
+      const stale = (l: string): boolean =>
+        ["stale", "stale6"].some((cid) => l.includes(formatChainName("gcm", cid)) || l.includes(masqInstanceHash("gcm", "eth0", cid)));
+      const before = dump();
+      expect(before.filter(stale).length).toBe(4 * 2 + 2);
+      gcIPMasq("gcm", [{ containerID: "keep", ifName: "eth0" }], drivers);
+      expect(dump()).toEqual(before.filter((l) => !stale(l)));
+      expect(dump().some((l) => l.includes('id: \\"forged\\"'))).toBe(true);
+      checkIPMasq({ network: "gcm", containerID: "keep", ifName: "eth0", ips: ["10.81.0.2/24"] }, "iptables", drivers);
+      checkIPMasq({ network: "gcm-other", containerID: "stale", ifName: "eth0", ips: ["10.82.0.3/24"] }, "nftables", drivers);
+      sh([tool, "-w", "-t", "nat", "-D", "POSTROUTING", "-s", "10.83.0.0/16", "-m", "comment", "--comment", 'name: "gcm" id: "forged"', "-j", "MASQUERADE"]);
+      gcIPMasq("gcm", [], drivers);
+      gcIPMasq("gcm-other", [], drivers);
+      expect(dump().filter((l) => l.includes("gcm"))).toEqual([]);
     });
   }
 

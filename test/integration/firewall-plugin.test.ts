@@ -6,7 +6,9 @@
  * CHECK; DEL twice; GC; interop with the Go firewall 1.1.1 in both directions; and the firewalld
  * backend against a real firewalld on a private D-Bus system bus.
  */
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { afterAll, afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { rmdirSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { ConflistRunner, type NetworkConfigList } from "../harness/conflist.ts";
 import { describeRun, execGoPlugin, execPlugin } from "../harness/exec-plugin.ts";
@@ -15,6 +17,7 @@ import { hasGoPlugin } from "../harness/paths.ts";
 import { ping } from "../harness/bridge-helpers.ts";
 import { sandboxed } from "../harness/sandbox.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
+import { FIREWALL_STATE_DIR } from "../../meta/firewall/records.ts";
 import { firewalldInstalled, startPrivateBus, startPrivateFirewalld, zoneSources } from "../harness/firewall-firewalld.ts";
 
 function sh(argv: string[], env?: Record<string, string>): { status: number; stdout: string; stderr: string } {
@@ -74,6 +77,15 @@ const ipOf = (result: Record<string, unknown>): string => ((result.ips as { addr
 
 describe.skipIf(!sandboxed())("firewall plugin (real iptables / nft / firewalld)", () => {
   useFixtureCleanup();
+  // The records ADD keeps for this netns (meta/firewall/records.ts; Go's DEL in the interop tests leaves ours).
+  afterAll(() => {
+    rmSync(join(FIREWALL_STATE_DIR, String(statSync("/proc/self/ns/net").ino)), { recursive: true, force: true });
+    try {
+      rmdirSync(FIREWALL_STATE_DIR);
+    } catch {
+      // other namespaces' records are still there
+    }
+  });
   const bridges: string[] = [];
   // The firewall plugin never enters CNI_NETNS, but skel validates it: a fresh netns per test.
   let cns = "";
@@ -182,6 +194,77 @@ describe.skipIf(!sandboxed())("firewall plugin (real iptables / nft / firewalld)
     expect(nftTable().rules.filter((r) => r.chain === "cni-forward").length).toBe(5);
     const check = await execPlugin("firewall", { command: "CHECK", containerID: "gc-keep", netns: cns, ifName: "eth0", config: { ...base, prevResult: prev } });
     expect(check.status, describeRun(check)).toBe(0);
+  });
+
+  for (const variant of ["nft", "legacy"] as const) {
+    test(`iptables-${variant}: GC removes the address rules ADD recorded for stale attachments; valid ones, reused addresses, other networks' and foreign rules stay byte-identical`, async () => {
+      // kubelet's hint chain in legacy mangle makes the plugin pick the legacy variant.
+      if (variant === "legacy") expect(sh(["iptables-legacy", "-w", "-t", "mangle", "-N", "KUBE-IPTABLES-HINT"]).status).toBe(0);
+      try {
+        const lines = (): string[] => [false, true].flatMap((v6) => ruleLines(sh([`ip${v6 ? "6" : ""}tables-${variant}-save`, "-t", "filter"]).stdout));
+        const conf = (network: string, extra: Record<string, unknown> = {}) => ({ cniVersion: "1.1.0", name: network, type: "firewall", backend: "iptables", ...extra });
+        const add = async (network: string, cid: string, ...ips: string[]): Promise<void> => {
+          const prevResult = { cniVersion: "1.1.0", interfaces: [{ name: "eth0", sandbox: cns }], ips: ips.map((address) => ({ address, interface: 0 })) };
+          const r = await execPlugin("firewall", { command: "ADD", containerID: cid, netns: cns, ifName: "eth0", config: conf(network, { prevResult }) });
+          expect(r.status, describeRun(r)).toBe(0);
+        };
+        await add("fwgc", "gc-keep", "10.232.0.2/24", "fd32::2/64");
+        await add("fwgc", "gc-stale", "10.232.0.3/24", "fd32::3/64");
+        await add("fwgc", "gc-stale-reused", "10.232.0.4/24");
+        await add("fwgc2", "gc-live", "10.232.0.4/24");
+        await add("fwgc2", "gc-other", "10.232.0.5/24");
+        expect(sh([`iptables-${variant}`, "-w", "-A", "CNI-FORWARD", "-s", "10.232.0.9/32", "-j", "ACCEPT"]).status).toBe(0);
+        const before = lines();
+        const gone = (l: string): boolean => l.includes("10.232.0.3/32") || l.includes("fd32::3/128");
+        expect(before.filter(gone)).toHaveLength(4);
+        const gc = await execPlugin("firewall", { command: "GC", config: conf("fwgc", { "cni.dev/valid-attachments": [{ containerID: "gc-keep", ifname: "eth0" }] }) });
+        expect(gc.status, describeRun(gc)).toBe(0);
+        expect(lines()).toEqual(before.filter((l) => !gone(l)));
+        // DEL without prevResult removes what ADD recorded.
+        for (const [network, cid] of [["fwgc", "gc-keep"], ["fwgc2", "gc-live"], ["fwgc2", "gc-other"]] as const) {
+          const del = await execPlugin("firewall", { command: "DEL", containerID: cid, netns: cns, ifName: "eth0", config: conf(network) });
+          expect(del.status, describeRun(del)).toBe(0);
+        }
+        expect(lines().filter((l) => l.includes("10.232.0.") || l.includes("fd32::"))).toEqual(["-A CNI-FORWARD -s 10.232.0.9/32 -j ACCEPT"]);
+      } finally {
+        if (variant === "legacy") {
+          for (const table of ["filter", "mangle"]) {
+            sh(["iptables-legacy", "-w", "-t", table, "-F"]);
+            sh(["iptables-legacy", "-w", "-t", table, "-X"]);
+          }
+        }
+      }
+    });
+  }
+
+  describe.skipIf(!firewalldInstalled())("firewalld GC", () => {
+  test("firewalld: GC removes the zone sources ADD recorded for stale attachments; valid ones and sources not ours stay", async () => {
+    const fwd = await startPrivateFirewalld();
+    try {
+      const env = { DBUS_SYSTEM_BUS_ADDRESS: fwd.busAddress };
+      const conf = (extra: Record<string, unknown> = {}) => ({ cniVersion: "1.1.0", name: "fwdgc", type: "firewall", backend: "firewalld", ...extra });
+      const add = async (cid: string, ip: string, zone?: string): Promise<void> => {
+        const prevResult = { cniVersion: "1.1.0", interfaces: [{ name: "eth0", sandbox: cns }], ips: [{ address: ip, interface: 0 }] };
+        const r = await execPlugin("firewall", { command: "ADD", containerID: cid, netns: cns, ifName: "eth0", env, config: conf({ prevResult, ...(zone ? { firewalldZone: zone } : {}) }) });
+        expect(r.status, describeRun(r)).toBe(0);
+      };
+      await add("gcd-keep", "10.233.0.2/24");
+      await add("gcd-stale", "10.233.0.3/24");
+      await add("gcd-stale-zoned", "10.233.0.4/24", "internal");
+      const foreign = ["dbus-send", "--system", "--print-reply", "--dest=org.fedoraproject.FirewallD1", "/org/fedoraproject/FirewallD1", "org.fedoraproject.FirewallD1.zone.addSource", "string:trusted", "string:10.233.0.9/32"];
+      expect(sh(foreign, env).status).toBe(0);
+      expect(zoneSources(fwd.busAddress, "trusted").sort()).toEqual(["10.233.0.2/32", "10.233.0.3/32", "10.233.0.9/32"]);
+      const gc = await execPlugin("firewall", { command: "GC", env, config: conf({ "cni.dev/valid-attachments": [{ containerID: "gcd-keep", ifname: "eth0" }] }) });
+      expect(gc.status, describeRun(gc)).toBe(0);
+      expect(zoneSources(fwd.busAddress, "trusted").sort()).toEqual(["10.233.0.2/32", "10.233.0.9/32"]);
+      expect(zoneSources(fwd.busAddress, "internal")).toEqual([]);
+      const del = await execPlugin("firewall", { command: "DEL", containerID: "gcd-keep", netns: cns, ifName: "eth0", env, config: conf() });
+      expect(del.status, describeRun(del)).toBe(0);
+      expect(zoneSources(fwd.busAddress, "trusted")).toEqual(["10.233.0.9/32"]);
+    } finally {
+      await fwd.stop();
+    }
+  }, 120_000);
   });
 
   describe.skipIf(!hasGoPlugin("firewall"))("interop with Go firewall 1.1.1", () => {

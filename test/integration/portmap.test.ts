@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
-import { ConflistPluginError, ConflistRunner, type NetworkConfigList } from "../harness/conflist.ts";
+import { ConflistRunner, type NetworkConfigList } from "../harness/conflist.ts";
 import { execGoPlugin, execPlugin } from "../harness/exec-plugin.ts";
 import { createContainerNetns, type ContainerNetns } from "../harness/netns.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
@@ -181,18 +181,44 @@ describe.skipIf(!sandboxed())("portmap (real traffic, both backends)", () => {
     expect(conntrackLines(9053)).toEqual([]);
   }, 60_000);
 
-  test("conflicting hostPort from another container is refused; validation errors", async () => {
-    const a = await container("iptables", "pm-conf-a", [{ hostPort: 8181, containerPort: 80, protocol: "tcp" }]);
-    let err: unknown;
-    try {
-      await container("iptables", "pm-conf-b", [{ hostPort: 8181, containerPort: 81, protocol: "tcp" }]);
-    } catch (e) {
-      err = e;
+  for (const backend of ["iptables", "nftables"] as const) {
+    for (const first of ["newer", "older"] as const) {
+      test(`${backend}: a hostPort another container's rules hold: the newest ADD wins and names the shadowed one; DEL of the ${first} first`, async () => {
+        await setupClient();
+        const port = 8181;
+        const ids = { older: `pm-clash-old-${backend}-${first}`, newer: `pm-clash-new-${backend}-${first}` };
+        const older = await container(backend, ids.older, [{ hostPort: port, containerPort: 80, protocol: "tcp" }]);
+        const quiet = runner.calls.filter((c) => c.type === "portmap" && c.command === "ADD").at(-1)!;
+        expect(quiet.run.stderr).toBe("");
+        const stopOld = await startServer(older.ns.path, "tcp", 80, "old");
+        const newer = await container(backend, ids.newer, [{ hostPort: port, containerPort: 80, protocol: "tcp" }]);
+        const stopNew = await startServer(newer.ns.path, "tcp", 80, "new");
+        try {
+          const add = runner.calls.filter((c) => c.type === "portmap" && c.command === "ADD").at(-1)!;
+          expect(add.run.stderr).toContain(`host port ${port}/tcp was forwarded to container ${JSON.stringify(ids.older)}`);
+          expect(add.run.stderr).toContain(`container ${JSON.stringify(ids.newer)} now takes precedence`);
+          expect(sendFrom(client.path, "tcp", HOST_IP, port)).toBe(`new from ${CLIENT_IP}`);
+          await runner.check(older.list, older.rt);
+          await runner.check(newer.list, newer.rt);
+          const [gone, stays] = first === "newer" ? [newer, older] : [older, newer];
+          await runner.del(gone.list, gone.rt);
+          // Only its own rules went: the other's still forward (after DEL of the newer, the older's rules are back in effect).
+          await runner.check(stays.list, stays.rt);
+          expect(sendFrom(client.path, "tcp", HOST_IP, port)).toBe(`${first === "newer" ? "old" : "new"} from ${CLIENT_IP}`);
+          await runner.del(stays.list, stays.rt);
+          expect(sendFrom(client.path, "tcp", HOST_IP, port, { timeoutMs: 500 })).toStartWith("ERROR");
+        } finally {
+          stopOld();
+          stopNew();
+        }
+      }, 60_000);
     }
-    expect(err).toBeInstanceOf(ConflistPluginError);
-    expect((err as ConflistPluginError).cniMsg).toContain('host port 8181/tcp is already forwarded to container "pm-conf-a"');
-    // same port, other protocol: fine
+  }
+
+  test("validation errors; the same port with another protocol is no clash", async () => {
+    const a = await container("iptables", "pm-conf-a", [{ hostPort: 8181, containerPort: 80, protocol: "tcp" }]);
     const c = await container("iptables", "pm-conf-c", [{ hostPort: 8181, containerPort: 80, protocol: "udp" }]);
+    expect(runner.calls.filter((x) => x.type === "portmap" && x.command === "ADD").at(-1)!.run.stderr).toBe("");
     const ns = await createContainerNetns();
     for (const [bad, msg] of [
       [{ hostPort: 70000, containerPort: 80, protocol: "tcp" }, "Invalid host port number: 70000"],
@@ -234,6 +260,55 @@ describe.skipIf(!sandboxed())("portmap (real traffic, both backends)", () => {
     for (const x of [a, b, c]) await runner.del(x.list, x.rt);
     expect(natSave()).not.toContain("CNI-DN-");
   }, 60_000);
+
+  for (const backend of ["iptables", "nftables"] as const) {
+    test(`${backend}: GC removes the rules of stale attachments (v4 and v6); valid ones, other networks' and foreign rules stay byte-identical`, async () => {
+      const ns = await createContainerNetns();
+      const addRules = async (network: string, cid: string, n: number): Promise<void> => {
+        const prevResult = {
+          cniVersion: "1.1.0",
+          interfaces: [{ name: "eth0", sandbox: ns.path }],
+          ips: [{ address: `10.97.0.${n}/24`, interface: 0 }, { address: `fd97::${n}/64`, interface: 0 }],
+        };
+        const runtimeConfig = { portMappings: [{ hostPort: 7000 + n, containerPort: 80, protocol: "tcp" }, { hostPort: 7100 + n, containerPort: 53, protocol: "udp" }] };
+        const run = await execPlugin("portmap", { command: "ADD", containerID: cid, netns: ns.path, ifName: "eth0", config: { cniVersion: "1.1.0", name: network, type: "portmap", backend, runtimeConfig, prevResult } });
+        expect(run.status, run.stderr).toBe(0);
+      };
+      await addRules("pm-gc", "gc-keep", 2);
+      await addRules("pm-gc", "gc-stale", 3);
+      // Another network: in iptables its chains name the network; in nftables rules name only the
+      // container, so one that is valid here stays there (a container in no valid attachment would go).
+      await addRules("pm-gc-other", "gc-stale", 4);
+      await addRules("pm-gc-other", "gc-keep", 5);
+      for (const t of ["iptables", "ip6tables"]) sh([t, "-t", "nat", "-A", "PREROUTING", "-p", "tcp", "--dport", "7999", "-m", "comment", "--comment", "foreign", "-j", "RETURN"]);
+      sh(["nft", "add table ip pm-foreign; add chain ip pm-foreign c; add rule ip pm-foreign c tcp dport 7999 dnat to 10.97.0.9 comment \"gc-stale\""]);
+      const v6Save = (): string => sh(["ip6tables-save", "-t", "nat"]);
+      const state = (): string[] => [
+        ...`${natSave()}\n${v6Save()}`.split("\n").filter((l) => l.startsWith("-A") || l.startsWith(":CNI-")),
+        ...nftRules().map((r) => JSON.stringify({ ...r, handle: undefined })),
+      ];
+      const staleIpt = (l: string): boolean => l.includes(dnatChainName("pm-gc", "gc-stale")) || l.includes('dnat name: \\"pm-gc\\" id: \\"gc-stale\\"');
+      const isStale = (l: string): boolean =>
+        backend === "iptables" ? staleIpt(l) : l.includes('"table":"cni_hostport"') && l.includes('"comment":"gc-stale"');
+      const before = state();
+      expect(before.filter(isStale).length).toBeGreaterThanOrEqual(backend === "iptables" ? 10 : 6);
+      const gc = await execPlugin("portmap", {
+        command: "GC",
+        config: { cniVersion: "1.1.0", name: "pm-gc", type: "portmap", backend, "cni.dev/valid-attachments": [{ containerID: "gc-keep", ifname: "eth0" }] },
+      });
+      expect(gc.status, gc.stderr).toBe(0);
+      expect(state()).toEqual(before.filter((l) => !isStale(l)));
+      expect(state().some((l) => l.includes("pm-foreign") && l.includes("gc-stale"))).toBe(true);
+      if (backend === "iptables") expect(natSave()).toContain(dnatChainName("pm-gc-other", "gc-stale"));
+      for (const [network, cid] of [["pm-gc", "gc-keep"], ["pm-gc-other", "gc-stale"], ["pm-gc-other", "gc-keep"]]) {
+        const run = await execPlugin("portmap", { command: "DEL", containerID: cid!, netns: ns.path, ifName: "eth0", config: { cniVersion: "1.1.0", name: network!, type: "portmap", backend } });
+        expect(run.status, run.stderr).toBe(0);
+      }
+      for (const t of ["iptables", "ip6tables"]) sh([t, "-t", "nat", "-D", "PREROUTING", "-p", "tcp", "--dport", "7999", "-m", "comment", "--comment", "foreign", "-j", "RETURN"]);
+      sh(["nft", "delete table ip pm-foreign"]);
+      expect(state().filter((l) => l.includes("gc-"))).toEqual([]);
+    }, 60_000);
+  }
 
   test("CHECK is exact: a removed DNAT rule fails it; an IPv4-only pod passes", async () => {
     const c = await container("iptables", "pm-check", [{ hostPort: 8484, containerPort: 80, protocol: "tcp" }]);

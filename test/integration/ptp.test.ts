@@ -363,21 +363,29 @@ describe.skipIf(!sandboxed())("ptp", () => {
     expect(listLinks(ns.path).map((l) => l.ifname)).toEqual(["lo"]);
   });
 
-  test("STATUS delegates to IPAM; GC releases unlisted attachments and their nft masquerade rules", async () => {
-    const { cid, net } = ids("gc");
-    const dataDir = makeTempDir("ptp-store-");
-    const conf = ptpConf({ cniVersion: "1.1.0", name: net, dataDir, subnets: ["10.71.0.0/24"], ipMasq: true, ipMasqBackend: "nftables" });
-    const ns = await createContainerNetns();
-    expectResult(await execPlugin("ptp", inv(ns.path, "ADD", conf, cid)));
-    expectSuccess(await execPlugin("ptp", { command: "STATUS", config: conf }), { silent: true });
-    const keepAll = { ...conf, "cni.dev/valid-attachments": [{ containerID: cid, ifname: "eth0" }] };
-    expectSuccess(await execPlugin("ptp", { command: "GC", config: keepAll }), { silent: true });
-    expect(Object.keys(reservations(join(dataDir, net)))).toEqual(["10.71.0.2"]);
-    expect(nftMasqLines(cid).length).toBeGreaterThan(0);
-    const keepNone = { ...conf, "cni.dev/valid-attachments": [] };
-    expectSuccess(await execPlugin("ptp", { command: "GC", config: keepNone }), { silent: true });
-    expect(reservations(join(dataDir, net))).toEqual({});
-    expect(nftMasqLines(cid)).toEqual([]);
-    expect(masqChainName("test", "1234")).toBe("CNI-2bbe0c48b91a7d1b8a6753a8"); // oracle self-check (upstream value)
-  });
+  for (const backend of ["nftables", "iptables"] as const) {
+    test(`[${backend}] STATUS delegates to IPAM; GC releases unlisted attachments and their masquerade rules`, async () => {
+      const { cid, net } = ids(`gc-${backend}`);
+      const dataDir = makeTempDir("ptp-store-");
+      const conf = ptpConf({ cniVersion: "1.1.0", name: net, dataDir, subnets: ["10.71.0.0/24"], ipMasq: true, ipMasqBackend: backend });
+      const masqLines = (id: string): string[] => (backend === "nftables" ? nftMasqLines(id) : iptablesMasqLines(net, id));
+      const ns = await createContainerNetns();
+      expectResult(await execPlugin("ptp", inv(ns.path, "ADD", conf, cid)));
+      const ns2 = await createContainerNetns();
+      expectResult(await execPlugin("ptp", inv(ns2.path, "ADD", conf, `o-${cid}`)));
+      expectSuccess(await execPlugin("ptp", { command: "STATUS", config: conf }), { silent: true });
+      const before = masqLines(cid);
+      const keepOne = { ...conf, "cni.dev/valid-attachments": [{ containerID: cid, ifname: "eth0" }] };
+      expectSuccess(await execPlugin("ptp", { command: "GC", config: keepOne }), { silent: true });
+      expect(Object.keys(reservations(join(dataDir, net)))).toEqual(["10.71.0.2"]);
+      expect(before.length).toBeGreaterThan(0);
+      expect(masqLines(cid)).toEqual(before);
+      expect(masqLines(`o-${cid}`)).toEqual([]);
+      const keepNone = { ...conf, "cni.dev/valid-attachments": [] };
+      expectSuccess(await execPlugin("ptp", { command: "GC", config: keepNone }), { silent: true });
+      expect(reservations(join(dataDir, net))).toEqual({});
+      expect(masqLines(cid)).toEqual([]);
+      expect(masqChainName("test", "1234")).toBe("CNI-2bbe0c48b91a7d1b8a6753a8"); // oracle self-check (upstream value)
+    });
+  }
 });
