@@ -6,9 +6,8 @@
  *    node has that address configured;
  * 3. neither recorded: unknown, which GC treats as live (nothing is collected on a guess).
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { Handle } from "../shared/netlink/index.ts";
-import { NetNS } from "../shared/netns/index.ts";
+import { statSync } from "node:fs";
+import { nodeAddresses } from "../shared/iface/node-addresses.ts";
 import type { ValidSpec } from "./flags.ts";
 import type { SeenAttachment } from "./sources.ts";
 
@@ -26,63 +25,9 @@ export interface NamespaceView {
   holder(address: string): string | undefined;
 }
 
-/** Mount points of network namespace files (nsfs mounts whose root is `net:[…]`) in /proc/self/mountinfo. */
-export function nsfsNetMounts(mountinfo: string): string[] {
-  const out: string[] = [];
-  for (const line of mountinfo.split("\n")) {
-    const [pre, post] = line.split(" - ");
-    if (post === undefined || !post.startsWith("nsfs ")) continue;
-    const f = pre!.split(" ");
-    if (f[3]?.startsWith("net:[") === true && f[4] !== undefined) out.push(f[4].replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))));
-  }
-  return out;
-}
-
-/**
- * Every network namespace reachable by a path, each once: bind-mounted namespace files anywhere
- * (`ip netns`, containerd, CRI-O, podman, Docker all pin namespaces so), then `/proc/<pid>/ns/net`.
- */
-function namespacePaths(): string[] {
-  const out: string[] = [];
-  const seen = new Set<string>();
-  const add = (path: string): void => {
-    try {
-      const st = statSync(path);
-      const key = `${st.dev}:${st.ino}`;
-      if (!seen.has(key)) {
-        seen.add(key);
-        out.push(path);
-      }
-    } catch {
-      // gone meanwhile, or not a namespace file
-    }
-  };
-  try {
-    for (const path of nsfsNetMounts(readFileSync("/proc/self/mountinfo", "utf8"))) add(path);
-  } catch {
-    // no /proc/self/mountinfo: processes only
-  }
-  for (const pid of readdirSync("/proc").filter((n) => /^\d+$/.test(n))) add(`/proc/${pid}/ns/net`);
-  return out;
-}
-
 /** The real node: every namespace's addresses, read once. */
 export function systemNamespaceView(): NamespaceView {
   let holders: Map<string, string> | undefined;
-  const load = (): Map<string, string> => {
-    if (holders !== undefined) return holders;
-    holders = new Map();
-    for (const path of namespacePaths()) {
-      try {
-        using ns = NetNS.open(path);
-        using nl = Handle.open(ns);
-        for (const a of nl.addrList()) if (!holders.has(a.address)) holders.set(a.address, path);
-      } catch {
-        // a namespace that went away while we looked
-      }
-    }
-    return holders;
-  };
   return {
     exists: (path) => {
       try {
@@ -92,7 +37,7 @@ export function systemNamespaceView(): NamespaceView {
         return false;
       }
     },
-    holder: (address) => load().get(address),
+    holder: (address) => (holders ??= nodeAddresses()).get(address),
   };
 }
 

@@ -7,7 +7,7 @@ import { formatComment } from "../shared/firewall/naming.ts";
 import { formatReport, operate, validAttachments, type OperatorEnv } from "./command.ts";
 import { parseFlags, parseValidFile, UsageError, type OperatorFlags } from "./flags.ts";
 import { gcConfig } from "./gc-run.ts";
-import { judge, nsfsNetMounts, type NamespaceView } from "./liveness.ts";
+import { judge, type NamespaceView } from "./liveness.ts";
 import { loadNetworks, parseNetworkFile } from "./networks.ts";
 import { readNetworkState, type SeenAttachment, type SourceReaders } from "./sources.ts";
 
@@ -172,14 +172,7 @@ describe("liveness", () => {
     expect(judge(seen({ addresses: new Set(["10.0.0.2"]) }), undefined, view([], {})).state).toBe("stale");
     expect(judge(seen({}), undefined, view([], {})).state).toBe("unknown");
   });
-  test("nsfs mounts of network namespaces are found in mountinfo (octal escapes decoded)", () => {
-    const info = [
-      "42 26 0:4 net:[4026532637] /tmp/a\\040b rw - nsfs nsfs rw",
-      "43 26 0:4 mnt:[4026532638] /tmp/m rw - nsfs nsfs rw",
-      "44 26 0:5 / /proc rw shared:1 - proc proc rw",
-    ].join("\n");
-    expect(nsfsNetMounts(info)).toEqual(["/tmp/a b"]);
-  });
+
 });
 
 describe("gc", () => {

@@ -4,7 +4,8 @@
  * - unit: `bun test` over the co-located `*.test.ts` files (shared/ plugins/ ipam/ meta/ operator/ build/
  *   test/harness/ test/bench/), junit to .test-out/unit.xml.
  * - integration: as root, `bun test` over test/integration/*.test.ts (except `*.vm.test.ts`) inside a
- *   throwaway host network namespace (`unshare --net`, `lo` brought up first), junit to
+ *   throwaway host network namespace and a private mount namespace with a tmpfs on /run/cni
+ *   (`unshare --net --mount`, `lo` brought up first), junit to
  *   .test-out/integration.xml.
  * - vm: the `*.vm.test.ts` files (tests needing kernel features the host may lack) in ONE throwaway
  *   QEMU VM with Debian's stock kernel (test/vm/vm-run.sh; the repo is shared read-write), again in
@@ -174,7 +175,8 @@ async function runUnit(): Promise<SuiteTotals> {
 
 /**
  * Root only: test/e2e files inside `unshare --net --mount` (private propagation) with a tmpfs on
- * /var/lib/cni, so libcni caches and host-local stores of the runtimes never touch the host's.
+ * /var/lib/cni and one on /run/cni, so libcni caches, host-local stores, tuning backups and
+ * firewall records of the runtimes never touch the host's.
  */
 async function runE2eAsRoot(suite: "e2e" | "diff"): Promise<SuiteTotals> {
   for (const tool of ["unshare", "nsenter", "ip", "mount"]) {
@@ -189,6 +191,7 @@ async function runE2eAsRoot(suite: "e2e" | "diff"): Promise<SuiteTotals> {
     .filter((f) => existsSync(join(REPO_ROOT, f)));
   if (files.length === 0) return saveTotals(suite, failedSuite(`${suite}: no test files under ${E2E_DIR}`));
   mkdirSync("/var/lib/cni", { recursive: true });
+  mkdirSync("/run/cni", { recursive: true });
   const argv = [
     "unshare",
     "--net",
@@ -198,7 +201,7 @@ async function runE2eAsRoot(suite: "e2e" | "diff"): Promise<SuiteTotals> {
     "--",
     "/bin/sh",
     "-c",
-    'mount -t tmpfs cni-e2e /var/lib/cni && ip link set lo up && exec "$@"',
+    'mount -t tmpfs cni-e2e /var/lib/cni && mount -t tmpfs cni-run /run/cni && ip link set lo up && exec "$@"',
     "sh",
     process.execPath,
     "test",
@@ -232,13 +235,19 @@ async function runIntegrationAsRoot(): Promise<SuiteTotals> {
   if (files.length === 0) {
     return saveTotals("integration", failedSuite(`integration: no *.test.ts files under ${INTEGRATION_DIR}`));
   }
+  // A private mount namespace with a tmpfs on /run/cni: plugins run with default state
+  // directories (tuning backups, firewall records) write there, never to the host's /run/cni.
+  mkdirSync("/run/cni", { recursive: true });
   const argv = [
     "unshare",
     "--net",
+    "--mount",
+    "--propagation",
+    "private",
     "--",
     "/bin/sh",
     "-c",
-    'ip link set lo up && exec "$@"',
+    'mount -t tmpfs cni-run /run/cni && ip link set lo up && exec "$@"',
     "sh",
     process.execPath,
     "test",

@@ -66,13 +66,16 @@ function setup(opts: { iptables?: boolean; nft?: boolean; firewalld?: boolean } 
     },
     teardown: async (t: FirewallTarget) => void fwd.calls.push(...t.addrs.map((a) => `del ${t.conf.zone} ${a.host}`)),
   });
+  /** Addresses "configured in some namespace of the node" for GC. */
+  const configured = new Map<string, string>();
   const deps: FirewallDeps = {
     drivers: () => ({ iptables: ipt, nftables: nft }),
     firewalld: fwdBackend,
     firewalldRunning: async () => fwd.running,
     stateDir: recordDir(),
+    nodeAddresses: () => configured,
   };
-  return { ipt, nft, fwd, deps, plugin: makeFirewallPlugin(deps) };
+  return { ipt, nft, fwd, deps, configured, plugin: makeFirewallPlugin(deps) };
 }
 
 /** Chain declarations (sorted, as iptables-save prints user chains) then rules, in order. */
@@ -263,6 +266,17 @@ describe("firewall plugin (fakes)", () => {
     await plugin.del(cmd("DEL", { name: "net2", backend: "iptables" }, {}, "live-reuser"));
     await plugin.del(cmd("DEL", { name: "net2", backend: "iptables" }, {}, "other"));
     expect(lines().filter((l) => l.includes("10.88.0.") || l.includes("fd88::"))).toEqual([]);
+    expect(readdirSync(deps.stateDir, { recursive: true }).filter((n) => String(n).endsWith(".json"))).toEqual([]);
+  });
+
+  test("iptables GC leaves the rules of an address some namespace of the node still has (a recordless container reusing it), and forgets the record", async () => {
+    const { ipt, deps, configured, plugin } = setup();
+    const prev = (ip: string) => ({ cniVersion: "1.0.0", interfaces: [{ name: "eth0", sandbox: "/x" }], ips: [{ address: ip, interface: 0 }] });
+    await plugin.add(cmd("ADD", { backend: "iptables", prevResult: prev("10.88.0.9/16") }, {}, "stale"));
+    const before = filterLines(ipt, 4);
+    configured.set("10.88.0.9", "/proc/4242/ns/net");
+    await plugin.gc!(cmd("GC", { cniVersion: "1.1.0", backend: "iptables", "cni.dev/valid-attachments": [] }, {}, ""));
+    expect(filterLines(ipt, 4)).toEqual(before);
     expect(readdirSync(deps.stateDir, { recursive: true }).filter((n) => String(n).endsWith(".json"))).toEqual([]);
   });
 

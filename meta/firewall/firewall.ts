@@ -12,6 +12,7 @@
  * in iptables for the iptables and firewalld backends (as upstream), in nftables for nftables.
  * What differs from upstream on purpose is listed in DIFFERENCES.md (firewall).
  */
+import { nodeAddresses } from "../../shared/iface/node-addresses.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
 import { annotate } from "../../shared/error/annotate.ts";
 import { prevResultFrom, validAttachmentsOf } from "../../shared/cni/netconf.ts";
@@ -36,6 +37,8 @@ export interface FirewallDeps {
   firewalldRunning(address: string): Promise<boolean>;
   /** Where the iptables and firewalld backends record their attachments' addresses (records.ts). */
   stateDir: string;
+  /** Addresses configured in any network namespace of the node (GC leaves their rules alone). */
+  nodeAddresses(): ReadonlyMap<string, string>;
 }
 
 export const systemFirewallDeps: FirewallDeps = {
@@ -43,6 +46,7 @@ export const systemFirewallDeps: FirewallDeps = {
   firewalld: firewalldBackend,
   firewalldRunning: isFirewalldRunning,
   stateDir: FIREWALL_STATE_DIR,
+  nodeAddresses,
 };
 
 /** The plugin in each rule-writing backend, over `d`. */
@@ -124,7 +128,7 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
     const keep = validAttachmentsOf(args.config);
     if (keep === undefined) return; // absent or malformed: collect nothing
     const firewalld = (): FirewalldBackend => deps.firewalld(systemBusAddress(args.env));
-    await collectFirewall(conf, keep, { features: firewallFeatures(deps.drivers()), firewalld, stateDir: deps.stateDir });
+    await collectFirewall(conf, keep, { features: firewallFeatures(deps.drivers()), firewalld, stateDir: deps.stateDir, nodeAddresses: deps.nodeAddresses });
   }
 
   return {

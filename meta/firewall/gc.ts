@@ -6,7 +6,9 @@
  *   wrote (records.ts). A stale attachment's addresses are removed as its DEL would remove them
  *   (iptables: the two CNI-FORWARD rules per address; firewalld: the zone source), except those
  *   another recorded attachment still relies on (an address reused by a live container, here or
- *   in another network, shares the very same rules); then the record goes.
+ *   in another network, shares the very same rules) and those configured in some network namespace
+ *   of the node (a live container without a record — added by the Go plugin, whose DEL left our
+ *   record of an earlier owner behind — uses them); then the record goes.
  * Every step runs; failures are reported together.
  */
 import type { ValidAttachment } from "../../shared/cni/netconf.ts";
@@ -34,12 +36,19 @@ export interface GcContext {
   features: Record<BackendName, FirewallRules>;
   firewalld(): FirewalldBackend;
   stateDir: string;
+  /** Addresses configured in any network namespace of the node (shared/iface/node-addresses.ts). */
+  nodeAddresses(): ReadonlyMap<string, string>;
 }
 
 /** GC for `conf`'s network (see module doc). */
 export async function collectFirewall(conf: FirewallConf, keep: readonly ValidAttachment[], ctx: GcContext): Promise<void> {
   const steps: TeardownStep[] = [{ name: "nftables rules", run: () => collectEverywhere(Object.values(ctx.features), conf.name, keep) }];
-  for (const { record, addrs } of staleRecords(allRecords(ctx.stateDir), conf.name, keep)) {
+  let configured: ReadonlyMap<string, string> | undefined;
+  for (const stale of staleRecords(allRecords(ctx.stateDir), conf.name, keep)) {
+    const { record } = stale;
+    configured ??= ctx.nodeAddresses();
+    const inUse = configured;
+    const addrs = stale.addrs.filter((a) => !inUse.has(a.ip));
     const t: FirewallTarget = {
       conf: { ...conf, zone: record.zone },
       containerID: record.containerID,
