@@ -1,7 +1,8 @@
 /**
  * bridge: an interface plugin that attaches the container to a Linux bridge in the host netns
  * through a veth pair (upstream plugins/main/bridge/bridge.go at HEAD).
- * Verbs: ADD, CHECK, DEL, STATUS and GC (both delegated to the IPAM plugin when there is one).
+ * Verbs: ADD, CHECK, DEL, STATUS (code 50 when the `bridge` name is taken by a link that is not a
+ * bridge, shared/iface/status.ts) and GC, both then delegated to the IPAM plugin when there is one.
  *
  * ADD creates the bridge when missing, the veth pair (container end CNI_IFNAME, host end
  * `veth<8 hex>` as a bridge port with the hairpin / isolated / VLAN settings), optional MAC
@@ -15,7 +16,7 @@
  */
 import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { InternalError, InvalidConfigError } from "../../shared/cni/errors.ts";
-import { delegate, delegateAdd } from "../../shared/cni/invoke.ts";
+import { delegate, delegateAdd, delegateToIpam } from "../../shared/cni/invoke.ts";
 import { ipamStep, IPAM_STEP, teardown, Undo, type TeardownStep } from "../../shared/cni/teardown.ts";
 import type { CmdArgs, Interface, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
@@ -32,13 +33,14 @@ import {
 } from "../../shared/iface/container-link.ts";
 import { enableIPForward } from "../../shared/iface/forward.ts";
 import { sleepSync } from "../../shared/iface/settle.ts";
+import { interfaceStatus } from "../../shared/iface/status.ts";
 import { setupVeth } from "../../shared/iface/veth.ts";
 import { IF_OPER_UP } from "../../shared/netlink/constants/if-link.ts";
 import { Handle, type Link } from "../../shared/netlink/index.ts";
 import { NetNS } from "../../shared/netns/index.ts";
 import { checkBridge } from "./check.ts";
 import { loadBridgeConf, wantsVlanFiltering, type BridgeConf } from "./config.ts";
-import { bridgeByName, ensureBridge } from "./ensure-bridge.ts";
+import { bridgeByName, bridgeStatus, ensureBridge } from "./ensure-bridge.ts";
 import { calcGateways, ensureAddr } from "./gateway.ts";
 import { attachPort } from "./port.ts";
 import { setupSpoofCheck, teardownSpoofCheck } from "./spoofcheck.ts";
@@ -218,12 +220,12 @@ async function check(args: CmdArgs): Promise<void> {
 
 async function status(args: CmdArgs): Promise<void> {
   const conf = loadBridgeConf(args, { lenient: true });
-  if (conf.ipamType !== "") await delegate(conf.ipamType, args, "STATUS");
+  await interfaceStatus(args, { ipamType: conf.ipamType, hostLinks: (nl) => bridgeStatus(nl, conf.bridge) });
 }
 
 async function gc(args: CmdArgs): Promise<void> {
   const conf = loadBridgeConf(args, { lenient: true });
-  if (conf.ipamType !== "") await delegate(conf.ipamType, args, "GC");
+  await delegateToIpam(conf.ipamType, args, "GC");
 }
 
 export const bridgePlugin: PluginSpec = {

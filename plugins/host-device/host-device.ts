@@ -10,7 +10,7 @@
  * rolls back through the DEL steps it reached (the device goes back, UP again if it was).
  * CHECK: IPAM CHECK, then the prevResult's interface (name, MAC), addresses and routes.
  * DEL: IPAM DEL, then the device goes back to the host under its alias name (left DOWN) — both
- * attempted, failures reported together. STATUS delegates to IPAM; GC has nothing to do.
+ * attempted, failures reported together. STATUS and GC delegate to IPAM.
  *
  * Deliberate differences from upstream: DIFFERENCES.md.
  *
@@ -20,7 +20,7 @@
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
 import { t } from "../../shared/cni/decode.ts";
 import { InternalError, messageOf } from "../../shared/cni/errors.ts";
-import { delegate, delegateAdd } from "../../shared/cni/invoke.ts";
+import { delegate, delegateAdd, delegateToIpam } from "../../shared/cni/invoke.ts";
 import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
 import { writeAllSync } from "../../shared/cni/stdio.ts";
 import { ipamStep, IPAM_STEP, teardown, Undo, type TeardownStep } from "../../shared/cni/teardown.ts";
@@ -162,15 +162,20 @@ function makeCheck(env: HostDeviceEnvironment) {
   };
 }
 
-/** STATUS reads only the base config (as upstream: no selector or sysfs checks) and asks IPAM. */
-async function status(args: CmdArgs): Promise<void> {
-  const base = loadNetConf(t.object("NetConf", netConfFields), args);
-  const type = base.ipam?.type ?? "";
-  if (type !== "") await delegate(type, args, "STATUS");
+/** The `ipam.type` of the base config (as upstream's STATUS: no selector or sysfs checks). */
+function baseIpamType(args: CmdArgs): string {
+  return loadNetConf(t.object("NetConf", netConfFields), args).ipam?.type ?? "";
 }
 
-/** GC: host-device keeps no state of its own. */
-function gc(): void {}
+/** STATUS: IPAM's (the device is looked for only by ADD). */
+async function status(args: CmdArgs): Promise<void> {
+  await delegateToIpam(baseIpamType(args), args, "STATUS");
+}
+
+/** GC: IPAM's; host-device keeps no state of its own. */
+async function gc(args: CmdArgs): Promise<void> {
+  await delegateToIpam(baseIpamType(args), args, "GC");
+}
 
 /** The plugin with its sysfs view injectable (tests pass a fake tree). */
 export function makeHostDevicePlugin(env: HostDeviceEnvironment): PluginSpec {

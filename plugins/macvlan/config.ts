@@ -58,10 +58,10 @@ export function parseMacvlanMode(mode: string | undefined): MacvlanPluginMode {
   return found;
 }
 
-/** Decodes the config only (no validation of values, no kernel lookups): enough for DEL and STATUS. */
-export function parseMacvlanConf(args: CmdArgs): { ipamType: string } {
+/** Decodes the config only (no validation of values, no kernel lookups): enough for DEL, STATUS and GC. */
+export function parseMacvlanConf(args: CmdArgs): { ipamType: string; master: string; linkInContainer: boolean } {
   const c = loadNetConf(macvlanSchema, args);
-  return { ipamType: c.ipam?.type ?? "" };
+  return { ipamType: c.ipam?.type ?? "", master: c.master ?? "", linkInContainer: c.linkInContainer ?? false };
 }
 
 /** Decodes and validates the config for ADD and CHECK. */

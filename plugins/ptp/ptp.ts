@@ -16,7 +16,7 @@
  */
 import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
-import { delegate, delegateAdd } from "../../shared/cni/invoke.ts";
+import { delegateAdd, delegateToIpam } from "../../shared/cni/invoke.ts";
 import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
 import { ipamStep, IPAM_STEP, teardown, Undo, type TeardownStep } from "../../shared/cni/teardown.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
@@ -166,13 +166,12 @@ async function del(args: CmdArgs): Promise<void> {
 }
 
 async function status(args: CmdArgs): Promise<void> {
-  const conf = loadPtpConfig(args);
-  await delegate(conf.ipamType, args, "STATUS");
+  await delegateToIpam(loadPtpConfig(args).ipamType, args, "STATUS");
 }
 
 async function gc(args: CmdArgs): Promise<void> {
   const conf = loadPtpConfig(args);
-  await delegate(conf.ipamType, args, "GC");
+  await delegateToIpam(conf.ipamType, args, "GC");
   if (conf.ipMasq) {
     const keep = validAttachmentsOf(args.config);
     if (keep !== undefined) gcMasq(conf, keep);

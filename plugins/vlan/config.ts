@@ -26,10 +26,10 @@ export interface VlanConf {
   dns: DNS | undefined;
 }
 
-/** Decodes the config without validating values (DEL, STATUS). */
-export function parseVlanConf(args: CmdArgs): { ipamType: string } {
+/** Decodes the config without validating values (DEL, STATUS, GC). */
+export function parseVlanConf(args: CmdArgs): { ipamType: string; master: string; linkInContainer: boolean } {
   const c = loadNetConf(vlanSchema, args);
-  return { ipamType: c.ipam?.type ?? "" };
+  return { ipamType: c.ipam?.type ?? "", master: c.master ?? "", linkInContainer: c.linkInContainer ?? false };
 }
 
 /** Decodes and validates the config (ADD, CHECK); no kernel lookups. */

@@ -7,17 +7,19 @@
  * through the shared container-link ADD (shared/iface/container-link.ts): rename to CNI_IFNAME,
  * IPAM ADD, ConfigureIface. `dns` from the config.
  * CHECK: the shared container-link CHECK, with the master present, the configured VLAN id and (when
- * configured) MTU. DEL: IPAM DEL and the link, both attempted. STATUS: IPAM STATUS.
+ * configured) MTU. DEL: IPAM DEL and the link, both attempted. STATUS: code 50 when the master is
+ * missing (shared/iface/status.ts), then IPAM STATUS. GC: IPAM GC.
  *
  * Deliberate differences from upstream: DIFFERENCES.md.
  */
 import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
-import { delegate } from "../../shared/cni/invoke.ts";
+import { delegateToIpam } from "../../shared/cni/invoke.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { checkContainerLink } from "../../shared/iface/check.ts";
 import { addContainerLink, delContainerLink, lookupMaster, requireIpam } from "../../shared/iface/container-link.ts";
+import { interfaceStatus, masterStatus } from "../../shared/iface/status.ts";
 import { Handle } from "../../shared/netlink/index.ts";
 import { loadVlanConf, parseVlanConf } from "./config.ts";
 
@@ -71,8 +73,12 @@ async function del(args: CmdArgs): Promise<void> {
 }
 
 async function status(args: CmdArgs): Promise<void> {
-  const { ipamType } = parseVlanConf(args);
-  await delegate(ipamType, args, "STATUS");
+  const conf = parseVlanConf(args);
+  await interfaceStatus(args, { ipamType: conf.ipamType, hostLinks: masterStatus(conf) });
+}
+
+async function gc(args: CmdArgs): Promise<void> {
+  await delegateToIpam(parseVlanConf(args).ipamType, args, "GC");
 }
 
 export const vlanPlugin: PluginSpec = {
@@ -82,4 +88,5 @@ export const vlanPlugin: PluginSpec = {
   check,
   del,
   status,
+  gc,
 };
