@@ -2,10 +2,11 @@
  * vlan: gives the container an 802.1Q VLAN link on a host interface (upstream
  * plugins/main/vlan/vlan.go at HEAD).
  *
- * ADD: IPAM is required; the master (required; in the container's netns with `linkInContainer`)
- * bounds the MTU; the VLAN link (id, MTU) is created straight into the container netns and goes
- * through the shared container-link ADD (shared/iface/container-link.ts): rename to CNI_IFNAME,
- * IPAM ADD, ConfigureIface. `dns` from the config.
+ * ADD: the master (required; in the container's netns with `linkInContainer`) bounds the MTU; the
+ * VLAN link (id, MTU) is created straight into the container netns and goes through the shared
+ * container-link ADD (shared/iface/container-link.ts): rename to CNI_IFNAME, then with `ipam.type`
+ * IPAM ADD and ConfigureIface, without it (L2 only, beyond upstream: PR #1302) just up. `dns` from
+ * the config.
  * CHECK: the shared container-link CHECK, with the master present, the configured VLAN id and (when
  * configured) MTU. DEL: IPAM DEL and the link, both attempted. STATUS: code 50 when the master is
  * missing (shared/iface/status.ts), then IPAM STATUS. GC: IPAM GC.
@@ -18,14 +19,14 @@ import { delegateToIpam } from "../../shared/cni/invoke.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { checkContainerLink } from "../../shared/iface/check.ts";
-import { addContainerLink, delContainerLink, lookupMaster, requireIpam } from "../../shared/iface/container-link.ts";
+import { addContainerLink, delContainerLink, lookupMaster, refuseL2ForOldVersions } from "../../shared/iface/container-link.ts";
 import { interfaceStatus, masterStatus } from "../../shared/iface/status.ts";
 import { Handle } from "../../shared/netlink/index.ts";
 import { loadVlanConf, parseVlanConf } from "./config.ts";
 
 async function add(args: CmdArgs): Promise<Result> {
   const conf = loadVlanConf(args);
-  requireIpam("vlan", conf.ipamType);
+  refuseL2ForOldVersions(conf.ipamType !== "", args.cniVersion);
   using ns = openContainerNetns(args.netns);
   using nl = Handle.open(ns);
   using hostNl = Handle.open();
@@ -48,7 +49,6 @@ async function add(args: CmdArgs): Promise<Result> {
 
 async function check(args: CmdArgs): Promise<void> {
   const conf = loadVlanConf(args);
-  requireIpam("vlan", conf.ipamType);
   using ns = openContainerNetns(args.netns);
   using nl = Handle.open(ns);
   using hostNl = Handle.open();

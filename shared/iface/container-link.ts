@@ -35,7 +35,7 @@ export function refuseL2ForOldVersions(isLayer3: boolean, cniVersion: string): v
   if (!isLayer3 && resultFamily(cniVersion) === "020") throw new InternalError("cannot convert: no valid IP addresses");
 }
 
-/** vlan and dummy work only with IPAM: `<kind> interface requires an IPAM configuration` (code 7). */
+/** dummy works only with IPAM: `<kind> interface requires an IPAM configuration` (code 7). */
 export function requireIpam(kind: string, ipamType: string): void {
   if (ipamType === "") throw new InvalidConfigError(`${kind} interface requires an IPAM configuration`);
 }

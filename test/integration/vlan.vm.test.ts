@@ -74,7 +74,7 @@ describe.skipIf(!sandboxed() || requireKernel("vlan") !== undefined)("vlan", () 
     expect(reservations(join(dataDir, net))).toEqual({});
   });
 
-  test("config errors: master required, VLAN id 4095 or -1, IPAM required, missing master", async () => {
+  test("config errors: master required, VLAN id 4095 or -1, missing master", async () => {
     const { cid, net } = ids("errors");
     const master = makeVethMaster();
     const ns = await createContainerNetns();
@@ -84,11 +84,32 @@ describe.skipIf(!sandboxed() || requireKernel("vlan") !== undefined)("vlan", () 
     for (const id of [4095, -1]) {
       expectCniError(await execPlugin("vlan", inv(ns.path, "ADD", linkPluginConf({ ...base, master: master.name, vlanId: id }), cid)), { code: 7, msg: `invalid VLAN ID ${id}` });
     }
-    expectCniError(await execPlugin("vlan", inv(ns.path, "ADD", linkPluginConf({ ...base, subnet: null, master: master.name, vlanId: 5 }), cid)), { code: 7, msg: "requires an IPAM configuration" });
     expectCniError(await execPlugin("vlan", inv(ns.path, "ADD", linkPluginConf({ ...base, master: "nosuch0", vlanId: 5 }), cid)), { code: 999, msg: 'failed to lookup master "nosuch0"' });
     expect(listLinks(ns.path).map((l) => l.ifname)).toEqual(["lo"]);
     expect(reservations(join(dataDir, net))).toEqual({});
   });
+
+  for (const lic of [false, true]) {
+    test(`L2 (ipam {}, linkInContainer=${lic}): the VLAN link is up without addresses, the result lists only it; CHECK, DEL; refused at 0.2.0`, async () => {
+      const { cid, net } = ids("l2");
+      const ns = await createContainerNetns();
+      const master = makeVethMaster(lic ? { netns: ns.path } : {});
+      const conf = { cniVersion: "1.0.0", name: net, type: "vlan", master: master.name, vlanId: 7, linkInContainer: lic, ipam: {} };
+      expectCniError(await execPlugin("vlan", inv(ns.path, "ADD", { ...conf, cniVersion: "0.2.0" }, cid)), { code: 999, msg: "cannot convert: no valid IP addresses" });
+      expect(listLinks(ns.path).some((l) => l.ifname === "eth0")).toBe(false);
+      const result = expectResult(await execPlugin("vlan", inv(ns.path, "ADD", conf, cid)));
+      const link = detailedLink(ns.path, "eth0")!;
+      expect(link.linkinfo.info_kind).toBe("vlan");
+      expect(link.linkinfo.info_data.id).toBe(7);
+      expect(link.flags).toContain("UP");
+      expect(result).toEqual({ cniVersion: "1.0.0", interfaces: [{ name: "eth0", mac: link.address, sandbox: ns.path }] });
+      expect(addrsOf(ns.path, "eth0").filter((a) => !a.includes(":"))).toEqual([]);
+      expectSuccess(await execPlugin("vlan", inv(ns.path, "CHECK", { ...conf, prevResult: result }, cid)), { silent: true });
+      expectSuccess(await execPlugin("vlan", inv(ns.path, "DEL", conf, cid)), { silent: true });
+      expect(listLinks(ns.path).some((l) => l.ifname === "eth0")).toBe(false);
+      expectSuccess(await execPlugin("vlan", inv(ns.path, "DEL", conf, cid)), { silent: true });
+    });
+  }
 
   test("traffic: a container reaches a peer on the same VLAN id through the master, not one on another id", async () => {
     const master = makeVethMaster();
