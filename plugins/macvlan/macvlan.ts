@@ -2,8 +2,8 @@
  * macvlan: gives the container a macvlan link on a host interface (upstream
  * plugins/main/macvlan/macvlan.go at HEAD).
  *
- * ADD: the master (configured, else the default-route interface; in the container's netns with
- * `linkInContainer`) bounds the MTU; the macvlan (mode, MTU, MAC, bcqueuelen) is created straight
+ * ADD: the master (configured, else a chained prevResult's interface, else the default-route
+ * interface; in the container's netns with `linkInContainer`) bounds the MTU; the macvlan (mode, MTU, MAC, bcqueuelen) is created straight
  * into the container netns and goes through the shared container-link ADD
  * (shared/iface/container-link.ts): rename to CNI_IFNAME, then with `ipam.type` IPAM ADD,
  * arp_notify/ndisc_notify and ConfigureIface, without it (L2) just up. `dns` from the config.
@@ -32,7 +32,7 @@ async function add(args: CmdArgs): Promise<Result> {
   using nl = Handle.open(ns);
   using hostNl = Handle.open();
   const masterNl = conf.linkInContainer ? nl : hostNl;
-  const master = resolveMaster(conf, masterNl);
+  const master = resolveMaster(conf, args, masterNl);
   return await addContainerLink(args, { ns, nl }, {
     kind: "macvlan",
     create: (name) =>
@@ -60,7 +60,7 @@ async function check(args: CmdArgs): Promise<void> {
     ipamType: conf.ipamType,
     kind: "macvlan",
     wording: { lowerCase: true },
-    master: () => resolveMaster(conf, conf.linkInContainer ? nl : hostNl),
+    master: () => resolveMaster(conf, args, conf.linkInContainer ? nl : hostNl),
     validate: (link) => {
       if (link.macvlanMode !== MACVLAN_MODE_BY_NAME[conf.mode]) {
         const mode = kernelModeName(link.macvlanMode, MACVLAN_MODE_BY_NAME);

@@ -1,6 +1,7 @@
 /**
  * ptp: an interface plugin that connects the container to the host with a veth pair and routes
- * (no bridge). Mirrors upstream plugins/main/ptp/ptp.go (HEAD).
+ * (no bridge). Mirrors upstream plugins/main/ptp/ptp.go (HEAD); the container end takes the MAC
+ * of CNI_ARGS `MAC` / `runtimeConfig.mac` (beyond upstream, #492).
  *
  * ADD: IPAM ADD first (every address needs a gateway), forwarding sysctls, the veth pair
  * (CNI_IFNAME in the container, `vethXXXXXXXX` in the host with accept_ra=0), ConfigureIface, the
@@ -14,6 +15,7 @@
  *
  * Deliberate differences from upstream: DIFFERENCES.md.
  */
+import { runtimeContainerMac } from "../../shared/cni/container-mac.ts";
 import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
 import { delegateAdd, delegateToIpam } from "../../shared/cni/invoke.ts";
@@ -99,6 +101,7 @@ async function add(args: CmdArgs): Promise<Result> {
   const conf = loadPtpConfig(args);
   // Refuse an unknown ipMasqBackend before anything is allocated.
   const backend = conf.ipMasq ? masqBackendOf(conf) : undefined;
+  const mac = runtimeContainerMac(args, conf.runtimeMac);
   using ns = openContainerNetns(args.netns);
   using hostNs = NetNS.current();
   using containerNl = Handle.open(ns);
@@ -124,6 +127,7 @@ async function add(args: CmdArgs): Promise<Result> {
       hostNs,
       ifName: args.ifName,
       ...(conf.mtu > 0 ? { mtu: conf.mtu } : {}),
+      ...(mac !== undefined ? { mac } : {}),
       onCreated: (index) => {
         created.index = index;
         undo.reached(CONTAINER_LINK_STEP);

@@ -3,7 +3,7 @@
  * plugins/main/vlan/vlan.go at HEAD).
  *
  * ADD: the master (required; in the container's netns with `linkInContainer`) bounds the MTU; the
- * VLAN link (id, MTU) is created straight into the container netns and goes through the shared
+ * VLAN link (id, MTU, MAC from CNI_ARGS / runtimeConfig) is created straight into the container netns and goes through the shared
  * container-link ADD (shared/iface/container-link.ts): rename to CNI_IFNAME, then with `ipam.type`
  * IPAM ADD and ConfigureIface, without it (L2 only, beyond upstream: PR #1302) just up. `dns` from
  * the config.
@@ -40,6 +40,7 @@ async function add(args: CmdArgs): Promise<Result> {
         parentIndex: master.index,
         vlanId: conf.vlanId,
         ...(conf.mtu > 0 ? { mtu: conf.mtu } : {}),
+        ...(conf.mac !== undefined ? { mac: conf.mac } : {}),
         ...(conf.linkInContainer ? {} : { netnsFd: ns.fd }),
       }),
     ipamType: conf.ipamType,

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
 import { execGoPlugin, execPlugin, type PluginInvocation } from "../harness/exec-plugin.ts";
-import { addrsOf, listLinks } from "../harness/ip-oracle.ts";
+import { addrsOf, ipJson, listLinks } from "../harness/ip-oracle.ts";
 import { detailedLink, ipIn, linkPluginConf, makeVethMaster, pingFrom, resultIps, setDefaultRouteVia } from "../harness/macvlan-helpers.ts";
 import { createContainerNetns } from "../harness/netns.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
@@ -248,6 +248,28 @@ describe.skipIf(!sandboxed())("macvlan", () => {
     expectResult(await execPlugin("macvlan", inv(ns2.path, "ADD", conf2, `${cid}-2`)));
     expect(detailedLink(ns2.path, "eth0")!.link).toBe("up0");
     expectSuccess(await execPlugin("macvlan", inv(ns2.path, "DEL", conf2, `${cid}-2`)));
+  });
+
+  test("without master, chained (#901): the prevResult's host interface is the master, not the default-route one", async () => {
+    const { cid, net } = ids("chained");
+    const other = makeVethMaster();
+    setDefaultRouteVia(other.name, "10.77.0.10/24", "10.77.0.1");
+    const wanted = makeVethMaster();
+    const ns = await createContainerNetns();
+    // As a plugin before macvlan in the chain would report it: a host-side link and a container link.
+    const prevResult = { cniVersion: "1.0.0", interfaces: [{ name: wanted.name }, { name: "eth9", sandbox: ns.path }], ips: [] };
+    const conf = { ...linkPluginConf({ type: "macvlan", name: net, subnet: null }), prevResult };
+    expectResult(await execPlugin("macvlan", inv(ns.path, "ADD", conf, cid)));
+    const ifindex = (name: string): number => ipJson<{ ifindex: number }[]>(undefined, "link", "show", name)[0]!.ifindex;
+    // The master is in another netns: `ip -d -j` gives its index there, not its name.
+    expect(detailedLink(ns.path, "eth0")!.link_index).toBe(ifindex(wanted.name));
+    expectSuccess(await execPlugin("macvlan", inv(ns.path, "DEL", conf, cid)));
+    // A prevResult with nothing on the master's side: the default-route interface, as before.
+    const containerOnly = { ...conf, prevResult: { ...prevResult, interfaces: [{ name: "eth9", sandbox: ns.path }] } };
+    expectResult(await execPlugin("macvlan", inv(ns.path, "ADD", containerOnly, cid)));
+    expect(detailedLink(ns.path, "eth0")!.link_index).toBe(ifindex(other.name));
+    expectSuccess(await execPlugin("macvlan", inv(ns.path, "DEL", containerOnly, cid)));
+    ipIn(undefined, "route", "del", "default");
   });
 
   test("no master and no default route: a clear error", async () => {

@@ -111,6 +111,25 @@ describe.skipIf(!sandboxed() || requireKernel("vlan") !== undefined)("vlan", () 
     });
   }
 
+  test("MAC (#492): runtimeConfig.mac beats CNI_ARGS MAC; CHECK sees it; a bad one is code 7 before the link exists", async () => {
+    const { cid, net } = ids("mac");
+    const master = makeVethMaster();
+    const ns = await createContainerNetns();
+    const conf = { cniVersion: "1.0.0", name: net, type: "vlan", master: master.name, vlanId: 9 };
+    const run = (config: unknown, command: string, args: string) => execPlugin("vlan", { ...inv(ns.path, command, config, cid), args });
+    expectResult(await run(conf, "ADD", "K8S_POD_NAME=x;MAC=0a:58:00:00:00:11"));
+    expect(detailedLink(ns.path, "eth0")!.address).toBe("0a:58:00:00:00:11");
+    expectSuccess(await run(conf, "DEL", ""), { silent: true });
+    const withCap = { ...conf, runtimeConfig: { mac: "0a:58:00:00:00:12" } };
+    const result = expectResult(await run(withCap, "ADD", "MAC=0a:58:00:00:00:11"));
+    expect(result.interfaces).toEqual([{ name: "eth0", mac: "0a:58:00:00:00:12", sandbox: ns.path }]);
+    expect(detailedLink(ns.path, "eth0")!.address).toBe("0a:58:00:00:00:12");
+    expectSuccess(await run({ ...withCap, prevResult: result }, "CHECK", ""), { silent: true });
+    expectSuccess(await run(withCap, "DEL", ""), { silent: true });
+    expectCniError(await run({ ...conf, runtimeConfig: { mac: "nope" } }, "ADD", ""), { code: 7, msg: "invalid args nope for MAC addr" });
+    expect(listLinks(ns.path).map((l) => l.ifname)).toEqual(["lo"]);
+  });
+
   test("traffic: a container reaches a peer on the same VLAN id through the master, not one on another id", async () => {
     const master = makeVethMaster();
     // The far end of the wire, in its own netns, with VLAN 100 and VLAN 200 interfaces.
