@@ -32,6 +32,7 @@ import {
   type CreatedLink,
 } from "../../shared/iface/container-link.ts";
 import { enableIPForward } from "../../shared/iface/forward.ts";
+import { v11InterfaceFields } from "../../shared/iface/interface-fields.ts";
 import { sleepSync } from "../../shared/iface/settle.ts";
 import { interfaceStatus } from "../../shared/iface/status.ts";
 import { setupVeth } from "../../shared/iface/veth.ts";
@@ -145,9 +146,11 @@ async function add(args: CmdArgs): Promise<Result> {
       preserveDefaultVlan: conf.preserveDefaultVlan,
     });
 
-    const hostIface: Interface = { name: veth.host.name, mac: veth.host.mac };
+    // The MTU the plugin set on both veth ends (a 1.1.0 result's interfaces carry it).
+    const mtu = v11InterfaceFields(conf.cniVersion, { mtu: conf.mtu });
+    const hostIface: Interface = { name: veth.host.name, mac: veth.host.mac, ...mtu };
     const brIface: Interface = linkSummary(br);
-    const contIface: Interface = { name: veth.container.name, mac: veth.container.mac, sandbox: args.netns };
+    const contIface: Interface = { name: veth.container.name, mac: veth.container.mac, sandbox: args.netns, ...mtu };
     const result: Result = { interfaces: [brIface, hostIface, contIface] };
 
     if (conf.macspoofchk) {

@@ -30,6 +30,7 @@ import { annotate } from "../../shared/error/annotate.ts";
 import { checkContainerLink, requirePrevResult } from "../../shared/iface/check.ts";
 import { configureIface } from "../../shared/iface/configure.ts";
 import { containerInterface, refuseL2ForOldVersions } from "../../shared/iface/container-link.ts";
+import { v11InterfaceFields } from "../../shared/iface/interface-fields.ts";
 import { IFF_UP } from "../../shared/netlink/constants/if-link.ts";
 import { Handle, type Link } from "../../shared/netlink/index.ts";
 import { NetNS } from "../../shared/netns/index.ts";
@@ -37,7 +38,7 @@ import { loadHostDeviceConfig, type HostDeviceConfig } from "./config.ts";
 import { moveLinkIn, moveLinkOut } from "./move.ts";
 import { assertMovable } from "./safety.ts";
 import { findHostDevice } from "./select.ts";
-import { HOST_SYSFS, type Sysfs } from "./sysfs.ts";
+import { HOST_SYSFS, netdevPciAddress, type Sysfs } from "./sysfs.ts";
 
 /** Where the plugin runs: the sysfs it reads (a fake tree in tests). */
 export interface HostDeviceEnvironment {
@@ -50,16 +51,25 @@ interface Moved {
   hostWasUp: boolean;
 }
 
-/** Moves the selected host device into the container. */
-async function attach(conf: HostDeviceConfig, args: CmdArgs, containerNs: NetNS, sysfs: Sysfs): Promise<{ link: Link; hostWasUp: boolean }> {
+/**
+ * Moves the selected host device into the container; `pciID` is its PCI address, read from sysfs
+ * while the device is still in the host (sysfs shows the host's devices).
+ */
+async function attach(
+  conf: HostDeviceConfig,
+  args: CmdArgs,
+  containerNs: NetNS,
+  sysfs: Sysfs,
+): Promise<{ link: Link; hostWasUp: boolean; pciID: string | undefined }> {
   using hostNs = NetNS.current();
   using hostNl = Handle.open(hostNs);
   const hostDev = annotate("failed to find host device", () => findHostDevice(hostNl, conf, sysfs));
   assertMovable(hostNl, hostDev, conf.allowUnsafeDevice);
+  const pciID = netdevPciAddress(sysfs, hostDev.name);
   using containerNl = Handle.open(containerNs);
   try {
     const link = await moveLinkIn({ hostNl, hostNs, containerNl, containerNs, hostDev, ifName: args.ifName });
-    return { link, hostWasUp: (hostDev.flags & IFF_UP) !== 0 };
+    return { link, hostWasUp: (hostDev.flags & IFF_UP) !== 0, pciID };
   } catch (err) {
     // Upstream's text has no separator here: "failed to move link <cause>".
     throw new InternalError(`failed to move link ${messageOf(err)}`, { cause: err });
@@ -112,7 +122,7 @@ function makeAdd(env: HostDeviceEnvironment) {
         const attached = await attach(conf, args, containerNs, env.sysfs);
         moved.hostWasUp = attached.hostWasUp;
         undo.reached(DEVICE_STEP);
-        interfaces.push(containerInterface(attached.link, args.netns));
+        interfaces.push({ ...containerInterface(attached.link, args.netns), ...v11InterfaceFields(args.cniVersion, { pciID: attached.pciID }) });
       }
       // A DPDK device has no interface entry (upstream prints an empty result).
       if (conf.ipamType === "") return interfaces.length > 0 ? { interfaces } : {};

@@ -55,6 +55,7 @@ async function add(args: CmdArgs): Promise<Result> {
     ...(chained !== undefined ? { chained } : {}),
     neighbourNotify: { ndisc: true },
     dns: conf.dns,
+    setsMtu: conf.mtu > 0,
   });
 }
 

@@ -48,6 +48,7 @@ async function add(args: CmdArgs): Promise<Result> {
     ipamType: conf.ipamType,
     neighbourNotify: { ndisc: true },
     dns: conf.dns,
+    setsMtu: conf.mtu > 0,
   });
 }
 

@@ -28,6 +28,7 @@ import { checkContainerLink } from "../../shared/iface/check.ts";
 import { configureIface } from "../../shared/iface/configure.ts";
 import { CONTAINER_LINK_STEP, deleteContainerLink, type CreatedLink } from "../../shared/iface/container-link.ts";
 import { enableIPForward, forwardFamiliesOf } from "../../shared/iface/forward.ts";
+import { v11InterfaceFields } from "../../shared/iface/interface-fields.ts";
 import { setupVeth, type LinkInfo } from "../../shared/iface/veth.ts";
 import { IFA_F_NODAD } from "../../shared/netlink/constants/if-addr.ts";
 import { RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE } from "../../shared/netlink/constants/rtnetlink.ts";
@@ -134,9 +135,10 @@ async function add(args: CmdArgs): Promise<Result> {
       },
     });
     for (const ipc of ips) ipc.interface = CONTAINER_IFACE;
+    const mtu = v11InterfaceFields(args.cniVersion, { mtu: conf.mtu });
     result.interfaces = [
-      { name: veth.host.name, mac: veth.host.mac },
-      { name: veth.container.name, mac: veth.container.mac, sandbox: args.netns },
+      { name: veth.host.name, mac: veth.host.mac, ...mtu },
+      { name: veth.container.name, mac: veth.container.mac, sandbox: args.netns, ...mtu },
     ];
     configureIface({ nl: containerNl, ns, ifName: args.ifName, result });
     routeThroughGateway(containerNl, args.ifName, veth.container.index, addrs);

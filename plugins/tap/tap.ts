@@ -57,6 +57,7 @@ async function add(args: CmdArgs): Promise<Result> {
     ipamType: conf.ipamType,
     neighbourNotify: { ndisc: false },
     dns: conf.dns,
+    setsMtu: conf.mtu > 0,
   });
 }
 

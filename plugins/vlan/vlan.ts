@@ -45,6 +45,7 @@ async function add(args: CmdArgs): Promise<Result> {
       }),
     ipamType: conf.ipamType,
     dns: conf.dns,
+    setsMtu: conf.mtu > 0,
   });
 }
 

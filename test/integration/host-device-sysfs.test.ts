@@ -76,6 +76,28 @@ describe.skipIf(!sandboxed())("host-device via sysfs (fake tree)", () => {
     await addAndReturn(s, b.name, { pciBusID: "0000:00:03.0" });
   });
 
+  test("1.1.0 results carry the device's pciID (a PCI function, a virtio device on one); 1.0.0 results do not", async () => {
+    const a = hostVeth(uniqueName("hsq"));
+    const b = hostVeth(uniqueName("hsw"));
+    const s = fakeSysfs();
+    s.addPci("0000:00:1f.6", { driver: "e1000e", netdevs: [a.name] });
+    s.addPci("0000:00:03.0", { driver: "virtio-pci", netdevs: [b.name], virtio: true });
+    const plugin = makeHostDevicePlugin({ sysfs: s });
+    for (const [dev, pciID, top] of [
+      [a.name, "0000:00:1f.6", { device: a.name }],
+      [b.name, "0000:00:03.0", { runtimeConfig: { deviceID: "0000:00:03.0" } }],
+    ] as const) {
+      const ns = await createContainerNetns();
+      const mac = linkDetails(undefined, dev)!.address!;
+      const conf = hostDeviceConf({ cniVersion: "1.1.0", name: `p${seq}`, top });
+      const result = (await plugin.add(cmd("ADD", ns.path, conf))) as Result;
+      expect(result.interfaces).toEqual([{ name: "net1", mac, sandbox: ns.path, pciID }]);
+      await plugin.del(cmd("DEL", ns.path, conf));
+    }
+    // The same device at 1.0.0: no pciID (addAndReturn expects the exact 1.0.0 entry).
+    await addAndReturn(s, a.name, { device: a.name });
+  });
+
   test("runtimeConfig.deviceID: a PCI function (overriding pciBusID) and an auxiliary device", async () => {
     const a = hostVeth(uniqueName("hsd"));
     const b = hostVeth(uniqueName("hsa"));

@@ -62,7 +62,8 @@ describe.skipIf(!sandboxed())("macvlan", () => {
         expect(nsSysctl(ns.path, "net/ipv4/conf/eth0/arp_notify")).toBe("1");
         expect(nsSysctl(ns.path, "net/ipv6/conf/eth0/ndisc_notify")).toBe("1");
         if (resultFamily(v) !== "0.2") {
-          expect(result.interfaces).toEqual([{ name: "eth0", mac: link.address, sandbox: ns.path }]);
+          // The MTU the plugin set is in the interface entry from 1.1.0 on.
+          expect(result.interfaces).toEqual([{ name: "eth0", mac: link.address, sandbox: ns.path, ...(v === "1.1.0" ? { mtu: 1400 } : {}) }]);
           expect(result.ips[0].interface).toBe(0);
         }
         // No temporary link left behind anywhere.

@@ -49,7 +49,7 @@ describe.skipIf(!sandboxed() || requireKernel("vlan") !== undefined)("vlan", () 
         expect(link.flags).toContain("UP");
         if (lic) expect(link.link).toBe(master.name);
         expect(addrsOf(ns.path, "eth0")).toContain("10.121.0.2/24");
-        if (resultFamily(v) !== "0.2") expect(result.interfaces).toEqual([{ name: "eth0", mac: link.address, sandbox: ns.path }]);
+        if (resultFamily(v) !== "0.2") expect(result.interfaces).toEqual([{ name: "eth0", mac: link.address, sandbox: ns.path, ...(v === "1.1.0" ? { mtu: 1400 } : {}) }]);
         if (hasCheck(v)) expectSuccess(await execPlugin("vlan", inv(ns.path, "CHECK", { ...conf, prevResult: result }, cid)), { silent: true });
         expectSuccess(await execPlugin("vlan", inv(ns.path, "DEL", conf, cid)), { silent: true });
         expect(listLinks(ns.path).map((l) => l.ifname).includes("eth0")).toBe(false);
