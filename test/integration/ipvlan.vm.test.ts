@@ -11,7 +11,7 @@ import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expe
 import { execGoPlugin, execPlugin, type PluginInvocation } from "../harness/exec-plugin.ts";
 import { addrsOf, listLinks } from "../harness/ip-oracle.ts";
 import { requireKernel } from "../harness/kernel.ts";
-import { detailedLink, ipIn, linkPluginConf, makeVethMaster, pingFrom, resultIps, setDefaultRouteVia } from "../harness/macvlan-helpers.ts";
+import { detailedLink, expectL2Lifecycle, ipIn, linkPluginConf, makeVethMaster, pingFrom, resultIps, setDefaultRouteVia } from "../harness/macvlan-helpers.ts";
 import { createContainerNetns } from "../harness/netns.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
 import { sandboxed } from "../harness/sandbox.ts";
@@ -156,16 +156,8 @@ describe.skipIf(!sandboxed() || requireKernel("ipvlan") !== undefined)("ipvlan",
       const conf = { cniVersion: "1.1.0", name: net, type: "ipvlan", master: master.name, mode: "l2", linkInContainer: lic };
       expectCniError(await execPlugin("ipvlan", inv(ns.path, "ADD", { ...conf, cniVersion: "0.1.0" }, cid)), { code: 999, msg: "cannot convert: no valid IP addresses" });
       expect(listLinks(ns.path).some((l) => l.ifname === "eth0")).toBe(false);
-      const result = expectResult(await execPlugin("ipvlan", inv(ns.path, "ADD", conf, cid)));
-      const link = detailedLink(ns.path, "eth0")!;
-      expect(link.linkinfo.info_kind).toBe("ipvlan");
-      expect(link.flags).toContain("UP");
-      expect(result).toEqual({ cniVersion: "1.1.0", interfaces: [{ name: "eth0", mac: link.address, sandbox: ns.path }] });
-      expect(addrsOf(ns.path, "eth0").filter((a) => !a.includes(":"))).toEqual([]);
-      expectSuccess(await execPlugin("ipvlan", inv(ns.path, "CHECK", { ...conf, prevResult: result }, cid)), { silent: true });
-      expectSuccess(await execPlugin("ipvlan", inv(ns.path, "DEL", conf, cid)), { silent: true });
-      expect(listLinks(ns.path).some((l) => l.ifname === "eth0")).toBe(false);
-      expectSuccess(await execPlugin("ipvlan", inv(ns.path, "DEL", conf, cid)), { silent: true });
+      const link = await expectL2Lifecycle(conf, ns.path, cid);
+      expect(link.linkinfo.info_data.mode).toBe("l2");
     });
   }
 
