@@ -1,8 +1,9 @@
 /**
  * bridge: an interface plugin that attaches the container to a Linux bridge in the host netns
  * through a veth pair (upstream plugins/main/bridge/bridge.go at HEAD).
- * Verbs: ADD, CHECK, DEL, STATUS (delegated to the IPAM plugin when there is one) and GC (IPAM,
- * then this network's stale masquerade and spoof-check rules: gc.ts).
+ * Verbs: ADD, CHECK, DEL, STATUS (code 50 when the `bridge` name is taken by a link that is not a
+ * bridge, shared/iface/status.ts; then the IPAM plugin's) and GC (IPAM, then this network's stale
+ * masquerade and spoof-check rules: gc.ts).
  *
  * ADD creates the bridge when missing, the veth pair (container end CNI_IFNAME, host end
  * `veth<8 hex>` as a bridge port with the hairpin / isolated / VLAN settings), optional MAC
@@ -16,7 +17,7 @@
  */
 import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { InternalError, InvalidConfigError } from "../../shared/cni/errors.ts";
-import { delegate, delegateAdd } from "../../shared/cni/invoke.ts";
+import { delegate, delegateAdd, delegateToIpam } from "../../shared/cni/invoke.ts";
 import { ipamStep, IPAM_STEP, teardown, Undo, type TeardownStep } from "../../shared/cni/teardown.ts";
 import type { CmdArgs, Interface, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
@@ -32,14 +33,16 @@ import {
   type CreatedLink,
 } from "../../shared/iface/container-link.ts";
 import { enableIPForward } from "../../shared/iface/forward.ts";
+import { v11InterfaceFields } from "../../shared/iface/interface-fields.ts";
 import { sleepSync } from "../../shared/iface/settle.ts";
+import { interfaceStatus } from "../../shared/iface/status.ts";
 import { setupVeth } from "../../shared/iface/veth.ts";
 import { IF_OPER_UP } from "../../shared/netlink/constants/if-link.ts";
 import { Handle, type Link } from "../../shared/netlink/index.ts";
 import { NetNS } from "../../shared/netns/index.ts";
 import { checkBridge } from "./check.ts";
 import { loadBridgeConf, wantsVlanFiltering, type BridgeConf } from "./config.ts";
-import { bridgeByName, ensureBridge } from "./ensure-bridge.ts";
+import { bridgeByName, bridgeStatus, ensureBridge } from "./ensure-bridge.ts";
 import { collectGarbage } from "./gc.ts";
 import { calcGateways, ensureAddr } from "./gateway.ts";
 import { attachPort } from "./port.ts";
@@ -145,9 +148,11 @@ async function add(args: CmdArgs): Promise<Result> {
       preserveDefaultVlan: conf.preserveDefaultVlan,
     });
 
-    const hostIface: Interface = { name: veth.host.name, mac: veth.host.mac };
+    // The MTU the plugin set on both veth ends (a 1.1.0 result's interfaces carry it).
+    const mtu = v11InterfaceFields(conf.cniVersion, { mtu: conf.mtu });
+    const hostIface: Interface = { name: veth.host.name, mac: veth.host.mac, ...mtu };
     const brIface: Interface = linkSummary(br);
-    const contIface: Interface = { name: veth.container.name, mac: veth.container.mac, sandbox: args.netns };
+    const contIface: Interface = { name: veth.container.name, mac: veth.container.mac, sandbox: args.netns, ...mtu };
     const result: Result = { interfaces: [brIface, hostIface, contIface] };
 
     if (conf.macspoofchk) {
@@ -220,7 +225,7 @@ async function check(args: CmdArgs): Promise<void> {
 
 async function status(args: CmdArgs): Promise<void> {
   const conf = loadBridgeConf(args, { lenient: true });
-  if (conf.ipamType !== "") await delegate(conf.ipamType, args, "STATUS");
+  await interfaceStatus(args, { ipamType: conf.ipamType, hostLinks: (nl) => bridgeStatus(nl, conf.bridge) });
 }
 
 async function gc(args: CmdArgs): Promise<void> {

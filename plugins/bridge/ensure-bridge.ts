@@ -43,6 +43,12 @@ export function bridgeByName(nl: Handle, name: string): Link {
   return link;
 }
 
+/** STATUS: a link named `name` that is not a bridge makes ADD fail ({@link NotABridgeError}); a missing one is created. */
+export function bridgeStatus(nl: Handle, name: string): void {
+  const link = nl.linkFind(name);
+  if (link !== undefined && link.kind !== "bridge") throw new NotABridgeError(name);
+}
+
 function fail(name: string, what: string, err: unknown): InternalError {
   return new InternalError(`failed to create bridge ${JSON.stringify(name)}: ${what}: ${messageOf(err)}`, { cause: err });
 }

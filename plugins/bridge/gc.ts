@@ -5,7 +5,7 @@
  * enables it, as DEL. Every step runs; failures are reported together (shared/cni/teardown.ts).
  * Without a valid-attachments list (absent or malformed) only IPAM is asked: nothing is collected.
  */
-import { delegate } from "../../shared/cni/invoke.ts";
+import { delegateToIpam } from "../../shared/cni/invoke.ts";
 import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
 import { teardown, type TeardownStep } from "../../shared/cni/teardown.ts";
 import type { CmdArgs } from "../../shared/cni/types.ts";
@@ -29,7 +29,7 @@ export async function collectGarbage(conf: BridgeConf, args: CmdArgs): Promise<v
     {
       name: "IPAM",
       run: async () => {
-        if (conf.ipamType !== "") await delegate(conf.ipamType, args, "GC");
+        await delegateToIpam(conf.ipamType, args, "GC");
       },
     },
   ];

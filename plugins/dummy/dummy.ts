@@ -6,14 +6,14 @@
  * container-link ADD (shared/iface/container-link.ts): rename to CNI_IFNAME, IPAM ADD,
  * ConfigureIface. The result's `dns` is IPAM's (the config's `dns` is not used, as upstream).
  * CHECK: the shared container-link CHECK, with the link up. DEL: IPAM DEL and the link, both
- * attempted. STATUS: IPAM STATUS.
+ * attempted. STATUS and GC: IPAM's.
  *
  * Deliberate differences from upstream: DIFFERENCES.md.
  */
 import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { t } from "../../shared/cni/decode.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
-import { delegate } from "../../shared/cni/invoke.ts";
+import { delegateToIpam } from "../../shared/cni/invoke.ts";
 import { ipamTypeOf, loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
@@ -64,7 +64,12 @@ async function del(args: CmdArgs): Promise<void> {
 
 async function status(args: CmdArgs): Promise<void> {
   const { ipamType } = loadDummyConf(args);
-  await delegate(ipamType, args, "STATUS");
+  requireIpam("dummy", ipamType);
+  await delegateToIpam(ipamType, args, "STATUS");
+}
+
+async function gc(args: CmdArgs): Promise<void> {
+  await delegateToIpam(loadDummyConf(args).ipamType, args, "GC");
 }
 
 export const dummyPlugin: PluginSpec = {
@@ -74,4 +79,5 @@ export const dummyPlugin: PluginSpec = {
   check,
   del,
   status,
+  gc,
 };

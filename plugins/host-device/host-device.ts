@@ -10,7 +10,7 @@
  * rolls back through the DEL steps it reached (the device goes back, UP again if it was).
  * CHECK: IPAM CHECK, then the prevResult's interface (name, MAC), addresses and routes.
  * DEL: IPAM DEL, then the device goes back to the host under its alias name (left DOWN) — both
- * attempted, failures reported together. STATUS delegates to IPAM; GC has nothing to do.
+ * attempted, failures reported together. STATUS and GC delegate to IPAM.
  *
  * Deliberate differences from upstream: DIFFERENCES.md.
  *
@@ -20,7 +20,7 @@
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
 import { t } from "../../shared/cni/decode.ts";
 import { InternalError, messageOf } from "../../shared/cni/errors.ts";
-import { delegate, delegateAdd } from "../../shared/cni/invoke.ts";
+import { delegate, delegateAdd, delegateToIpam } from "../../shared/cni/invoke.ts";
 import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
 import { writeAllSync } from "../../shared/cni/stdio.ts";
 import { ipamStep, IPAM_STEP, teardown, Undo, type TeardownStep } from "../../shared/cni/teardown.ts";
@@ -30,6 +30,7 @@ import { annotate } from "../../shared/error/annotate.ts";
 import { checkContainerLink, requirePrevResult } from "../../shared/iface/check.ts";
 import { configureIface } from "../../shared/iface/configure.ts";
 import { containerInterface, refuseL2ForOldVersions } from "../../shared/iface/container-link.ts";
+import { v11InterfaceFields } from "../../shared/iface/interface-fields.ts";
 import { IFF_UP } from "../../shared/netlink/constants/if-link.ts";
 import { Handle, type Link } from "../../shared/netlink/index.ts";
 import { NetNS } from "../../shared/netns/index.ts";
@@ -37,7 +38,7 @@ import { loadHostDeviceConfig, type HostDeviceConfig } from "./config.ts";
 import { moveLinkIn, moveLinkOut } from "./move.ts";
 import { assertMovable } from "./safety.ts";
 import { findHostDevice } from "./select.ts";
-import { HOST_SYSFS, type Sysfs } from "./sysfs.ts";
+import { HOST_SYSFS, netdevPciAddress, type Sysfs } from "./sysfs.ts";
 
 /** Where the plugin runs: the sysfs it reads (a fake tree in tests). */
 export interface HostDeviceEnvironment {
@@ -50,16 +51,25 @@ interface Moved {
   hostWasUp: boolean;
 }
 
-/** Moves the selected host device into the container. */
-async function attach(conf: HostDeviceConfig, args: CmdArgs, containerNs: NetNS, sysfs: Sysfs): Promise<{ link: Link; hostWasUp: boolean }> {
+/**
+ * Moves the selected host device into the container; `pciID` is its PCI address, read from sysfs
+ * while the device is still in the host (sysfs shows the host's devices).
+ */
+async function attach(
+  conf: HostDeviceConfig,
+  args: CmdArgs,
+  containerNs: NetNS,
+  sysfs: Sysfs,
+): Promise<{ link: Link; hostWasUp: boolean; pciID: string | undefined }> {
   using hostNs = NetNS.current();
   using hostNl = Handle.open(hostNs);
   const hostDev = annotate("failed to find host device", () => findHostDevice(hostNl, conf, sysfs));
   assertMovable(hostNl, hostDev, conf.allowUnsafeDevice);
+  const pciID = netdevPciAddress(sysfs, hostDev.name);
   using containerNl = Handle.open(containerNs);
   try {
     const link = await moveLinkIn({ hostNl, hostNs, containerNl, containerNs, hostDev, ifName: args.ifName });
-    return { link, hostWasUp: (hostDev.flags & IFF_UP) !== 0 };
+    return { link, hostWasUp: (hostDev.flags & IFF_UP) !== 0, pciID };
   } catch (err) {
     // Upstream's text has no separator here: "failed to move link <cause>".
     throw new InternalError(`failed to move link ${messageOf(err)}`, { cause: err });
@@ -112,7 +122,7 @@ function makeAdd(env: HostDeviceEnvironment) {
         const attached = await attach(conf, args, containerNs, env.sysfs);
         moved.hostWasUp = attached.hostWasUp;
         undo.reached(DEVICE_STEP);
-        interfaces.push(containerInterface(attached.link, args.netns));
+        interfaces.push({ ...containerInterface(attached.link, args.netns), ...v11InterfaceFields(args.cniVersion, { pciID: attached.pciID }) });
       }
       // A DPDK device has no interface entry (upstream prints an empty result).
       if (conf.ipamType === "") return interfaces.length > 0 ? { interfaces } : {};
@@ -162,15 +172,20 @@ function makeCheck(env: HostDeviceEnvironment) {
   };
 }
 
-/** STATUS reads only the base config (as upstream: no selector or sysfs checks) and asks IPAM. */
-async function status(args: CmdArgs): Promise<void> {
-  const base = loadNetConf(t.object("NetConf", netConfFields), args);
-  const type = base.ipam?.type ?? "";
-  if (type !== "") await delegate(type, args, "STATUS");
+/** The `ipam.type` of the base config (as upstream's STATUS: no selector or sysfs checks). */
+function baseIpamType(args: CmdArgs): string {
+  return loadNetConf(t.object("NetConf", netConfFields), args).ipam?.type ?? "";
 }
 
-/** GC: host-device keeps no state of its own. */
-function gc(): void {}
+/** STATUS: IPAM's (the device is looked for only by ADD). */
+async function status(args: CmdArgs): Promise<void> {
+  await delegateToIpam(baseIpamType(args), args, "STATUS");
+}
+
+/** GC: IPAM's; host-device keeps no state of its own. */
+async function gc(args: CmdArgs): Promise<void> {
+  await delegateToIpam(baseIpamType(args), args, "GC");
+}
 
 /** The plugin with its sysfs view injectable (tests pass a fake tree). */
 export function makeHostDevicePlugin(env: HostDeviceEnvironment): PluginSpec {

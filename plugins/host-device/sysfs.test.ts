@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { CniError } from "../../shared/cni/errors.ts";
 import { createFakeSysfs, type FakeSysfs } from "../../test/harness/host-device-sysfs.ts";
-import { auxiliaryNetDir, hasDpdkDriver, kernelPathNetDir, netdevNamesIn, pciNetDir, resolveDeviceID, USERSPACE_DRIVERS } from "./sysfs.ts";
+import { auxiliaryNetDir, hasDpdkDriver, kernelPathNetDir, netdevNamesIn, netdevPciAddress, pciNetDir, resolveDeviceID, USERSPACE_DRIVERS } from "./sysfs.ts";
 
 let fake: FakeSysfs | undefined;
 function tree(): FakeSysfs {
@@ -92,5 +92,21 @@ describe("net/ directories", () => {
     expect(messageOfThrow(() => kernelPathNetDir(s, "sys/devices/x"))).toBe(bad);
     expect(messageOfThrow(() => kernelPathNetDir(s, "/sys/class/net/eth0"))).toContain("must be absolute and begin with /sys/devices/");
     expect(messageOfThrow(() => kernelPathNetDir(s, "/sys/devices/../../etc"))).toContain("must be absolute and begin with /sys/devices/");
+  });
+});
+
+describe("netdevPciAddress (the 1.1.0 result's pciID)", () => {
+  test("a netdev of a PCI function, and of a virtio device on one", () => {
+    const s = tree();
+    s.addPci("0000:00:1f.6", { driver: "e1000e", netdevs: ["eno1"] });
+    s.addPci("0000:00:03.0", { driver: "virtio-pci", netdevs: ["ens3"], virtio: true });
+    expect(netdevPciAddress(s, "eno1")).toBe("0000:00:1f.6");
+    expect(netdevPciAddress(s, "ens3")).toBe("0000:00:03.0");
+  });
+  test("no class/net entry, an auxiliary or kernel-path device, a bad name: undefined", () => {
+    const s = tree();
+    s.addAuxiliary("mlx5_core.sf.4", ["sf4"]);
+    s.addKernelPath("platform/soc/eth", ["end0"]);
+    for (const name of ["nosuch0", "sf4", "end0", "", "..", "a/b"]) expect(netdevPciAddress(s, name)).toBeUndefined();
   });
 });

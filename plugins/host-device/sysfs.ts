@@ -1,7 +1,8 @@
 /**
  * The sysfs lookups host-device needs (upstream `handleDeviceID`, `hasDpdkDriver`, `getLink`'s
  * directory reads): which bus a runtime `deviceID` lives on, whether a PCI function is bound to a
- * userspace (DPDK) driver, and the netdev names listed under a device's `net/` directory.
+ * userspace (DPDK) driver, the netdev names listed under a device's `net/` directory, and the PCI
+ * address of a netdev (the 1.1.0 result's `pciID`).
  *
  * The sysfs root is a parameter (`/sys` in production) so tests run against a fake tree.
  *
@@ -10,7 +11,7 @@
  * the link itself is always looked up, moved and checked over netlink in the plugin's namespace.
  */
 import { lstatSync, readdirSync, realpathSync, statSync } from "node:fs";
-import { basename, join, posix } from "node:path";
+import { basename, dirname, join, posix } from "node:path";
 import { InternalError } from "../../shared/cni/errors.ts";
 import { PathError } from "../../shared/sys/path-error.ts";
 
@@ -139,4 +140,33 @@ export function kernelPathNetDir(sysfs: Sysfs, kernelpath: string): string {
     throw new InternalError(`kernel device path ${JSON.stringify(kernelpath)} must be absolute and begin with /sys/devices/`);
   }
   return join(sysfs.root, normalized.slice("/sys".length), "net");
+}
+
+/** The bus a sysfs device directory belongs to (its `subsystem` link's name), or "" when unreadable. */
+function subsystemOf(deviceDir: string): string {
+  try {
+    return basename(realpathSync(join(deviceDir, "subsystem")));
+  } catch {
+    return "";
+  }
+}
+
+/**
+ * The PCI address (`0000:00:1f.6`) of the netdev `name` as sysfs shows it (the host's devices):
+ * `class/net/<name>/device` resolved is a PCI function, or a virtio device whose parent is one (as
+ * {@link pciNetDir} reads it the other way round). Undefined for a device on another bus (USB,
+ * auxiliary), a virtual one (no `device`), or a name sysfs does not show.
+ */
+export function netdevPciAddress(sysfs: Sysfs, name: string): string | undefined {
+  if (name === "" || name === "." || name === ".." || name.includes("/")) return undefined;
+  let device: string;
+  try {
+    device = realpathSync(join(sysfs.root, "class", "net", name, "device"));
+  } catch {
+    return undefined;
+  }
+  const subsystem = subsystemOf(device);
+  if (subsystem === "pci") return basename(device);
+  if (subsystem === "virtio" && subsystemOf(dirname(device)) === "pci") return basename(dirname(device));
+  return undefined;
 }

@@ -46,10 +46,10 @@ export function parseIpvlanMode(mode: string | undefined): IpvlanMode {
   }
 }
 
-/** Decodes the config without validating values (DEL, STATUS). */
-export function parseIpvlanConf(args: CmdArgs): { ipamType: string } {
+/** Decodes the config without validating values (DEL, STATUS, GC). */
+export function parseIpvlanConf(args: CmdArgs): { ipamType: string; master: string; linkInContainer: boolean } {
   const c = loadNetConf(ipvlanSchema, args);
-  return { ipamType: c.ipam?.type ?? "" };
+  return { ipamType: c.ipam?.type ?? "", master: c.master ?? "", linkInContainer: c.linkInContainer ?? false };
 }
 
 /** Decodes and validates the config (ADD, CHECK), including the prevResult. */

@@ -7,21 +7,24 @@
  * ipvlan (mode l2/l3/l3s, MTU) is created straight into the container netns and goes through the
  * shared container-link ADD (shared/iface/container-link.ts): rename to CNI_IFNAME, addresses from
  * IPAM ADD — or, chained with an empty `ipam.type`, the prevResult's IPs and routes —,
- * arp_notify/ndisc_notify, ConfigureIface. `dns` from the config.
+ * arp_notify/ndisc_notify, ConfigureIface; with neither (L2 only, beyond upstream: #572) just up.
+ * `dns` from the config.
  * CHECK: the shared container-link CHECK, with the master present and the configured mode.
- * DEL: IPAM DEL (if set) and the link, both attempted. STATUS: IPAM STATUS if set.
+ * DEL: IPAM DEL (if set) and the link, both attempted. STATUS: code 50 when the configured master is
+ * missing (shared/iface/status.ts), then IPAM STATUS if set. GC: IPAM GC if set.
  *
  * Deliberate differences from upstream: DIFFERENCES.md.
  */
 import { openContainerNetns } from "../../shared/cni/container-netns.ts";
-import { InternalError, InvalidConfigError } from "../../shared/cni/errors.ts";
-import { delegate } from "../../shared/cni/invoke.ts";
+import { InternalError } from "../../shared/cni/errors.ts";
+import { delegateToIpam } from "../../shared/cni/invoke.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { checkContainerLink } from "../../shared/iface/check.ts";
-import { addContainerLink, delContainerLink, kernelModeName, lookupMaster } from "../../shared/iface/container-link.ts";
+import { addContainerLink, delContainerLink, kernelModeName, lookupMaster, refuseL2ForOldVersions } from "../../shared/iface/container-link.ts";
 import { defaultRouteInterface } from "../../shared/iface/default-route.ts";
 import { IPVLAN_MODE_L2, IPVLAN_MODE_L3, IPVLAN_MODE_L3S } from "../../shared/netlink/constants/if-link.ts";
+import { interfaceStatus, masterStatus } from "../../shared/iface/status.ts";
 import { Handle } from "../../shared/netlink/index.ts";
 import { ipvlanMasterName, loadIpvlanConf, parseIpvlanConf } from "./config.ts";
 
@@ -31,7 +34,7 @@ const MODE_VALUES = { l2: IPVLAN_MODE_L2, l3: IPVLAN_MODE_L3, l3s: IPVLAN_MODE_L
 async function add(args: CmdArgs): Promise<Result> {
   const conf = loadIpvlanConf(args);
   const chained = conf.ipamType === "" && (conf.prevResult?.ips ?? []).length > 0 ? conf.prevResult : undefined;
-  if (chained === undefined && conf.ipamType === "") throw new InvalidConfigError("no plugin name provided");
+  refuseL2ForOldVersions(conf.ipamType !== "" || chained !== undefined, args.cniVersion);
 
   using ns = openContainerNetns(args.netns);
   using nl = Handle.open(ns);
@@ -52,6 +55,7 @@ async function add(args: CmdArgs): Promise<Result> {
     ...(chained !== undefined ? { chained } : {}),
     neighbourNotify: { ndisc: true },
     dns: conf.dns,
+    setsMtu: conf.mtu > 0,
   });
 }
 
@@ -82,8 +86,12 @@ async function del(args: CmdArgs): Promise<void> {
 }
 
 async function status(args: CmdArgs): Promise<void> {
-  const { ipamType } = parseIpvlanConf(args);
-  if (ipamType !== "") await delegate(ipamType, args, "STATUS");
+  const conf = parseIpvlanConf(args);
+  await interfaceStatus(args, { ipamType: conf.ipamType, hostLinks: masterStatus(conf) });
+}
+
+async function gc(args: CmdArgs): Promise<void> {
+  await delegateToIpam(parseIpvlanConf(args).ipamType, args, "GC");
 }
 
 export const ipvlanPlugin: PluginSpec = {
@@ -93,4 +101,5 @@ export const ipvlanPlugin: PluginSpec = {
   check,
   del,
   status,
+  gc,
 };

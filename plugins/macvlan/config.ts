@@ -1,7 +1,8 @@
 /**
  * macvlan configuration (upstream plugins/main/macvlan NetConf): the base NetConf plus `master`,
  * `mode`, `mtu`, `mac`, `linkInContainer`, `bcqueuelen`; the MAC comes from config `mac` < CNI_ARGS
- * `MAC` < `runtimeConfig.mac` (later wins).
+ * `MAC` < `runtimeConfig.mac` (later wins). Without `master`, a chained prevResult may name it
+ * ({@link chainedMasterName}, beyond upstream: #901).
  *
  * Value errors (mode, MAC, negative MTU) are code 7 with upstream's text. The master and its MTU are
  * resolved separately ({@link resolveMaster}), because DEL and STATUS must work without them.
@@ -9,9 +10,9 @@
 import { parseCniArgs } from "../../shared/cni/args.ts";
 import { t } from "../../shared/cni/decode.ts";
 import { InvalidConfigError } from "../../shared/cni/errors.ts";
-import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
+import { loadNetConf, netConfFields, prevResultFrom } from "../../shared/cni/netconf.ts";
 import { dnsFromWire } from "../../shared/cni/result/index.ts";
-import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
+import type { CmdArgs, DNS, Result } from "../../shared/cni/types.ts";
 import { lookupMaster } from "../../shared/iface/container-link.ts";
 import { defaultRouteInterface } from "../../shared/iface/default-route.ts";
 import { resolveContainerMac } from "../../shared/cni/container-mac.ts";
@@ -48,6 +49,8 @@ export interface MacvlanConf {
   ipamType: string;
   /** The config's `dns`, copied into the result. */
   dns: DNS | undefined;
+  /** The parsed prevResult, when chained. */
+  prevResult: Result | undefined;
 }
 
 /** `unknown macvlan mode: "x"` for anything but the four modes. */
@@ -58,10 +61,10 @@ export function parseMacvlanMode(mode: string | undefined): MacvlanPluginMode {
   return found;
 }
 
-/** Decodes the config only (no validation of values, no kernel lookups): enough for DEL and STATUS. */
-export function parseMacvlanConf(args: CmdArgs): { ipamType: string } {
+/** Decodes the config only (no validation of values, no kernel lookups): enough for DEL, STATUS and GC. */
+export function parseMacvlanConf(args: CmdArgs): { ipamType: string; master: string; linkInContainer: boolean } {
   const c = loadNetConf(macvlanSchema, args);
-  return { ipamType: c.ipam?.type ?? "" };
+  return { ipamType: c.ipam?.type ?? "", master: c.master ?? "", linkInContainer: c.linkInContainer ?? false };
 }
 
 /** Decodes and validates the config for ADD and CHECK. */
@@ -81,14 +84,38 @@ export function loadMacvlanConf(args: CmdArgs): MacvlanConf {
     bcQueueLen: c.bcqueuelen ?? 0,
     ipamType: c.ipam?.type ?? "",
     dns: dnsFromWire(c.dns),
+    prevResult: prevResultFrom(args),
   };
 }
 
 /**
- * The master link, looked up through `nl` (the host's handle, or the container's with
- * linkInContainer): the configured name, else the default-route interface. The MTU must be within
- * [0, master MTU]: `invalid MTU %d, must be [0, master MTU(%d)]`.
+ * The master a chained prevResult names (#901), when `master` is not configured: among the
+ * prevResult's named interfaces on the master's side — in a sandbox with `linkInContainer`, in the
+ * host (no sandbox) without — the first one an address of the prevResult is on, else the first;
+ * never the attachment's own interface (CNI_IFNAME in CNI_NETNS: CHECK's prevResult holds it).
+ * Undefined when there is none (the default-route interface is used, as without a prevResult).
  */
-export function resolveMaster(conf: { master: string; mtu: number }, nl: Handle): Link {
-  return lookupMaster(nl, conf.master !== "" ? conf.master : defaultRouteInterface(nl), conf.mtu);
+export function chainedMasterName(prev: Result | undefined, linkInContainer: boolean, own: { ifName: string; netns: string }): string | undefined {
+  const ifaces = prev?.interfaces ?? [];
+  const onSide = (i: number): boolean => {
+    const iface = ifaces[i];
+    if (iface === undefined || iface.name === "") return false;
+    const sandbox = iface.sandbox ?? "";
+    if (iface.name === own.ifName && sandbox === own.netns) return false;
+    return (sandbox !== "") === linkInContainer;
+  };
+  const addressed = (prev?.ips ?? []).map((ip) => ip.interface).find((i) => i !== undefined && onSide(i));
+  const index = addressed ?? ifaces.findIndex((_, i) => onSide(i));
+  return index >= 0 ? ifaces[index]?.name : undefined;
+}
+
+/**
+ * The master link, looked up through `nl` (the host's handle, or the container's with
+ * linkInContainer): the configured name, else the chained prevResult's ({@link chainedMasterName}),
+ * else the default-route interface. The MTU must be within [0, master MTU]:
+ * `invalid MTU %d, must be [0, master MTU(%d)]`.
+ */
+export function resolveMaster(conf: MacvlanConf, args: CmdArgs, nl: Handle): Link {
+  const name = conf.master !== "" ? conf.master : (chainedMasterName(conf.prevResult, conf.linkInContainer, args) ?? defaultRouteInterface(nl));
+  return lookupMaster(nl, name, conf.mtu);
 }

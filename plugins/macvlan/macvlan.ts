@@ -2,23 +2,25 @@
  * macvlan: gives the container a macvlan link on a host interface (upstream
  * plugins/main/macvlan/macvlan.go at HEAD).
  *
- * ADD: the master (configured, else the default-route interface; in the container's netns with
- * `linkInContainer`) bounds the MTU; the macvlan (mode, MTU, MAC, bcqueuelen) is created straight
+ * ADD: the master (configured, else a chained prevResult's interface, else the default-route
+ * interface; in the container's netns with `linkInContainer`) bounds the MTU; the macvlan (mode, MTU, MAC, bcqueuelen) is created straight
  * into the container netns and goes through the shared container-link ADD
  * (shared/iface/container-link.ts): rename to CNI_IFNAME, then with `ipam.type` IPAM ADD,
  * arp_notify/ndisc_notify and ConfigureIface, without it (L2) just up. `dns` from the config.
  * CHECK: the shared container-link CHECK, with the master present and the configured mode.
- * DEL: IPAM DEL (L3) and the link, both attempted. STATUS: IPAM STATUS when L3. GC: nothing to do.
+ * DEL: IPAM DEL (L3) and the link, both attempted. STATUS: code 50 when the configured master is
+ * missing (shared/iface/status.ts), then IPAM STATUS when L3. GC: IPAM GC when L3.
  *
  * Deliberate differences from upstream: DIFFERENCES.md.
  */
 import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
-import { delegate } from "../../shared/cni/invoke.ts";
+import { delegateToIpam } from "../../shared/cni/invoke.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { checkContainerLink } from "../../shared/iface/check.ts";
 import { addContainerLink, delContainerLink, kernelModeName, refuseL2ForOldVersions } from "../../shared/iface/container-link.ts";
+import { interfaceStatus, masterStatus } from "../../shared/iface/status.ts";
 import { Handle } from "../../shared/netlink/index.ts";
 import { MACVLAN_MODE_BY_NAME } from "../../shared/netlink/link-add.ts";
 import { loadMacvlanConf, parseMacvlanConf, resolveMaster } from "./config.ts";
@@ -30,7 +32,7 @@ async function add(args: CmdArgs): Promise<Result> {
   using nl = Handle.open(ns);
   using hostNl = Handle.open();
   const masterNl = conf.linkInContainer ? nl : hostNl;
-  const master = resolveMaster(conf, masterNl);
+  const master = resolveMaster(conf, args, masterNl);
   return await addContainerLink(args, { ns, nl }, {
     kind: "macvlan",
     create: (name) =>
@@ -46,6 +48,7 @@ async function add(args: CmdArgs): Promise<Result> {
     ipamType: conf.ipamType,
     neighbourNotify: { ndisc: true },
     dns: conf.dns,
+    setsMtu: conf.mtu > 0,
   });
 }
 
@@ -58,7 +61,7 @@ async function check(args: CmdArgs): Promise<void> {
     ipamType: conf.ipamType,
     kind: "macvlan",
     wording: { lowerCase: true },
-    master: () => resolveMaster(conf, conf.linkInContainer ? nl : hostNl),
+    master: () => resolveMaster(conf, args, conf.linkInContainer ? nl : hostNl),
     validate: (link) => {
       if (link.macvlanMode !== MACVLAN_MODE_BY_NAME[conf.mode]) {
         const mode = kernelModeName(link.macvlanMode, MACVLAN_MODE_BY_NAME);
@@ -73,8 +76,12 @@ async function del(args: CmdArgs): Promise<void> {
 }
 
 async function status(args: CmdArgs): Promise<void> {
-  const { ipamType } = parseMacvlanConf(args);
-  if (ipamType !== "") await delegate(ipamType, args, "STATUS");
+  const conf = parseMacvlanConf(args);
+  await interfaceStatus(args, { ipamType: conf.ipamType, hostLinks: masterStatus(conf) });
+}
+
+async function gc(args: CmdArgs): Promise<void> {
+  await delegateToIpam(parseMacvlanConf(args).ipamType, args, "GC");
 }
 
 export const macvlanPlugin: PluginSpec = {
@@ -84,4 +91,5 @@ export const macvlanPlugin: PluginSpec = {
   check,
   del,
   status,
+  gc,
 };

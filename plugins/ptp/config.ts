@@ -1,6 +1,7 @@
 /**
  * ptp configuration (upstream plugins/main/ptp NetConf): the base NetConf plus `ipMasq`,
- * `ipMasqBackend` and `mtu`. No CNI_ARGS / runtimeConfig keys of its own.
+ * `ipMasqBackend` and `mtu`; beyond upstream (#492), `runtimeConfig.mac` (capability `mac`), read by
+ * ADD with CNI_ARGS `MAC` ({@link runtimeContainerMac}).
  */
 import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
 import { t } from "../../shared/cni/decode.ts";
@@ -11,6 +12,7 @@ const ptpSchema = t.object("NetConf", {
   ipMasq: t.bool(),
   ipMasqBackend: t.string(),
   mtu: t.int(),
+  runtimeConfig: t.object("RuntimeConfig", { mac: t.string() }),
 });
 
 /** The validated, defaulted ptp configuration. */
@@ -23,6 +25,8 @@ export interface PtpConfig {
   ipMasqBackend: string | undefined;
   /** MTU of both veth ends; 0 = kernel default. */
   mtu: number;
+  /** `runtimeConfig.mac`, unvalidated (ADD resolves it with CNI_ARGS `MAC`; DEL ignores it). */
+  runtimeMac: string | undefined;
   /** The config's `dns`, only when at least one field is set (upstream dnsConfSet). */
   dns: DNS | undefined;
 }
@@ -52,6 +56,7 @@ export function loadPtpConfig(args: CmdArgs): PtpConfig {
     ipMasq: c.ipMasq ?? false,
     ipMasqBackend: c.ipMasqBackend,
     mtu: c.mtu ?? 0,
+    runtimeMac: c.runtimeConfig?.mac,
     dns: configuredDns(c.dns),
   };
 }

@@ -1,6 +1,7 @@
 /**
  * ptp: an interface plugin that connects the container to the host with a veth pair and routes
- * (no bridge). Mirrors upstream plugins/main/ptp/ptp.go (HEAD).
+ * (no bridge). Mirrors upstream plugins/main/ptp/ptp.go (HEAD); the container end takes the MAC
+ * of CNI_ARGS `MAC` / `runtimeConfig.mac` (beyond upstream, #492).
  *
  * ADD: IPAM ADD first (every address needs a gateway), forwarding sysctls, the veth pair
  * (CNI_IFNAME in the container, `vethXXXXXXXX` in the host with accept_ra=0), ConfigureIface, the
@@ -15,9 +16,10 @@
  *
  * Deliberate differences from upstream: DIFFERENCES.md.
  */
+import { runtimeContainerMac } from "../../shared/cni/container-mac.ts";
 import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
-import { delegate, delegateAdd } from "../../shared/cni/invoke.ts";
+import { delegateAdd, delegateToIpam } from "../../shared/cni/invoke.ts";
 import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
 import { ipamStep, IPAM_STEP, teardown, Undo, type TeardownStep } from "../../shared/cni/teardown.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
@@ -27,6 +29,7 @@ import { checkContainerLink } from "../../shared/iface/check.ts";
 import { configureIface } from "../../shared/iface/configure.ts";
 import { CONTAINER_LINK_STEP, deleteContainerLink, type CreatedLink } from "../../shared/iface/container-link.ts";
 import { enableIPForward, forwardFamiliesOf } from "../../shared/iface/forward.ts";
+import { v11InterfaceFields } from "../../shared/iface/interface-fields.ts";
 import { setupVeth, type LinkInfo } from "../../shared/iface/veth.ts";
 import { IFA_F_NODAD } from "../../shared/netlink/constants/if-addr.ts";
 import { RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE } from "../../shared/netlink/constants/rtnetlink.ts";
@@ -100,6 +103,7 @@ async function add(args: CmdArgs): Promise<Result> {
   const conf = loadPtpConfig(args);
   // Refuse an unknown ipMasqBackend before anything is allocated.
   const backend = conf.ipMasq ? masqBackendOf(conf) : undefined;
+  const mac = runtimeContainerMac(args, conf.runtimeMac);
   using ns = openContainerNetns(args.netns);
   using hostNs = NetNS.current();
   using containerNl = Handle.open(ns);
@@ -125,15 +129,17 @@ async function add(args: CmdArgs): Promise<Result> {
       hostNs,
       ifName: args.ifName,
       ...(conf.mtu > 0 ? { mtu: conf.mtu } : {}),
+      ...(mac !== undefined ? { mac } : {}),
       onCreated: (index) => {
         created.index = index;
         undo.reached(CONTAINER_LINK_STEP);
       },
     });
     for (const ipc of ips) ipc.interface = CONTAINER_IFACE;
+    const mtu = v11InterfaceFields(args.cniVersion, { mtu: conf.mtu });
     result.interfaces = [
-      { name: veth.host.name, mac: veth.host.mac },
-      { name: veth.container.name, mac: veth.container.mac, sandbox: args.netns },
+      { name: veth.host.name, mac: veth.host.mac, ...mtu },
+      { name: veth.container.name, mac: veth.container.mac, sandbox: args.netns, ...mtu },
     ];
     configureIface({ nl: containerNl, ns, ifName: args.ifName, result });
     routeThroughGateway(containerNl, args.ifName, veth.container.index, addrs);
@@ -167,13 +173,12 @@ async function del(args: CmdArgs): Promise<void> {
 }
 
 async function status(args: CmdArgs): Promise<void> {
-  const conf = loadPtpConfig(args);
-  await delegate(conf.ipamType, args, "STATUS");
+  await delegateToIpam(loadPtpConfig(args).ipamType, args, "STATUS");
 }
 
 async function gc(args: CmdArgs): Promise<void> {
   const conf = loadPtpConfig(args);
-  await delegate(conf.ipamType, args, "GC");
+  await delegateToIpam(conf.ipamType, args, "GC");
   if (conf.ipMasq) {
     const keep = validAttachmentsOf(args.config);
     if (keep !== undefined) gcMasq(conf, keep);

@@ -8,13 +8,13 @@
  * CNI_IFNAME, then MTU, MAC, port of `bridge` (a bridge inside the container) if set, up; with
  * `ipam.type` IPAM ADD, arp_notify and ConfigureIface. `dns` from the config.
  * CHECK: the shared container-link CHECK (the device is a tun/tap link). DEL: IPAM DEL (L3) and
- * the link, both attempted. STATUS: IPAM STATUS when L3.
+ * the link, both attempted. STATUS and GC: IPAM's when L3.
  *
  * Deliberate differences from upstream: DIFFERENCES.md.
  */
 import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { UnsupportedFieldError } from "../../shared/cni/errors.ts";
-import { delegate } from "../../shared/cni/invoke.ts";
+import { delegateToIpam } from "../../shared/cni/invoke.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { annotate } from "../../shared/error/annotate.ts";
@@ -57,6 +57,7 @@ async function add(args: CmdArgs): Promise<Result> {
     ipamType: conf.ipamType,
     neighbourNotify: { ndisc: false },
     dns: conf.dns,
+    setsMtu: conf.mtu > 0,
   });
 }
 
@@ -72,8 +73,11 @@ async function del(args: CmdArgs): Promise<void> {
 }
 
 async function status(args: CmdArgs): Promise<void> {
-  const conf = loadTapConf(args);
-  if (conf.ipamType !== "") await delegate(conf.ipamType, args, "STATUS");
+  await delegateToIpam(loadTapConf(args).ipamType, args, "STATUS");
+}
+
+async function gc(args: CmdArgs): Promise<void> {
+  await delegateToIpam(loadTapConf(args).ipamType, args, "GC");
 }
 
 export const tapPlugin: PluginSpec = {
@@ -83,4 +87,5 @@ export const tapPlugin: PluginSpec = {
   check,
   del,
   status,
+  gc,
 };

@@ -1,7 +1,9 @@
 /**
  * vlan configuration (upstream plugins/main/vlan NetConf): the base NetConf plus `master`
- * (required), `vlanId` (0–4094), `mtu` (0..master MTU), `linkInContainer`.
+ * (required), `vlanId` (0–4094), `mtu` (0..master MTU), `linkInContainer`; beyond upstream (#492),
+ * the link's MAC from CNI_ARGS `MAC` < `runtimeConfig.mac` ({@link runtimeContainerMac}).
  */
+import { runtimeContainerMac } from "../../shared/cni/container-mac.ts";
 import { t } from "../../shared/cni/decode.ts";
 import { InvalidConfigError } from "../../shared/cni/errors.ts";
 import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
@@ -14,6 +16,7 @@ const vlanSchema = t.object("NetConf", {
   vlanId: t.int(),
   mtu: t.int(),
   linkInContainer: t.bool(),
+  runtimeConfig: t.object("RuntimeConfig", { mac: t.string() }),
 });
 
 export interface VlanConf {
@@ -22,14 +25,16 @@ export interface VlanConf {
   /** 0 = the master's MTU. */
   mtu: number;
   linkInContainer: boolean;
+  /** MAC for the VLAN link (normalised), if CNI_ARGS or runtimeConfig set one. */
+  mac: string | undefined;
   ipamType: string;
   dns: DNS | undefined;
 }
 
-/** Decodes the config without validating values (DEL, STATUS). */
-export function parseVlanConf(args: CmdArgs): { ipamType: string } {
+/** Decodes the config without validating values (DEL, STATUS, GC). */
+export function parseVlanConf(args: CmdArgs): { ipamType: string; master: string; linkInContainer: boolean } {
   const c = loadNetConf(vlanSchema, args);
-  return { ipamType: c.ipam?.type ?? "" };
+  return { ipamType: c.ipam?.type ?? "", master: c.master ?? "", linkInContainer: c.linkInContainer ?? false };
 }
 
 /** Decodes and validates the config (ADD, CHECK); no kernel lookups. */
@@ -48,6 +53,7 @@ export function loadVlanConf(args: CmdArgs): VlanConf {
     vlanId,
     mtu,
     linkInContainer: c.linkInContainer ?? false,
+    mac: runtimeContainerMac(args, c.runtimeConfig?.mac),
     ipamType: c.ipam?.type ?? "",
     dns: dnsFromWire(c.dns),
   };

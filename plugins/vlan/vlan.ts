@@ -2,28 +2,31 @@
  * vlan: gives the container an 802.1Q VLAN link on a host interface (upstream
  * plugins/main/vlan/vlan.go at HEAD).
  *
- * ADD: IPAM is required; the master (required; in the container's netns with `linkInContainer`)
- * bounds the MTU; the VLAN link (id, MTU) is created straight into the container netns and goes
- * through the shared container-link ADD (shared/iface/container-link.ts): rename to CNI_IFNAME,
- * IPAM ADD, ConfigureIface. `dns` from the config.
+ * ADD: the master (required; in the container's netns with `linkInContainer`) bounds the MTU; the
+ * VLAN link (id, MTU, MAC from CNI_ARGS / runtimeConfig) is created straight into the container netns and goes through the shared
+ * container-link ADD (shared/iface/container-link.ts): rename to CNI_IFNAME, then with `ipam.type`
+ * IPAM ADD and ConfigureIface, without it (L2 only, beyond upstream: PR #1302) just up. `dns` from
+ * the config.
  * CHECK: the shared container-link CHECK, with the master present, the configured VLAN id and (when
- * configured) MTU. DEL: IPAM DEL and the link, both attempted. STATUS: IPAM STATUS.
+ * configured) MTU. DEL: IPAM DEL and the link, both attempted. STATUS: code 50 when the master is
+ * missing (shared/iface/status.ts), then IPAM STATUS. GC: IPAM GC.
  *
  * Deliberate differences from upstream: DIFFERENCES.md.
  */
 import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
-import { delegate } from "../../shared/cni/invoke.ts";
+import { delegateToIpam } from "../../shared/cni/invoke.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { checkContainerLink } from "../../shared/iface/check.ts";
-import { addContainerLink, delContainerLink, lookupMaster, requireIpam } from "../../shared/iface/container-link.ts";
+import { addContainerLink, delContainerLink, lookupMaster, refuseL2ForOldVersions } from "../../shared/iface/container-link.ts";
+import { interfaceStatus, masterStatus } from "../../shared/iface/status.ts";
 import { Handle } from "../../shared/netlink/index.ts";
 import { loadVlanConf, parseVlanConf } from "./config.ts";
 
 async function add(args: CmdArgs): Promise<Result> {
   const conf = loadVlanConf(args);
-  requireIpam("vlan", conf.ipamType);
+  refuseL2ForOldVersions(conf.ipamType !== "", args.cniVersion);
   using ns = openContainerNetns(args.netns);
   using nl = Handle.open(ns);
   using hostNl = Handle.open();
@@ -37,16 +40,17 @@ async function add(args: CmdArgs): Promise<Result> {
         parentIndex: master.index,
         vlanId: conf.vlanId,
         ...(conf.mtu > 0 ? { mtu: conf.mtu } : {}),
+        ...(conf.mac !== undefined ? { mac: conf.mac } : {}),
         ...(conf.linkInContainer ? {} : { netnsFd: ns.fd }),
       }),
     ipamType: conf.ipamType,
     dns: conf.dns,
+    setsMtu: conf.mtu > 0,
   });
 }
 
 async function check(args: CmdArgs): Promise<void> {
   const conf = loadVlanConf(args);
-  requireIpam("vlan", conf.ipamType);
   using ns = openContainerNetns(args.netns);
   using nl = Handle.open(ns);
   using hostNl = Handle.open();
@@ -71,8 +75,12 @@ async function del(args: CmdArgs): Promise<void> {
 }
 
 async function status(args: CmdArgs): Promise<void> {
-  const { ipamType } = parseVlanConf(args);
-  await delegate(ipamType, args, "STATUS");
+  const conf = parseVlanConf(args);
+  await interfaceStatus(args, { ipamType: conf.ipamType, hostLinks: masterStatus(conf) });
+}
+
+async function gc(args: CmdArgs): Promise<void> {
+  await delegateToIpam(parseVlanConf(args).ipamType, args, "GC");
 }
 
 export const vlanPlugin: PluginSpec = {
@@ -82,4 +90,5 @@ export const vlanPlugin: PluginSpec = {
   check,
   del,
   status,
+  gc,
 };

@@ -155,3 +155,11 @@ export async function delegateAdd(type: string, args: CmdArgs): Promise<Result> 
 export async function delegate(type: string, args: CmdArgs, command: Exclude<Command, "ADD" | "VERSION">): Promise<void> {
   await execDelegate(type, args, command);
 }
+
+/**
+ * STATUS or GC of an interface plugin passed on to its IPAM plugin (`ipam.type`); nothing when the
+ * config has no IPAM ("": L2 only, or chained).
+ */
+export async function delegateToIpam(ipamType: string, args: CmdArgs, command: "STATUS" | "GC"): Promise<void> {
+  if (ipamType !== "") await delegate(ipamType, args, command);
+}

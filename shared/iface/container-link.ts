@@ -25,6 +25,7 @@ import { Handle, isNotFound, type Link } from "../netlink/index.ts";
 import { withNetNS, type NetNS } from "../netns/index.ts";
 import { sysctlSet } from "../sysctl/index.ts";
 import { configureIface } from "./configure.ts";
+import { v11InterfaceFields } from "./interface-fields.ts";
 import { randomVethName } from "./link-names.ts";
 
 /**
@@ -35,7 +36,7 @@ export function refuseL2ForOldVersions(isLayer3: boolean, cniVersion: string): v
   if (!isLayer3 && resultFamily(cniVersion) === "020") throw new InternalError("cannot convert: no valid IP addresses");
 }
 
-/** vlan and dummy work only with IPAM: `<kind> interface requires an IPAM configuration` (code 7). */
+/** dummy works only with IPAM: `<kind> interface requires an IPAM configuration` (code 7). */
 export function requireIpam(kind: string, ipamType: string): void {
   if (ipamType === "") throw new InvalidConfigError(`${kind} interface requires an IPAM configuration`);
 }
@@ -179,6 +180,8 @@ export interface ContainerLinkSpec {
   neighbourNotify?: { ndisc: boolean };
   /** The result's `dns`: the config's (undefined = none), or IPAM's (dummy, as upstream). */
   dns: DNS | undefined | "ipam";
+  /** The plugin set the link's MTU (config `mtu`): a 1.1.0 result's interface carries it. */
+  setsMtu?: boolean;
 }
 
 /** The container netns and a Handle whose socket lives in it. */
@@ -202,7 +205,8 @@ export async function addContainerLink(args: CmdArgs, container: ContainerNetns,
     spec.configure?.(tmp.index);
     const link = annotate(`failed to refetch ${spec.kind} ${JSON.stringify(args.ifName)}`, () => nl.linkByIndex(tmp.index));
 
-    const result: Result = { interfaces: [containerInterface(link, args.netns)] };
+    const mtu = spec.setsMtu === true ? link.mtu : undefined;
+    const result: Result = { interfaces: [{ ...containerInterface(link, args.netns), ...v11InterfaceFields(args.cniVersion, { mtu }) }] };
     let source = spec.chained;
     if (source === undefined && spec.ipamType !== "") {
       source = await delegateAdd(spec.ipamType, args);

@@ -1,7 +1,8 @@
 /**
- * A fake sysfs tree for host-device tests: PCI functions (with a driver link and `net/` or
- * `virtio*\/net` entries), auxiliary devices and kernel-path devices, in a temp dir that the fixture
- * cleanup removes. Pass `{ root }` to the plugin's sysfs parameter.
+ * A fake sysfs tree for host-device tests: PCI functions (with a driver link, a `subsystem` link and
+ * `net/` or `virtio*\/net` entries, each netdev also under `class/net/<name>` with its `device`
+ * link), auxiliary devices and kernel-path devices, in a temp dir that the fixture cleanup removes.
+ * Pass `{ root }` to the plugin's sysfs parameter.
  */
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -22,7 +23,10 @@ export function createFakeSysfs(): FakeSysfs {
   const root = mkdtempSync(join(tmpdir(), "hostdev-sysfs-"));
   const pciDevices = join(root, "bus", "pci", "devices");
   const drivers = join(root, "bus", "pci", "drivers");
+  const classNet = join(root, "class", "net");
   mkdirSync(pciDevices, { recursive: true });
+  mkdirSync(join(root, "bus", "virtio"), { recursive: true });
+  mkdirSync(classNet, { recursive: true });
   return {
     root,
     addPci(addr, o) {
@@ -30,14 +34,24 @@ export function createFakeSysfs(): FakeSysfs {
       const real = join(root, "devices", "pci0000:00", addr);
       mkdirSync(real, { recursive: true });
       symlinkSync(real, join(pciDevices, addr));
+      symlinkSync(join(root, "bus", "pci"), join(real, "subsystem"));
       if (o.driver !== undefined) {
         mkdirSync(join(drivers, o.driver), { recursive: true });
         symlinkSync(join(drivers, o.driver), join(real, "driver"));
       }
       const netdevs = o.netdevs ?? [];
       if (netdevs.length > 0) {
-        const netDir = o.virtio ? join(real, "virtio3", "net") : join(real, "net");
-        for (const n of netdevs) mkdirSync(join(netDir, n), { recursive: true });
+        const parent = o.virtio ? join(real, "virtio3") : real;
+        if (o.virtio) {
+          mkdirSync(parent, { recursive: true });
+          symlinkSync(join(root, "bus", "virtio"), join(parent, "subsystem"));
+        }
+        for (const n of netdevs) {
+          const netdev = join(parent, "net", n);
+          mkdirSync(netdev, { recursive: true });
+          symlinkSync(parent, join(netdev, "device"));
+          symlinkSync(netdev, join(classNet, n));
+        }
       }
     },
     addAuxiliary(name, netdevs) {

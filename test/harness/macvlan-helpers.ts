@@ -3,7 +3,11 @@
  * ipvlan, vlan, dummy, tap): master devices in the throwaway "host" netns (cleaned up after each
  * test), network configs, and `ip` inside namespaces.
  */
+import { expect } from "bun:test";
 import { registerCleanup } from "./cleanup.ts";
+import { expectResult, expectSuccess } from "./cni-expect.ts";
+import { execPlugin } from "./exec-plugin.ts";
+import { addrsOf, listLinks } from "./ip-oracle.ts";
 
 /** Runs `ip ARGS` in `netns` (the test's own netns when undefined); throws with ip's stderr on failure. */
 export function ipIn(netns: string | undefined, ...args: string[]): string {
@@ -95,4 +99,25 @@ export function detailedLink(netns: string | undefined, name: string): Record<st
 export function resultIps(result: Record<string, any>): { address: string; gateway?: string }[] {
   if (result.ips) return result.ips;
   return [result.ip4, result.ip6].filter(Boolean).map((x: any) => ({ address: x.ip, gateway: x.gateway }));
+}
+
+/**
+ * An L2-only (no addresses) attachment of `conf` as eth0 in `netnsPath`: ADD leaves the link UP
+ * without an IPv4 address and a result listing only that interface, CHECK passes, DEL removes the
+ * link, a second DEL succeeds. Returns the link as `ip -d -j` showed it after ADD.
+ */
+export async function expectL2Lifecycle(conf: Record<string, unknown>, netnsPath: string, containerID: string): Promise<Record<string, any>> {
+  const type = conf.type as string;
+  const inv = (command: string, config: unknown) => ({ command, containerID, netns: netnsPath, ifName: "eth0", config });
+  const result = expectResult(await execPlugin(type, inv("ADD", conf)));
+  const link = detailedLink(netnsPath, "eth0")!;
+  expect(link.linkinfo.info_kind).toBe(type);
+  expect(link.flags).toContain("UP");
+  expect(result).toEqual({ cniVersion: conf.cniVersion, interfaces: [{ name: "eth0", mac: link.address, sandbox: netnsPath }] });
+  expect(addrsOf(netnsPath, "eth0").filter((a) => !a.includes(":"))).toEqual([]);
+  expectSuccess(await execPlugin(type, inv("CHECK", { ...conf, prevResult: result })), { silent: true });
+  expectSuccess(await execPlugin(type, inv("DEL", conf)), { silent: true });
+  expect(listLinks(netnsPath).some((l) => l.ifname === "eth0")).toBe(false);
+  expectSuccess(await execPlugin(type, inv("DEL", conf)), { silent: true });
+  return link;
 }

@@ -182,16 +182,20 @@ describe.skipIf(!sandboxed())("bridge", () => {
     expectSuccess(await del(conf, b.path, { containerID: "ctr-b" }), { silent: true });
   });
 
-  test("mtu applies to a new bridge and both veth ends", async () => {
-    const { bridge, subnet } = fresh();
-    const conf = bridgeConfig({ cniVersion: "1.0.0", bridge, dataDir: makeTempDir(), subnets: [subnet], extra: { mtu: 1400 } });
-    const ns = await createContainerNetns();
-    await add(conf, ns.path);
-    expect(findLink(undefined, bridge)!.mtu).toBe(1400);
-    expect(findLink(undefined, bridgePorts(bridge)[0]!)!.mtu).toBe(1400);
-    expect(findLink(ns.path, "eth0")!.mtu).toBe(1400);
-    expectSuccess(await del(conf, ns.path), { silent: true });
-  });
+  for (const cniVersion of ["1.0.0", "1.1.0"]) {
+    test(`[${cniVersion}] mtu applies to a new bridge and both veth ends; a 1.1.0 result lists it on both veth entries`, async () => {
+      const { bridge, subnet } = fresh();
+      const conf = bridgeConfig({ cniVersion, bridge, dataDir: makeTempDir(), subnets: [subnet], extra: { mtu: 1400 } });
+      const ns = await createContainerNetns();
+      const result = await add(conf, ns.path);
+      expect(findLink(undefined, bridge)!.mtu).toBe(1400);
+      expect(findLink(undefined, bridgePorts(bridge)[0]!)!.mtu).toBe(1400);
+      expect(findLink(ns.path, "eth0")!.mtu).toBe(1400);
+      const mtus = (result.interfaces as { mtu?: number }[]).map((i) => i.mtu);
+      expect(mtus).toEqual(cniVersion === "1.1.0" ? [undefined, 1400, 1400] : [undefined, undefined, undefined]);
+      expectSuccess(await del(conf, ns.path), { silent: true });
+    });
+  }
 
   test("hairpinMode and portIsolation set the port flags; promiscMode sets the bridge promiscuous", async () => {
     const { bridge, subnet } = fresh();

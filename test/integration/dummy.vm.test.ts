@@ -111,6 +111,6 @@ describe.skipIf(!sandboxed() || requireKernel("dummy") !== undefined)("dummy", (
     expectSuccess(await execPlugin("dummy", inv(ns.path, "DEL", conf, cid)), { silent: true });
     expect(reservations(join(dataDir, net))).toEqual({});
     expectSuccess(await execPlugin("dummy", { command: "STATUS", config: { ...conf, cniVersion: "1.1.0" } }), { silent: true });
-    expectCniError(await execPlugin("dummy", { command: "STATUS", config: { cniVersion: "1.1.0", name: net, type: "dummy" } }), { code: 7, msg: "no plugin name provided" });
+    expectCniError(await execPlugin("dummy", { command: "STATUS", config: { cniVersion: "1.1.0", name: net, type: "dummy" } }), { code: 7, msg: "dummy interface requires an IPAM configuration" });
   });
 });

@@ -42,14 +42,17 @@ function cmd(command: Command, netns: string, config: Record<string, unknown>, i
   };
 }
 
-/** ADD through the fake tree, then checks the move and DEL it back. */
-async function addAndReturn(sysfs: FakeSysfs, devName: string, top: Record<string, unknown>): Promise<void> {
+/**
+ * ADD through the fake tree, then checks the move and DEL it back. A 1.1.0 result's entry carries
+ * the device's `pciID` (none before 1.1.0, none for a device that is not on PCI).
+ */
+async function addAndReturn(sysfs: FakeSysfs, devName: string, top: Record<string, unknown>, o: { cniVersion?: string; pciID?: string } = {}): Promise<void> {
   const plugin = makeHostDevicePlugin({ sysfs });
   const ns = await createContainerNetns();
   const mac = linkDetails(undefined, devName)!.address!;
-  const conf = hostDeviceConf({ cniVersion: "1.0.0", name: `n${seq}`, top });
+  const conf = hostDeviceConf({ cniVersion: o.cniVersion ?? "1.0.0", name: `n${seq}`, top });
   const result = (await plugin.add(cmd("ADD", ns.path, conf))) as Result;
-  expect(result.interfaces).toEqual([{ name: "net1", mac, sandbox: ns.path }]);
+  expect(result.interfaces).toEqual([{ name: "net1", mac, sandbox: ns.path, ...(o.pciID !== undefined ? { pciID: o.pciID } : {}) }]);
   expect(linkDetails(ns.path, "net1")).toMatchObject({ address: mac, ifalias: devName });
   expect(linkDetails(undefined, devName)).toBeUndefined();
   await plugin.del(cmd("DEL", ns.path, conf));
@@ -59,14 +62,14 @@ async function addAndReturn(sysfs: FakeSysfs, devName: string, top: Record<strin
 describe.skipIf(!sandboxed())("host-device via sysfs (fake tree)", () => {
   useFixtureCleanup();
 
-  test("kernelpath: the first netdev under <kernelpath>/net is moved", async () => {
+  test("kernelpath: the first netdev under <kernelpath>/net is moved (no pciID: sysfs does not show it on PCI)", async () => {
     const dev = hostVeth(uniqueName("hsk"));
     const s = fakeSysfs();
     s.addKernelPath("pci0000:00/0000:00:19.0", [dev.name]);
-    await addAndReturn(s, dev.name, { kernelpath: "/sys/devices/pci0000:00/0000:00:19.0" });
+    await addAndReturn(s, dev.name, { kernelpath: "/sys/devices/pci0000:00/0000:00:19.0" }, { cniVersion: "1.1.0" });
   });
 
-  test("pciBusID: net/ of a kernel-driven function, and virtio*/net", async () => {
+  test("pciBusID: net/ of a kernel-driven function, and virtio*/net; pciID in 1.1.0 results", async () => {
     const a = hostVeth(uniqueName("hsp"));
     const b = hostVeth(uniqueName("hsv"));
     const s = fakeSysfs();
@@ -74,6 +77,9 @@ describe.skipIf(!sandboxed())("host-device via sysfs (fake tree)", () => {
     s.addPci("0000:00:03.0", { driver: "virtio-pci", netdevs: [b.name], virtio: true });
     await addAndReturn(s, a.name, { pciBusID: "0000:00:1f.6" });
     await addAndReturn(s, b.name, { pciBusID: "0000:00:03.0" });
+    // At 1.1.0 the result names the PCI function (for virtio: the function the virtio device is on).
+    await addAndReturn(s, a.name, { device: a.name }, { cniVersion: "1.1.0", pciID: "0000:00:1f.6" });
+    await addAndReturn(s, b.name, { runtimeConfig: { deviceID: "0000:00:03.0" } }, { cniVersion: "1.1.0", pciID: "0000:00:03.0" });
   });
 
   test("runtimeConfig.deviceID: a PCI function (overriding pciBusID) and an auxiliary device", async () => {

@@ -11,7 +11,7 @@ import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expe
 import { execGoPlugin, execPlugin, type PluginInvocation } from "../harness/exec-plugin.ts";
 import { addrsOf, listLinks } from "../harness/ip-oracle.ts";
 import { requireKernel } from "../harness/kernel.ts";
-import { detailedLink, ipIn, linkPluginConf, makeVethMaster, pingFrom, resultIps, setDefaultRouteVia } from "../harness/macvlan-helpers.ts";
+import { detailedLink, expectL2Lifecycle, ipIn, linkPluginConf, makeVethMaster, pingFrom, resultIps, setDefaultRouteVia } from "../harness/macvlan-helpers.ts";
 import { createContainerNetns } from "../harness/netns.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
 import { sandboxed } from "../harness/sandbox.ts";
@@ -51,7 +51,7 @@ describe.skipIf(!sandboxed() || requireKernel("ipvlan") !== undefined)("ipvlan",
         expect(link.mtu).toBe(1400);
         expect(link.flags).toContain("UP");
         expect(addrsOf(ns.path, "eth0")).toContain("10.101.0.2/24");
-        if (resultFamily(v) !== "0.2") expect(result.interfaces).toEqual([{ name: "eth0", mac: link.address, sandbox: ns.path }]);
+        if (resultFamily(v) !== "0.2") expect(result.interfaces).toEqual([{ name: "eth0", mac: link.address, sandbox: ns.path, ...(v === "1.1.0" ? { mtu: 1400 } : {}) }]);
         if (hasCheck(v)) expectSuccess(await execPlugin("ipvlan", inv(ns.path, "CHECK", { ...conf, prevResult: result }, cid)), { silent: true });
         expectSuccess(await execPlugin("ipvlan", inv(ns.path, "DEL", conf, cid)), { silent: true });
         expect(listLinks(ns.path).map((l) => l.ifname).filter((x) => x === "eth0")).toEqual([]);
@@ -135,7 +135,7 @@ describe.skipIf(!sandboxed() || requireKernel("ipvlan") !== undefined)("ipvlan",
     expect(reservations(join(dataDir, net))).toEqual({});
   });
 
-  test("errors: unknown mode, missing master, no IPAM and no prevResult, MTU above the master's", async () => {
+  test("errors: unknown mode, missing master, MTU above the master's", async () => {
     const { cid, net } = ids("errors");
     const master = makeVethMaster({ mtu: 1400 });
     const ns = await createContainerNetns();
@@ -143,11 +143,23 @@ describe.skipIf(!sandboxed() || requireKernel("ipvlan") !== undefined)("ipvlan",
     const base = { type: "ipvlan", name: net, dataDir, subnet: "10.108.0.0/24" };
     expectCniError(await execPlugin("ipvlan", inv(ns.path, "ADD", linkPluginConf({ ...base, master: master.name, mode: "l4" }), cid)), { code: 7, msg: 'unknown ipvlan mode: "l4"' });
     expectCniError(await execPlugin("ipvlan", inv(ns.path, "ADD", linkPluginConf({ ...base, master: "nosuch0" }), cid)), { code: 999, msg: 'failed to lookup master "nosuch0"' });
-    expectCniError(await execPlugin("ipvlan", inv(ns.path, "ADD", linkPluginConf({ ...base, subnet: null, master: master.name }), cid)), { code: 7, msg: "no plugin name provided" });
     expectCniError(await execPlugin("ipvlan", inv(ns.path, "ADD", linkPluginConf({ ...base, master: master.name, mtu: 1500 }), cid)), { code: 7, msg: "invalid MTU 1500" });
     expect(listLinks(ns.path).map((l) => l.ifname)).toEqual(["lo"]);
     expect(reservations(join(dataDir, net))).toEqual({});
   });
+
+  for (const lic of [false, true]) {
+    test(`L2 (no ipam, no prevResult, linkInContainer=${lic}): the ipvlan is up without addresses, the result lists only it; CHECK, DEL; refused at 0.2.0`, async () => {
+      const { cid, net } = ids("l2");
+      const ns = await createContainerNetns();
+      const master = makeVethMaster(lic ? { netns: ns.path } : {});
+      const conf = { cniVersion: "1.1.0", name: net, type: "ipvlan", master: master.name, mode: "l2", linkInContainer: lic };
+      expectCniError(await execPlugin("ipvlan", inv(ns.path, "ADD", { ...conf, cniVersion: "0.1.0" }, cid)), { code: 999, msg: "cannot convert: no valid IP addresses" });
+      expect(listLinks(ns.path).some((l) => l.ifname === "eth0")).toBe(false);
+      const link = await expectL2Lifecycle(conf, ns.path, cid);
+      expect(link.linkinfo.info_data.mode).toBe("l2");
+    });
+  }
 
   test("CHECK fails on a mode mismatch", async () => {
     const { cid, net } = ids("chkmode");

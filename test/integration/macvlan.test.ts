@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
 import { execGoPlugin, execPlugin, type PluginInvocation } from "../harness/exec-plugin.ts";
-import { addrsOf, listLinks } from "../harness/ip-oracle.ts";
+import { addrsOf, ipJson, listLinks } from "../harness/ip-oracle.ts";
 import { detailedLink, ipIn, linkPluginConf, makeVethMaster, pingFrom, resultIps, setDefaultRouteVia } from "../harness/macvlan-helpers.ts";
 import { createContainerNetns } from "../harness/netns.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
@@ -62,7 +62,8 @@ describe.skipIf(!sandboxed())("macvlan", () => {
         expect(nsSysctl(ns.path, "net/ipv4/conf/eth0/arp_notify")).toBe("1");
         expect(nsSysctl(ns.path, "net/ipv6/conf/eth0/ndisc_notify")).toBe("1");
         if (resultFamily(v) !== "0.2") {
-          expect(result.interfaces).toEqual([{ name: "eth0", mac: link.address, sandbox: ns.path }]);
+          // The MTU the plugin set is in the interface entry from 1.1.0 on.
+          expect(result.interfaces).toEqual([{ name: "eth0", mac: link.address, sandbox: ns.path, ...(v === "1.1.0" ? { mtu: 1400 } : {}) }]);
           expect(result.ips[0].interface).toBe(0);
         }
         // No temporary link left behind anywhere.
@@ -250,6 +251,28 @@ describe.skipIf(!sandboxed())("macvlan", () => {
     expectSuccess(await execPlugin("macvlan", inv(ns2.path, "DEL", conf2, `${cid}-2`)));
   });
 
+  test("without master, chained (#901): the prevResult's host interface is the master, not the default-route one", async () => {
+    const { cid, net } = ids("chained");
+    const other = makeVethMaster();
+    setDefaultRouteVia(other.name, "10.77.0.10/24", "10.77.0.1");
+    const wanted = makeVethMaster();
+    const ns = await createContainerNetns();
+    // As a plugin before macvlan in the chain would report it: a host-side link and a container link.
+    const prevResult = { cniVersion: "1.0.0", interfaces: [{ name: wanted.name }, { name: "eth9", sandbox: ns.path }], ips: [] };
+    const conf = { ...linkPluginConf({ type: "macvlan", name: net, subnet: null }), prevResult };
+    expectResult(await execPlugin("macvlan", inv(ns.path, "ADD", conf, cid)));
+    const ifindex = (name: string): number => ipJson<{ ifindex: number }[]>(undefined, "link", "show", name)[0]!.ifindex;
+    // The master is in another netns: `ip -d -j` gives its index there, not its name.
+    expect(detailedLink(ns.path, "eth0")!.link_index).toBe(ifindex(wanted.name));
+    expectSuccess(await execPlugin("macvlan", inv(ns.path, "DEL", conf, cid)));
+    // A prevResult with nothing on the master's side: the default-route interface, as before.
+    const containerOnly = { ...conf, prevResult: { ...prevResult, interfaces: [{ name: "eth9", sandbox: ns.path }] } };
+    expectResult(await execPlugin("macvlan", inv(ns.path, "ADD", containerOnly, cid)));
+    expect(detailedLink(ns.path, "eth0")!.link_index).toBe(ifindex(other.name));
+    expectSuccess(await execPlugin("macvlan", inv(ns.path, "DEL", containerOnly, cid)));
+    ipIn(undefined, "route", "del", "default");
+  });
+
   test("no master and no default route: a clear error", async () => {
     const { cid, net } = ids("noroute");
     const ns = await createContainerNetns();
@@ -387,10 +410,12 @@ describe.skipIf(!sandboxed())("macvlan", () => {
     expect(reservations(join(dataDir, net))).toEqual({});
   });
 
-  test("STATUS: delegates to IPAM when set, succeeds for L2; refused before 1.1.0", async () => {
+  test("STATUS: code 50 for a missing master, delegates to IPAM when set, succeeds for L2; refused before 1.1.0", async () => {
     const { net } = ids("status");
     const dataDir = makeTempDir("mv-store-");
-    const l3 = linkPluginConf({ type: "macvlan", name: net, cniVersion: "1.1.0", dataDir, subnet: "10.81.0.0/24", master: "whatever0" });
+    const missing = linkPluginConf({ type: "macvlan", name: net, cniVersion: "1.1.0", dataDir, subnet: "10.81.0.0/24", master: "whatever0" });
+    expectCniError(await execPlugin("macvlan", { command: "STATUS", config: missing }), { code: 50, msg: 'failed to lookup master "whatever0"' });
+    const l3 = { ...missing, master: makeVethMaster().name };
     expectSuccess(await execPlugin("macvlan", { command: "STATUS", config: l3 }), { silent: true });
     const l2 = linkPluginConf({ type: "macvlan", name: net, cniVersion: "1.1.0", subnet: null });
     expectSuccess(await execPlugin("macvlan", { command: "STATUS", config: l2 }), { silent: true });

@@ -91,6 +91,8 @@ describe.skipIf(!sandboxed())("ptp", () => {
         const hostVeth = hostName ? hostLink(hostName)! : listLinks(undefined).find((l) => l.ifindex === Number(contLink.link_index ?? -1))!;
         expect(hostVeth).toBeDefined();
         expect(hostVeth.mtu).toBe(1400);
+        // The MTU the plugin set is in both veth entries of a 1.1.0 result (not before).
+        if (family !== "0.2") expect(result.interfaces.map((i: { mtu?: number }) => i.mtu)).toEqual(v === "1.1.0" ? [1400, 1400] : [undefined, undefined]);
         expect(hostVeth.flags).toContain("UP");
         expect(sysctl(`net/ipv6/conf/${hostVeth.ifname}/accept_ra`)).toBe("0");
         const hAddrs = hostAddrs(hostVeth.ifname);
@@ -352,6 +354,26 @@ describe.skipIf(!sandboxed())("ptp", () => {
     // The lease is still held; a DEL with a working IPAM releases it.
     expect(Object.keys(reservations(join(dataDir, net)))).toEqual(["10.73.0.2"]);
     expectSuccess(await execPlugin("ptp", inv(ns.path, "DEL", conf, cid)), { silent: true });
+    expect(reservations(join(dataDir, net))).toEqual({});
+  });
+
+  test("MAC (#492): runtimeConfig.mac beats CNI_ARGS MAC on the container end; CHECK sees it; a bad one is code 7 before IPAM", async () => {
+    const { cid, net } = ids("mac");
+    const dataDir = makeTempDir("ptp-store-");
+    const conf = ptpConf({ cniVersion: "1.0.0", name: net, dataDir, subnets: ["10.78.0.0/24"] });
+    const ns = await createContainerNetns();
+    const args = "IgnoreUnknown=1;K8S_POD_NAME=x;MAC=0a:58:00:00:00:01";
+    let result = expectResult(await execPlugin("ptp", inv(ns.path, "ADD", conf, cid, { args })));
+    expect(ipJson<any[]>(ns.path, "link", "show", "eth0")[0].address).toBe("0a:58:00:00:00:01");
+    expectSuccess(await execPlugin("ptp", inv(ns.path, "DEL", conf, cid, { args })), { silent: true });
+    const withCap = { ...conf, runtimeConfig: { mac: "0A:58:00:00:00:02" } };
+    result = expectResult(await execPlugin("ptp", inv(ns.path, "ADD", withCap, cid, { args: "IgnoreUnknown=1;MAC=0a:58:00:00:00:01" })));
+    expect(ipJson<any[]>(ns.path, "link", "show", "eth0")[0].address).toBe("0a:58:00:00:00:02");
+    expect(result.interfaces[1]).toEqual({ name: "eth0", mac: "0a:58:00:00:00:02", sandbox: ns.path });
+    expectSuccess(await execPlugin("ptp", inv(ns.path, "CHECK", { ...withCap, prevResult: result }, cid)), { silent: true });
+    expectSuccess(await execPlugin("ptp", inv(ns.path, "DEL", withCap, cid)), { silent: true });
+    expectCniError(await execPlugin("ptp", inv(ns.path, "ADD", { ...conf, runtimeConfig: { mac: "nope" } }, cid)), { code: 7, msg: "invalid args nope for MAC addr" });
+    expect(listLinks(ns.path).map((l) => l.ifname)).toEqual(["lo"]);
     expect(reservations(join(dataDir, net))).toEqual({});
   });
 

@@ -44,7 +44,7 @@ describe.skipIf(!sandboxed())("tap", () => {
       expect(link.address).toBe("02:aa:00:00:00:01");
       expect(link.flags).toContain("UP");
       expect(addrsOf(ns.path, "tap0")).toContain("10.91.0.2/24");
-      if (resultFamily(v) !== "0.2") expect(result.interfaces).toEqual([{ name: "tap0", mac: "02:aa:00:00:00:01", sandbox: ns.path }]);
+      if (resultFamily(v) !== "0.2") expect(result.interfaces).toEqual([{ name: "tap0", mac: "02:aa:00:00:00:01", sandbox: ns.path, ...(v === "1.1.0" ? { mtu: 1400 } : {}) }]);
       if (hasCheck(v)) expectSuccess(await execPlugin("tap", inv(ns.path, "CHECK", { ...conf, prevResult: result }, cid)), { silent: true });
       expectSuccess(await execPlugin("tap", inv(ns.path, "DEL", conf, cid)), { silent: true });
       expect(listLinks(ns.path).map((l) => l.ifname)).toEqual(["lo"]);

@@ -11,7 +11,7 @@ import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expe
 import { execGoPlugin, execPlugin, type PluginInvocation } from "../harness/exec-plugin.ts";
 import { addrsOf, listLinks } from "../harness/ip-oracle.ts";
 import { requireKernel } from "../harness/kernel.ts";
-import { detailedLink, ipIn, linkPluginConf, makeVethMaster, pingFrom, resultIps } from "../harness/macvlan-helpers.ts";
+import { detailedLink, expectL2Lifecycle, ipIn, linkPluginConf, makeVethMaster, pingFrom, resultIps } from "../harness/macvlan-helpers.ts";
 import { createContainerNetns } from "../harness/netns.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
 import { sandboxed } from "../harness/sandbox.ts";
@@ -49,7 +49,7 @@ describe.skipIf(!sandboxed() || requireKernel("vlan") !== undefined)("vlan", () 
         expect(link.flags).toContain("UP");
         if (lic) expect(link.link).toBe(master.name);
         expect(addrsOf(ns.path, "eth0")).toContain("10.121.0.2/24");
-        if (resultFamily(v) !== "0.2") expect(result.interfaces).toEqual([{ name: "eth0", mac: link.address, sandbox: ns.path }]);
+        if (resultFamily(v) !== "0.2") expect(result.interfaces).toEqual([{ name: "eth0", mac: link.address, sandbox: ns.path, ...(v === "1.1.0" ? { mtu: 1400 } : {}) }]);
         if (hasCheck(v)) expectSuccess(await execPlugin("vlan", inv(ns.path, "CHECK", { ...conf, prevResult: result }, cid)), { silent: true });
         expectSuccess(await execPlugin("vlan", inv(ns.path, "DEL", conf, cid)), { silent: true });
         expect(listLinks(ns.path).map((l) => l.ifname).includes("eth0")).toBe(false);
@@ -74,7 +74,7 @@ describe.skipIf(!sandboxed() || requireKernel("vlan") !== undefined)("vlan", () 
     expect(reservations(join(dataDir, net))).toEqual({});
   });
 
-  test("config errors: master required, VLAN id 4095 or -1, IPAM required, missing master", async () => {
+  test("config errors: master required, VLAN id 4095 or -1, missing master", async () => {
     const { cid, net } = ids("errors");
     const master = makeVethMaster();
     const ns = await createContainerNetns();
@@ -84,10 +84,41 @@ describe.skipIf(!sandboxed() || requireKernel("vlan") !== undefined)("vlan", () 
     for (const id of [4095, -1]) {
       expectCniError(await execPlugin("vlan", inv(ns.path, "ADD", linkPluginConf({ ...base, master: master.name, vlanId: id }), cid)), { code: 7, msg: `invalid VLAN ID ${id}` });
     }
-    expectCniError(await execPlugin("vlan", inv(ns.path, "ADD", linkPluginConf({ ...base, subnet: null, master: master.name, vlanId: 5 }), cid)), { code: 7, msg: "requires an IPAM configuration" });
     expectCniError(await execPlugin("vlan", inv(ns.path, "ADD", linkPluginConf({ ...base, master: "nosuch0", vlanId: 5 }), cid)), { code: 999, msg: 'failed to lookup master "nosuch0"' });
     expect(listLinks(ns.path).map((l) => l.ifname)).toEqual(["lo"]);
     expect(reservations(join(dataDir, net))).toEqual({});
+  });
+
+  for (const lic of [false, true]) {
+    test(`L2 (ipam {}, linkInContainer=${lic}): the VLAN link is up without addresses, the result lists only it; CHECK, DEL; refused at 0.2.0`, async () => {
+      const { cid, net } = ids("l2");
+      const ns = await createContainerNetns();
+      const master = makeVethMaster(lic ? { netns: ns.path } : {});
+      const conf = { cniVersion: "1.0.0", name: net, type: "vlan", master: master.name, vlanId: 7, linkInContainer: lic, ipam: {} };
+      expectCniError(await execPlugin("vlan", inv(ns.path, "ADD", { ...conf, cniVersion: "0.2.0" }, cid)), { code: 999, msg: "cannot convert: no valid IP addresses" });
+      expect(listLinks(ns.path).some((l) => l.ifname === "eth0")).toBe(false);
+      const link = await expectL2Lifecycle(conf, ns.path, cid);
+      expect(link.linkinfo.info_data.id).toBe(7);
+    });
+  }
+
+  test("MAC (#492): runtimeConfig.mac beats CNI_ARGS MAC; CHECK sees it; a bad one is code 7 before the link exists", async () => {
+    const { cid, net } = ids("mac");
+    const master = makeVethMaster();
+    const ns = await createContainerNetns();
+    const conf = { cniVersion: "1.0.0", name: net, type: "vlan", master: master.name, vlanId: 9 };
+    const run = (config: unknown, command: string, args: string) => execPlugin("vlan", { ...inv(ns.path, command, config, cid), args });
+    expectResult(await run(conf, "ADD", "K8S_POD_NAME=x;MAC=0a:58:00:00:00:11"));
+    expect(detailedLink(ns.path, "eth0")!.address).toBe("0a:58:00:00:00:11");
+    expectSuccess(await run(conf, "DEL", ""), { silent: true });
+    const withCap = { ...conf, runtimeConfig: { mac: "0a:58:00:00:00:12" } };
+    const result = expectResult(await run(withCap, "ADD", "MAC=0a:58:00:00:00:11"));
+    expect(result.interfaces).toEqual([{ name: "eth0", mac: "0a:58:00:00:00:12", sandbox: ns.path }]);
+    expect(detailedLink(ns.path, "eth0")!.address).toBe("0a:58:00:00:00:12");
+    expectSuccess(await run({ ...withCap, prevResult: result }, "CHECK", ""), { silent: true });
+    expectSuccess(await run(withCap, "DEL", ""), { silent: true });
+    expectCniError(await run({ ...conf, runtimeConfig: { mac: "nope" } }, "ADD", ""), { code: 7, msg: "invalid args nope for MAC addr" });
+    expect(listLinks(ns.path).map((l) => l.ifname)).toEqual(["lo"]);
   });
 
   test("traffic: a container reaches a peer on the same VLAN id through the master, not one on another id", async () => {
@@ -142,10 +173,14 @@ describe.skipIf(!sandboxed() || requireKernel("vlan") !== undefined)("vlan", () 
     expectSuccess(await execPlugin("vlan", inv(ns.path, "DEL", conf, cid)), { silent: true });
   });
 
-  test("STATUS (1.1.0): IPAM STATUS, which fails without an IPAM type (as upstream)", async () => {
+  test("STATUS (1.1.0): code 50 while the master is missing, then IPAM STATUS (none without IPAM)", async () => {
     const { net } = ids("status");
-    expectSuccess(await execPlugin("vlan", { command: "STATUS", config: linkPluginConf({ type: "vlan", name: net, cniVersion: "1.1.0", dataDir: makeTempDir("vl-"), subnet: "10.128.0.0/24", master: "x" }) }), { silent: true });
-    expectCniError(await execPlugin("vlan", { command: "STATUS", config: { cniVersion: "1.1.0", name: net, type: "vlan", master: "x" } }), { code: 7, msg: "no plugin name provided" });
+    const master = makeVethMaster();
+    const conf = linkPluginConf({ type: "vlan", name: net, cniVersion: "1.1.0", dataDir: makeTempDir("vl-"), subnet: "10.128.0.0/24", master: master.name });
+    expectSuccess(await execPlugin("vlan", { command: "STATUS", config: conf }), { silent: true });
+    expectCniError(await execPlugin("vlan", { command: "STATUS", config: { ...conf, master: "x" } }), { code: 50, msg: 'failed to lookup master "x"' });
+    expectCniError(await execPlugin("vlan", { command: "STATUS", config: { ...conf, ipam: { type: "nosuchipam" } } }), { code: 999, msg: "nosuchipam" });
+    expectSuccess(await execPlugin("vlan", { command: "STATUS", config: { cniVersion: "1.1.0", name: net, type: "vlan", master: master.name } }), { silent: true });
   });
 
   describe.skipIf(!hasGoPlugin("vlan"))("interop with the Go reference (1.1.1)", () => {
