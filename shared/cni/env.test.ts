@@ -101,4 +101,18 @@ describe("validateInterfaceName", () => {
     expect(code).toBe(4);
     expect(message).toBe(msg);
   });
+  test.each([
+    ["eth%d", "interface name contains %, which the kernel replaces with a number"],
+    ["%", "interface name contains %, which the kernel replaces with a number"],
+    ["a%s", "interface name contains %, which the kernel replaces with a number"],
+    ["all", 'interface name "all" is reserved by the kernel'],
+    ["default", 'interface name "default" is reserved by the kernel'],
+  ])("rejects %p, which upstream accepts but the kernel would not create as given", (name, msg) => {
+    const [code, message] = codeOf(() => validateInterfaceName(name));
+    expect(code).toBe(4);
+    expect(message).toBe(msg);
+  });
+  test.each(["All", "alls", "defaults", "eth-d"])("accepts %p (the kernel creates it as given)", (name) => {
+    expect(() => validateInterfaceName(name)).not.toThrow();
+  });
 });
