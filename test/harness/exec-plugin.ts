@@ -28,6 +28,30 @@ export interface PluginInvocation {
   cwd?: string;
   /** Kills the plugin after this many ms (default 30 000); a timeout is reported, never hidden. */
   timeoutMs?: number;
+  /**
+   * Failing disks: the plugin runs in a private mount namespace (the host's mounts are untouched)
+   * where each `dir` is read-only (`ro`, its content kept) or an empty file system with no space
+   * left (`full`: a small tmpfs filled up; new names can still be created, writes fail ENOSPC).
+   */
+  faultyDirs?: { dir: string; fault: "ro" | "full" }[];
+}
+
+/** sh script: applies `ro DIR` / `full DIR` pairs after the executable, then execs it. */
+const FAULTY_DIRS_SCRIPT = `exe=$1; shift
+while [ $# -gt 0 ]; do
+  case $1 in
+    ro) mount --bind "$2" "$2" && mount -o remount,bind,ro "$2" ;;
+    full) mount -t tmpfs -o size=64k tmpfs "$2" && { cat /dev/zero >"$2/.fill" 2>/dev/null; true; } ;;
+  esac || exit 125
+  shift 2
+done
+exec "$exe"`;
+
+/** The argv that runs `exe` with `faultyDirs` applied (just `exe` without any). */
+function faultyArgv(exe: string, faultyDirs: PluginInvocation["faultyDirs"]): string[] {
+  if (faultyDirs === undefined || faultyDirs.length === 0) return [exe];
+  const pairs = faultyDirs.flatMap((f) => [f.fault, f.dir]);
+  return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", FAULTY_DIRS_SCRIPT, "sh", exe, ...pairs];
 }
 
 export interface PluginRun {
@@ -86,8 +110,9 @@ export async function execPlugin(type: string, inv: PluginInvocation): Promise<P
   const binDir = inv.binDir ?? DIST_BIN;
   const exe = join(binDir, type);
   const started = performance.now();
-  const proc = Bun.spawn([exe], {
-    argv0: exe,
+  const argv = faultyArgv(exe, inv.faultyDirs);
+  const proc = Bun.spawn(argv, {
+    argv0: argv[0]!,
     env: pluginEnv(inv, binDir),
     cwd: inv.cwd ?? process.cwd(),
     stdin: stdinBytes(inv.config),
