@@ -9,6 +9,7 @@
  * GC collects only its own network's files in a dataDir that several networks share. Go's decoder
  * ignores unknown keys, so a Go DEL still restores the link attributes and removes the file.
  */
+import type { ValidAttachment } from "../../shared/cni/netconf.ts";
 import { goJsonString } from "../../shared/cni/result/go-json.ts";
 import { ENOENT } from "../../shared/sys/errno.ts";
 import { hasErrno } from "../../shared/sys/errors.ts";
@@ -142,7 +143,7 @@ export function removeBackup(path: string): void {
  * (GC's stale ones). Files without our `network` key (Go's, or another network's) are never
  * returned; a missing dataDir has none.
  */
-export function staleBackups(dataDir: string, network: string, valid: readonly { containerID: string; ifName: string }[]): string[] {
+export function staleBackups(dataDir: string, network: string, valid: readonly ValidAttachment[]): string[] {
   const keep = new Set(valid.map((a) => backupName(a.containerID, a.ifName)));
   let entries;
   try {

@@ -255,10 +255,7 @@ function check(args: CmdArgs): void {
   }
 }
 
-/**
- * Runs the restore steps for `backup` on CNI_IFNAME; nothing when the netns or the interface is gone.
- * Failures are written to stderr (upstream ignores them), never thrown.
- */
+/** Runs the restore steps for `backup` on CNI_IFNAME; nothing when the netns or the interface is gone. */
 async function restoreFrom(args: CmdArgs, backup: LinkBackup): Promise<void> {
   const ns = openNetnsForDel(args.netns);
   if (ns === undefined) return;
@@ -287,16 +284,12 @@ async function gc(args: CmdArgs): Promise<void> {
   const conf = loadTuningConfig(args);
   const valid = validAttachmentsOf(args.config);
   if (valid === undefined) return; // absent or malformed: collect nothing
-  const failed: Error[] = [];
-  for (const file of staleBackups(conf.dataDir, conf.network, valid)) {
-    try {
-      removeBackup(file);
-    } catch (err) {
-      failed.push(annotateError("failed to remove a stale backup file", err));
-    }
-  }
-  if (failed.length === 1) throw failed[0];
-  if (failed.length > 1) throw new TeardownError(failed);
+  await teardown(
+    staleBackups(conf.dataDir, conf.network, valid).map((file) => ({
+      name: file,
+      run: () => annotate("failed to remove a stale backup file", () => removeBackup(file)),
+    })),
+  );
 }
 
 export const tuningPlugin: PluginSpec = {

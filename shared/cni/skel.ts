@@ -50,7 +50,7 @@ export function formatError(err: ErrorJson, cniVersion: string): string {
  * The `cniVersion` of an error reply: the request's (`requested`, undefined when the config could not
  * be read that far) when the plugin supports it, else the newest version the plugin supports.
  */
-export function errorVersion(spec: PluginSpec, requested: string | undefined): string {
+function errorVersion(spec: PluginSpec, requested: string | undefined): string {
   if (requested !== undefined && spec.versions.includes(requested)) return requested;
   return spec.versions.reduce((newest, v) => (versionGte(v, newest) ? v : newest));
 }
