@@ -34,6 +34,8 @@ export interface PluginInvocation {
    * left (`full`: a small tmpfs filled up; new names can still be created, writes fail ENOSPC).
    */
   faultyDirs?: { dir: string; fault: "ro" | "full" }[];
+  /** Runs the plugin in this network namespace (a path) instead of the test's own: its "host". */
+  hostNetns?: string;
 }
 
 /** sh script: applies `ro DIR` / `full DIR` pairs after the executable, then execs it. */
@@ -47,11 +49,12 @@ while [ $# -gt 0 ]; do
 done
 exec "$exe"`;
 
-/** The argv that runs `exe` with `faultyDirs` applied (just `exe` without any). */
-function faultyArgv(exe: string, faultyDirs: PluginInvocation["faultyDirs"]): string[] {
-  if (faultyDirs === undefined || faultyDirs.length === 0) return [exe];
-  const pairs = faultyDirs.flatMap((f) => [f.fault, f.dir]);
-  return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", FAULTY_DIRS_SCRIPT, "sh", exe, ...pairs];
+/** The argv that runs `exe` in `hostNetns` with `faultyDirs` applied (just `exe` without either). */
+function wrappedArgv(exe: string, inv: PluginInvocation): string[] {
+  const inHost = inv.hostNetns === undefined ? [] : ["nsenter", `--net=${inv.hostNetns}`, "--"];
+  if (inv.faultyDirs === undefined || inv.faultyDirs.length === 0) return [...inHost, exe];
+  const pairs = inv.faultyDirs.flatMap((f) => [f.fault, f.dir]);
+  return [...inHost, "unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", FAULTY_DIRS_SCRIPT, "sh", exe, ...pairs];
 }
 
 export interface PluginRun {
@@ -110,7 +113,7 @@ export async function execPlugin(type: string, inv: PluginInvocation): Promise<P
   const binDir = inv.binDir ?? DIST_BIN;
   const exe = join(binDir, type);
   const started = performance.now();
-  const argv = faultyArgv(exe, inv.faultyDirs);
+  const argv = wrappedArgv(exe, inv);
   const proc = Bun.spawn(argv, {
     argv0: argv[0]!,
     env: pluginEnv(inv, binDir),
