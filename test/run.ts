@@ -4,9 +4,10 @@
  * - unit: `bun test` over the co-located `*.test.ts` files (shared/ plugins/ ipam/ meta/ operator/ build/
  *   test/harness/ test/bench/), junit to .test-out/unit.xml.
  * - integration: as root, `bun test` over test/integration/*.test.ts (except `*.vm.test.ts`) inside a
- *   throwaway host network namespace and a private mount namespace with a tmpfs on /run/cni
- *   (`unshare --net --mount`, `lo` brought up first), junit to
- *   .test-out/integration.xml.
+ *   throwaway host network namespace (`unshare --net`, `lo` brought up first) AND a private mount
+ *   namespace with a tmpfs on /var/lib/cni and /run/cni (plugin state such as portmap's localnet
+ *   users, keyed by netns inode, must neither outlive the run nor be found by the next one), junit
+ *   to .test-out/integration.xml.
  * - vm: the `*.vm.test.ts` files (tests needing kernel features the host may lack) in ONE throwaway
  *   QEMU VM with Debian's stock kernel (test/vm/vm-run.sh; the repo is shared read-write), again in
  *   a fresh netns, junit to .test-out/vm.xml. No such files: no boot. A VM that cannot boot is a
@@ -190,30 +191,28 @@ async function runE2eAsRoot(suite: "e2e" | "diff"): Promise<SuiteTotals> {
     .map((f) => `./${E2E_DIR}/${f}`)
     .filter((f) => existsSync(join(REPO_ROOT, f)));
   if (files.length === 0) return saveTotals(suite, failedSuite(`${suite}: no test files under ${E2E_DIR}`));
-  mkdirSync("/var/lib/cni", { recursive: true });
-  mkdirSync("/run/cni", { recursive: true });
-  const argv = [
-    "unshare",
-    "--net",
-    "--mount",
-    "--propagation",
-    "private",
-    "--",
-    "/bin/sh",
-    "-c",
-    'mount -t tmpfs cni-e2e /var/lib/cni && mount -t tmpfs cni-run /run/cni && ip link set lo up && exec "$@"',
-    "sh",
+  const argv = sandboxArgv(["/var/lib/cni", "/run/cni"], [
     process.execPath,
     "test",
     ...files,
     `--timeout=${E2E_TEST_TIMEOUT_MS}`,
     "--reporter=junit",
     `--reporter-outfile=${junitFile(suite)}`,
-  ];
+  ]);
   const started = Date.now();
   const totals = await runBunTest(suite, argv, { ...process.env, [SANDBOX_ENV]: netnsIdOf("self") });
   log(`${suite}: lane took ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return saveTotals(suite, totals);
+}
+
+/**
+ * `command` in a throwaway network namespace (`lo` up) and a private mount namespace where each of
+ * `stateDirs` is an empty tmpfs, so plugin state of the tests never touches the host's.
+ */
+function sandboxArgv(stateDirs: string[], command: string[]): string[] {
+  for (const dir of stateDirs) mkdirSync(dir, { recursive: true });
+  const mounts = stateDirs.map((d) => `mount -t tmpfs cni-test ${d} && `).join("");
+  return ["unshare", "--net", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", `${mounts}ip link set lo up && exec "$@"`, "sh", ...command];
 }
 
 function isRoot(): boolean {
@@ -226,7 +225,7 @@ async function runIntegrationAsRoot(): Promise<SuiteTotals> {
   if (missing.length > 0) {
     log(`integration: dist/bin lacks ${missing.join(", ")} (run \`make build\`); the affected tests will fail`);
   }
-  for (const tool of ["unshare", "nsenter", "ip"]) {
+  for (const tool of ["unshare", "nsenter", "ip", "mount"]) {
     if (Bun.which(tool) === null) {
       return saveTotals("integration", failedSuite(`integration: required tool \`${tool}\` is not installed (run test/setup-host.sh)`));
     }
@@ -235,27 +234,14 @@ async function runIntegrationAsRoot(): Promise<SuiteTotals> {
   if (files.length === 0) {
     return saveTotals("integration", failedSuite(`integration: no *.test.ts files under ${INTEGRATION_DIR}`));
   }
-  // A private mount namespace with a tmpfs on /run/cni: plugins run with default state
-  // directories (tuning backups, firewall records) write there, never to the host's /run/cni.
-  mkdirSync("/run/cni", { recursive: true });
-  const argv = [
-    "unshare",
-    "--net",
-    "--mount",
-    "--propagation",
-    "private",
-    "--",
-    "/bin/sh",
-    "-c",
-    'mount -t tmpfs cni-run /run/cni && ip link set lo up && exec "$@"',
-    "sh",
+  const argv = sandboxArgv(["/var/lib/cni", "/run/cni"], [
     process.execPath,
     "test",
     ...files,
     `--timeout=${INTEGRATION_TEST_TIMEOUT_MS}`,
     "--reporter=junit",
     `--reporter-outfile=${junitFile("integration")}`,
-  ];
+  ]);
   const hostNetns = netnsIdOf("self");
   return saveTotals("integration", await runBunTest("integration", argv, { ...process.env, [SANDBOX_ENV]: hostNetns }));
 }

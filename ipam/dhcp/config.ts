@@ -46,7 +46,7 @@ const ProvideWire = t.object("main.ProvideOption", { option: t.string(), value: 
 const RequestWire = t.object("main.RequestOption", { option: t.string(), skipDefault: t.bool() });
 const IPAMWire = t.object("main.IPAMConfig", {
   type: t.string(),
-  daemonSocketPath: t.string(),
+  daemonSocketPath: t.path(),
   provide: t.array(ProvideWire),
   request: t.array(RequestWire),
   priority: t.int(),

@@ -123,6 +123,9 @@ describe("config", () => {
     expect(() => loadDhcpConfig({ name: "n", ipam: { provide: [{ option: "12", value: "x".repeat(256) }] } }, "")).toThrow("value too long");
     expect(socketPathOf({ name: "n" })).toBe("/run/cni/dhcp.sock");
     expect(() => socketPathOf({ name: "n", ipam: { daemonSocketPath: 5 } })).toThrow("error obtaining socketPath");
+    expect(() => socketPathOf({ name: "n", ipam: { daemonSocketPath: "/run/\0x" } })).toThrow(
+      "error obtaining socketPath: error parsing socket path conf: invalid ipam.daemonSocketPath: a path cannot contain a NUL byte",
+    );
   });
 });
 

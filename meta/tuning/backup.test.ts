@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
-import { backupPath, formatBackup, parseBackup, readBackup, writeBackup } from "./backup.ts";
+import { backupPath, formatBackup, parseBackup, readBackup, removeBackup, staleBackups, writeBackup } from "./backup.ts";
 
 describe("backup file format (upstream MarshalIndent with one space)", () => {
   test("fields in upstream order, only those present", () => {
@@ -10,10 +10,14 @@ describe("backup file format (upstream MarshalIndent with one space)", () => {
     expect(formatBackup({ allmulti: true, txQLen: 1000 })).toBe('{\n "allmulti": true,\n "txQLen": 1000\n}');
     expect(formatBackup({})).toBe("{}");
   });
-  test("the sysctl extension comes last, nested with one more space", () => {
+  test("the sysctl extension comes after the link attributes, nested with one more space", () => {
     expect(formatBackup({ mtu: 1500, sysctlRestore: [["/proc/sys/net/core/somaxconn", "4096"]] })).toBe(
       '{\n "mtu": 1500,\n "sysctlRestore": {\n  "/proc/sys/net/core/somaxconn": "4096"\n }\n}',
     );
+  });
+  test("the network extension comes after sysctlRestore", () => {
+    expect(formatBackup({ mtu: 1500, network: "net1" })).toBe('{\n "mtu": 1500,\n "network": "net1"\n}');
+    expect(parseBackup('{"mtu": 1500, "network": "net1"}')).toEqual({ mtu: 1500, network: "net1" });
   });
   test("parse round-trips and tolerates Go's case-insensitive keys and junk", () => {
     const b = { mac: "aa:bb:cc:dd:ee:ff", promisc: true, mtu: 9000, allmulti: false, txQLen: 0, sysctlRestore: [["/proc/sys/net/a", "1"]] as [string, string][] };
@@ -35,6 +39,41 @@ describe("backup file format (upstream MarshalIndent with one space)", () => {
       expect(readBackup(path)).toEqual({ mtu: 1400 });
     } finally {
       rmSync(base, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("removeBackup and staleBackups (GC)", () => {
+  test("removeBackup: absent is fine, present goes", () => {
+    const dir = mkdtempSync(join(tmpdir(), "tuning-bk-"));
+    try {
+      const path = backupPath(dir, "c", "eth0");
+      removeBackup(path);
+      removeBackup(join(dir, "missing-dir", "c_eth0.json"));
+      writeBackup(path, dir, { mtu: 1400 });
+      removeBackup(path);
+      expect(readBackup(path)).toBeUndefined();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("only this network's files of attachments not in the valid list; Go's files, other networks', links and junk stay", () => {
+    const dir = mkdtempSync(join(tmpdir(), "tuning-gc-"));
+    try {
+      writeBackup(backupPath(dir, "live", "eth0"), dir, { mtu: 1400, network: "net1" });
+      writeBackup(backupPath(dir, "gone", "eth0"), dir, { mtu: 1400, network: "net1" });
+      writeBackup(backupPath(dir, "live", "eth1"), dir, { mtu: 1400, network: "net1" });
+      writeBackup(backupPath(dir, "other", "eth0"), dir, { mtu: 1400, network: "net2" });
+      writeBackup(backupPath(dir, "go", "eth0"), dir, { mtu: 1400 });
+      writeFileSync(join(dir, "junk.json"), "not json");
+      mkdirSync(join(dir, "d.json"));
+      symlinkSync(backupPath(dir, "gone", "eth0"), join(dir, "link_eth0.json"));
+      const stale = staleBackups(dir, "net1", [{ containerID: "live", ifName: "eth0" }]);
+      expect(stale.sort()).toEqual([backupPath(dir, "gone", "eth0"), backupPath(dir, "live", "eth1")]);
+      expect(staleBackups(join(dir, "missing"), "net1", [])).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

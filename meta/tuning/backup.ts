@@ -4,13 +4,16 @@
  * allmulti, txQLen, each only when that attribute was changed), so a Go tuning DEL restores what
  * this plugin's ADD changed and the other way round.
  *
- * Beyond upstream, the old values of the sysctls ADD changed are kept under an extra key,
- * `sysctlRestore` (absolute /proc/sys path → old value, in write order). Go's decoder ignores
- * unknown keys, so a Go DEL still restores the link attributes and removes the file.
+ * Beyond upstream, two extra keys: `sysctlRestore`, the old values of the sysctls ADD changed
+ * (absolute /proc/sys path → old value, in write order), and `network`, the network name, so that
+ * GC collects only its own network's files in a dataDir that several networks share. Go's decoder
+ * ignores unknown keys, so a Go DEL still restores the link attributes and removes the file.
  */
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import type { ValidAttachment } from "../../shared/cni/netconf.ts";
 import { goJsonString } from "../../shared/cni/result/go-json.ts";
+import { ENOENT } from "../../shared/sys/errno.ts";
+import { hasErrno } from "../../shared/sys/errors.ts";
+import { joinPath, lstatIfExists, mkdirAll, readDir, readTextFile, unlink, writeFile } from "../../shared/sys/file.ts";
 
 /** What DEL restores. Absent fields were not changed by ADD. */
 export interface LinkBackup {
@@ -21,11 +24,18 @@ export interface LinkBackup {
   txQLen?: number;
   /** Extension: /proc/sys path → value before ADD wrote it, in write order. */
   sysctlRestore?: [string, string][];
+  /** Extension: the network whose ADD wrote the file (absent in files Go wrote). */
+  network?: string;
 }
 
 /** `<dataDir>/<containerID>_<ifName>.json` */
 export function backupPath(dataDir: string, containerID: string, ifName: string): string {
-  return join(dataDir, `${containerID}_${ifName}.json`);
+  return joinPath(dataDir, backupName(containerID, ifName));
+}
+
+/** `<containerID>_<ifName>.json` */
+function backupName(containerID: string, ifName: string): string {
+  return `${containerID}_${ifName}.json`;
 }
 
 /** Go's MarshalIndent with a one-space indent, in upstream's field order (plus the extension last). */
@@ -40,6 +50,7 @@ export function formatBackup(b: LinkBackup): string {
     const inner = b.sysctlRestore.map(([k, v]) => `  ${goJsonString(k)}: ${goJsonString(v)}`);
     members.push(` "sysctlRestore": {\n${inner.join(",\n")}\n }`);
   }
+  if (b.network !== undefined) members.push(` "network": ${goJsonString(b.network)}`);
   if (members.length === 0) return "{}";
   return `{\n${members.join(",\n")}\n}`;
 }
@@ -87,6 +98,8 @@ export function parseBackup(text: string): LinkBackup | undefined {
     );
     if (entries.length > 0) b.sysctlRestore = entries;
   }
+  const network = field(o, "network");
+  if (typeof network === "string") b.network = network;
   return b;
 }
 
@@ -96,29 +109,60 @@ export function parseBackup(text: string): LinkBackup | undefined {
  * CAP_DAC_OVERRIDE can enter; 0700 gives its owner the same access and no one else any (DIFFERENCES.md).
  */
 export function writeBackup(path: string, dataDir: string, b: LinkBackup): void {
-  let exists = true;
-  try {
-    statSync(dataDir);
-  } catch {
-    exists = false;
-  }
-  if (!exists) mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  writeFileSync(path, formatBackup(b), { mode: 0o600 });
+  mkdirAll(dataDir, 0o700);
+  writeFile(path, formatBackup(b), 0o600);
 }
 
 /** Reads the backup file: undefined when absent; `null` when present but unreadable as JSON. */
 export function readBackup(path: string): LinkBackup | null | undefined {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readTextFile(path);
   } catch (err) {
-    if ((err as { code?: unknown }).code === "ENOENT") return undefined;
+    if (hasErrno(err, ENOENT)) return undefined;
     throw err;
   }
   return parseBackup(text) ?? null;
 }
 
-/** Removes the backup file (absent is fine). */
+/**
+ * Removes the backup file. Absent is fine, also on a file system that refuses every change (unlink
+ * of a missing name there fails with EROFS, not ENOENT).
+ */
 export function removeBackup(path: string): void {
-  rmSync(path, { force: true });
+  if (lstatIfExists(path) === undefined) return;
+  try {
+    unlink(path);
+  } catch (err) {
+    if (!hasErrno(err, ENOENT)) throw err;
+  }
+}
+
+/**
+ * The backup files in `dataDir` that network `network` wrote for attachments not in `valid`
+ * (GC's stale ones). Files without our `network` key (Go's, or another network's) are never
+ * returned; a missing dataDir has none.
+ */
+export function staleBackups(dataDir: string, network: string, valid: readonly ValidAttachment[]): string[] {
+  const keep = new Set(valid.map((a) => backupName(a.containerID, a.ifName)));
+  let entries;
+  try {
+    entries = readDir(dataDir);
+  } catch (err) {
+    if (hasErrno(err, ENOENT)) return [];
+    throw err;
+  }
+  const stale: string[] = [];
+  for (const e of entries) {
+    if (e.kind !== "file" || !e.name.endsWith(".json") || keep.has(e.name)) continue;
+    const path = joinPath(dataDir, e.name);
+    let b;
+    try {
+      b = readBackup(path);
+    } catch {
+      continue; // unreadable: not provably ours
+    }
+    if (b?.network === network) stale.push(path);
+  }
+  return stale;
 }

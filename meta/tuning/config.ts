@@ -23,7 +23,7 @@ const argsCniSchema = t.object("IPAMArgs", {
 
 const tuningSchema = t.object("TuningConf", {
   ...netConfFields,
-  dataDir: t.string(),
+  dataDir: t.path(),
   sysctl: t.map(t.string()),
   mac: t.string(),
   promisc: t.bool(),
@@ -36,6 +36,8 @@ const tuningSchema = t.object("TuningConf", {
 
 /** The merged tuning configuration. Optional attributes are undefined when not configured. */
 export interface TuningConfig {
+  /** The network name (recorded in the backup file for GC). */
+  network: string;
   dataDir: string;
   /** Keys in config order, args.cni entries merged in (they win). */
   sysctl: Map<string, string>;
@@ -69,6 +71,7 @@ export function requireMac(mac: string): string {
 export function loadTuningConfig(args: CmdArgs): TuningConfig {
   const c = loadNetConf(tuningSchema, args);
   const conf: TuningConfig = {
+    network: c.name ?? "",
     dataDir: c.dataDir !== undefined && c.dataDir !== "" ? c.dataDir : DEFAULT_DATA_DIR,
     sysctl: new Map(Object.entries(c.sysctl ?? {})),
     mac: c.mac ?? "",

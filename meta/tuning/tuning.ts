@@ -8,25 +8,30 @@
  * sysctls, backup file, MAC (and the result's interface MAC), promisc on, MTU, allmulti, txQLen.
  * Output = prevResult. A failure undoes what ADD changed with DEL's restore steps.
  * CHECK: sysctl values, link present, MAC, promisc (compared even when not configured), MTU,
- * allmulti, txQLen. DEL: every restore step from the backup file (the file goes once all
- * succeeded); never fails once the config parses, as upstream.
+ * allmulti, txQLen. A MAC change is refused when the link's current address could not be set back
+ * (lo's 00:00:00:00:00:00: the kernel refuses it), before anything is changed on the link.
+ * DEL: every restore step from the backup file, then the file goes (a restore that failed is written
+ * to stderr: as upstream, DEL does not fail for it); DEL fails only when the file cannot be removed.
+ * GC: removes this network's backup files of attachments not in `cni.dev/valid-attachments`.
  *
  * Deliberate differences from upstream: DIFFERENCES.md.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
-import { InternalError } from "../../shared/cni/errors.ts";
+import { InternalError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
+import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
+import { writeAllSync } from "../../shared/cni/stdio.ts";
 import { teardown, TeardownError, Undo, type TeardownStep } from "../../shared/cni/teardown.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { annotate, annotateError } from "../../shared/error/annotate.ts";
 import { requirePrevResult } from "../../shared/iface/check.ts";
-import { parseMacAddress } from "../../shared/ip/mac-address.ts";
+import { isValidEtherAddr, parseMacAddress } from "../../shared/ip/mac-address.ts";
 import { IFF_ALLMULTI, IFF_PROMISC } from "../../shared/netlink/constants/if-link.ts";
 import { Handle, type Link } from "../../shared/netlink/index.ts";
 import { withNetNS, type NetNS } from "../../shared/netns/index.ts";
 import { PathError } from "../../shared/sys/path-error.ts";
-import { backupPath, readBackup, removeBackup, writeBackup, type LinkBackup } from "./backup.ts";
+import { backupPath, readBackup, removeBackup, staleBackups, writeBackup, type LinkBackup } from "./backup.ts";
 import { changesLink, loadTuningConfig, requireMac, type TuningConfig } from "./config.ts";
 import { ALLOWLIST_PATH, checkAllowlist, checkDuplicateSysctlKeys, parseAllowlist, sysctlFileName } from "./sysctl-keys.ts";
 
@@ -108,8 +113,16 @@ function restoreSysctls(ns: NetNS, entries: readonly [string, string][]): void {
 
 // ---- link attributes -------------------------------------------------------------------------
 
-/** The current values of exactly the attributes `conf` changes (upstream createBackup). */
+/**
+ * The current values of exactly the attributes `conf` changes (upstream createBackup). A MAC that
+ * the kernel would not take back (not a valid unicast Ethernet address) is refused (code 7).
+ */
 function snapshot(link: Link, conf: TuningConfig): LinkBackup {
+  if (conf.mac !== "" && !isValidEtherAddr(link.mac ?? "")) {
+    throw new InvalidConfigError(
+      `cannot set mac on ${JSON.stringify(link.name)}: its current address ${link.mac ?? "(none)"} could not be restored on DEL`,
+    );
+  }
   const b: LinkBackup = {};
   if (conf.mac !== "") b.mac = link.mac ?? "";
   if (conf.promisc) b.promisc = isPromisc(link);
@@ -167,7 +180,7 @@ async function add(args: CmdArgs): Promise<Result> {
   using ns = openContainerNetns(args.netns);
   using nl = Handle.open(ns);
   const file = backupPath(conf.dataDir, args.containerID, args.ifName);
-  const backup: LinkBackup = {};
+  const backup: LinkBackup = { network: conf.network };
   const target: { index?: number } = {};
   // The backup file goes too: ADD leaves nothing for DEL to restore.
   const undo = new Undo([...restoreSteps(ns, nl, target, backup), { name: BACKUP_FILE_STEP, run: () => removeBackup(file) }]);
@@ -255,17 +268,28 @@ async function restoreFrom(args: CmdArgs, backup: LinkBackup): Promise<void> {
 async function del(args: CmdArgs): Promise<void> {
   const conf = loadTuningConfig(args);
   const file = backupPath(conf.dataDir, args.containerID, args.ifName);
-  // Upstream swallows every restore error: DEL succeeds once the config parses. A failed restore
-  // keeps the backup file, so a repeated DEL tries again.
   try {
     const backup = readBackup(file);
-    if (backup === undefined) return;
     // An unreadable file (null) restores nothing, as upstream, and goes.
-    if (backup !== null) await restoreFrom(args, backup);
-    removeBackup(file);
-  } catch {
-    // as upstream: DEL never fails here
+    if (backup !== undefined && backup !== null) await restoreFrom(args, backup);
+  } catch (err) {
+    // As upstream, a restore that fails does not fail DEL; unlike upstream, the file goes anyway:
+    // a restore that failed once (lo's MAC) fails again, and the file would stay forever.
+    writeAllSync(2, `tuning: restoring ${args.ifName} from ${file} failed: ${messageOf(err)}\n`);
   }
+  annotate("failed to remove the backup file", () => removeBackup(file));
+}
+
+async function gc(args: CmdArgs): Promise<void> {
+  const conf = loadTuningConfig(args);
+  const valid = validAttachmentsOf(args.config);
+  if (valid === undefined) return; // absent or malformed: collect nothing
+  await teardown(
+    staleBackups(conf.dataDir, conf.network, valid).map((file) => ({
+      name: file,
+      run: () => annotate("failed to remove a stale backup file", () => removeBackup(file)),
+    })),
+  );
 }
 
 export const tuningPlugin: PluginSpec = {
@@ -275,5 +299,5 @@ export const tuningPlugin: PluginSpec = {
   check,
   del,
   status: () => {},
-  gc: () => {},
+  gc,
 };

@@ -25,6 +25,13 @@ function failure(fn: () => unknown): [number, string] {
 }
 
 describe("decode", () => {
+  test("t.path: a NUL byte is refused naming the field (code 7), other strings pass", () => {
+    const Conf = t.object("Conf", { dataDir: t.path(), ipam: t.object("IPAM", { socket: t.path() }) });
+    expect(decode(Conf, { dataDir: "/run/x", ipam: { socket: "" } })).toEqual({ dataDir: "/run/x", ipam: { socket: "" } });
+    expect(failure(() => decode(Conf, { dataDir: "/run/\0x" }))).toEqual([7, "invalid dataDir: a path cannot contain a NUL byte"]);
+    expect(failure(() => decode(Conf, { ipam: { socket: "\0" } }))).toEqual([7, "invalid ipam.socket: a path cannot contain a NUL byte"]);
+    expect(failure(() => decode(Conf, { dataDir: 5 }))).toEqual([7, "json: cannot unmarshal number into Go struct field Conf.dataDir of type string"]);
+  });
   test("matches keys case-insensitively and ignores unknown keys", () => {
     const out = decode(NetConf, { NAME: "n", MTU: 1400, isgateway: true, unknown: 1, IPAM: { Type: "host-local" } });
     expect(out).toEqual({ name: "n", mtu: 1400, isGateway: true, ipam: { type: "host-local" } });

@@ -90,6 +90,20 @@ export const t = {
       },
     };
   },
+  /**
+   * A `string` that names a file or directory: beyond Go, a NUL byte (which no path can hold, and
+   * which Go would pass on to a failing syscall) is refused up front, naming the field (code 7).
+   */
+  path(): Schema<string> {
+    return {
+      goType: "string",
+      decode(value, ctx) {
+        if (typeof value !== "string") mismatch(value, ctx, "string");
+        if (value.includes("\0")) throw new InvalidConfigError(`invalid ${ctx.path}: a path cannot contain a NUL byte`);
+        return value;
+      },
+    };
+  },
   bool(): Schema<boolean> {
     return {
       goType: "bool",

@@ -96,9 +96,18 @@ describe("validateInterfaceName", () => {
     ["a b", "interface name contains / or : or whitespace characters"],
     ["a\tb", "interface name contains / or : or whitespace characters"],
     ["a\u00a0b", "interface name contains / or : or whitespace characters"],
+    // Upstream accepts these; the kernel would not create them as given.
+    ["eth%d", "interface name contains %, which the kernel replaces with a number"],
+    ["%", "interface name contains %, which the kernel replaces with a number"],
+    ["a%s", "interface name contains %, which the kernel replaces with a number"],
+    ["all", 'interface name "all" is reserved by the kernel'],
+    ["default", 'interface name "default" is reserved by the kernel'],
   ])("rejects %p", (name, msg) => {
     const [code, message] = codeOf(() => validateInterfaceName(name));
     expect(code).toBe(4);
     expect(message).toBe(msg);
+  });
+  test.each(["All", "alls", "defaults", "eth-d"])("accepts %p (the kernel creates it as given)", (name) => {
+    expect(() => validateInterfaceName(name)).not.toThrow();
   });
 });

@@ -1,7 +1,8 @@
 /**
- * The CNI_* environment table (cni v1.3.0 skel): which variables each
- * command requires, in which order they are checked, and how container IDs and interface names are
- * validated. Errors keep upstream's wording and codes.
+ * The CNI_* environment table (cni v1.3.0 `pkg/skel` getCmdArgsFromEnv, `pkg/utils`): which variables
+ * each command requires, in which order they are checked, and how container IDs and interface names
+ * are validated. Errors keep upstream's wording and codes; interface names are also refused where
+ * the kernel would not create them as given (DIFFERENCES.md).
  */
 import { InvalidEnvError, UnknownContainerError } from "./errors.ts";
 
@@ -45,7 +46,23 @@ export function validateContainerID(id: string): void {
 /** Unicode white space as Go's `unicode.IsSpace` sees it. */
 const GO_SPACE = /[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/u;
 
-/** `ValidateInterfaceName`: 1..15 bytes, not `.`/`..`, no `/`, `:` or white space; code 4. */
+/**
+ * Names upstream's ValidateInterfaceName allows that the kernel will not create as given: with a
+ * `%` the kernel picks the name itself (`eth%d` becomes `eth0`, net/core/dev.c dev_alloc_name) or
+ * refuses it; `all` and `default` are the names of the per-family entries in /proc/sys/net/ipv4/conf,
+ * which the kernel refuses as link names (EINVAL). A plugin that created a link under such a name
+ * would look it up by a name it does not have.
+ */
+function kernelRefusal(name: string): string | undefined {
+  if (name.includes("%")) return "interface name contains %, which the kernel replaces with a number";
+  if (name === "all" || name === "default") return `interface name ${JSON.stringify(name)} is reserved by the kernel`;
+  return undefined;
+}
+
+/**
+ * `ValidateInterfaceName`: 1..15 bytes, not `.`/`..`, no `/`, `:` or white space; then
+ * {@link kernelRefusal}; code 4.
+ */
 export function validateInterfaceName(name: string): void {
   if (name === "") throw new InvalidEnvError("interface name is empty");
   if (Buffer.byteLength(name, "utf8") > 15) {
@@ -55,6 +72,8 @@ export function validateInterfaceName(name: string): void {
   if (name.includes("/") || name.includes(":") || GO_SPACE.test(name)) {
     throw new InvalidEnvError("interface name contains / or : or whitespace characters");
   }
+  const refusal = kernelRefusal(name);
+  if (refusal !== undefined) throw new InvalidEnvError(refusal, { details: name });
 }
 
 export interface CniEnv {

@@ -98,11 +98,11 @@ describe("skel", () => {
     expect(JSON.parse(r.stdout)).toEqual({ cniVersion: "0.1.0", ip4: { ip: "10.0.0.2/24", gateway: "10.0.0.1" }, dns: {} });
   });
 
-  test("formats errors as 4-space JSON with code, msg and details, exit 1", async () => {
+  test("formats errors as 4-space JSON with cniVersion, code, msg and details, exit 1", async () => {
     const r = await run({ ...baseEnv, CNI_COMMAND: "ADD" }, conf("9.9.9"));
     expect(r.status).toBe(1);
     expect(r.stdout).toBe(
-      '{\n    "code": 1,\n    "msg": "incompatible CNI versions",\n    "details": "config is \\"9.9.9\\", plugin supports [\\"0.1.0\\" \\"0.2.0\\" \\"0.3.0\\" \\"0.3.1\\" \\"0.4.0\\" \\"1.0.0\\" \\"1.1.0\\"]"\n}',
+      '{\n    "cniVersion": "1.1.0",\n    "code": 1,\n    "msg": "incompatible CNI versions",\n    "details": "config is \\"9.9.9\\", plugin supports [\\"0.1.0\\" \\"0.2.0\\" \\"0.3.0\\" \\"0.3.1\\" \\"0.4.0\\" \\"1.0.0\\" \\"1.1.0\\"]"\n}',
     );
     expect(r.calls).toEqual([]);
   });
@@ -133,7 +133,7 @@ describe("skel", () => {
 
   test("rejects an unknown command with code 4 after reading the config", async () => {
     const r = await run({ ...baseEnv, CNI_COMMAND: "BOGUS" }, conf("1.0.0"));
-    expect(JSON.parse(r.stdout)).toEqual({ code: 4, msg: "unknown CNI_COMMAND: BOGUS" });
+    expect(JSON.parse(r.stdout)).toMatchObject({ code: 4, msg: "unknown CNI_COMMAND: BOGUS" });
   });
 
   test.each([
@@ -154,7 +154,7 @@ describe("skel", () => {
       ...fakeSpec(calls),
       versions: ["0.3.0", "0.4.0", "1.0.0"],
     }));
-    expect(JSON.parse(r.stdout)).toEqual({ code: 1, msg: "plugin version does not allow CHECK" });
+    expect(JSON.parse(r.stdout)).toMatchObject({ code: 1, msg: "plugin version does not allow CHECK" });
   });
 
   test.each(["CHECK", "STATUS", "GC", "DEL"])("calls the %s handler and prints nothing", async (command) => {
@@ -175,6 +175,7 @@ describe("skel", () => {
   test("refuses the plugin's own netns with code 8 before running ADD", async () => {
     const r = await run({ ...baseEnv, CNI_COMMAND: "ADD", CNI_NETNS: "/proc/self/ns/net" }, conf("1.0.0"));
     expect(JSON.parse(r.stdout)).toEqual({
+      cniVersion: "1.0.0",
       code: 8,
       msg: "plugin's netns and netns from CNI_NETNS should not be the same",
     });
@@ -198,8 +199,18 @@ describe("skel", () => {
       },
     });
     const a = await run({ ...baseEnv, CNI_COMMAND: "ADD" }, conf("1.0.0"), failing(new InvalidConfigError("bad mtu")));
-    expect(JSON.parse(a.stdout)).toEqual({ code: 7, msg: "bad mtu" });
+    expect(JSON.parse(a.stdout)).toEqual({ cniVersion: "1.0.0", code: 7, msg: "bad mtu" });
     const b = await run({ ...baseEnv, CNI_COMMAND: "ADD" }, conf("1.0.0"), failing(new Error("boom <&>")));
-    expect(b.stdout).toBe('{\n    "code": 999,\n    "msg": "boom \\u003c\\u0026\\u003e"\n}');
+    expect(b.stdout).toBe('{\n    "cniVersion": "1.0.0",\n    "code": 999,\n    "msg": "boom \\u003c\\u0026\\u003e"\n}');
+  });
+
+  test("an error carries the request's cniVersion when supported, else the newest supported one", async () => {
+    const versionOf = async (env: Record<string, string>, stdin: string) => JSON.parse((await run(env, stdin)).stdout).cniVersion;
+    expect(await versionOf({ ...baseEnv, CNI_COMMAND: "BOGUS" }, conf("0.3.1"))).toBe("0.3.1");
+    expect(await versionOf({ ...baseEnv, CNI_COMMAND: "BOGUS" }, conf())).toBe("0.1.0");
+    expect(await versionOf({ ...baseEnv, CNI_COMMAND: "ADD" }, "{not json")).toBe("1.1.0");
+    expect(await versionOf({ CNI_COMMAND: "ADD" }, conf("0.4.0"))).toBe("1.1.0"); // env refused before stdin is read
+    const older = (calls: string[]) => ({ ...fakeSpec(calls), versions: ["0.3.1", "0.4.0"] });
+    expect(JSON.parse((await run({ ...baseEnv, CNI_COMMAND: "ADD" }, conf("1.0.0"), older)).stdout).cniVersion).toBe("0.4.0");
   });
 });

@@ -4,7 +4,10 @@
  * - the "CNI_NETNS is the plugin's own netns" guard (code 8) runs BEFORE the handler, for ADD, CHECK
  *   and DEL, so a mistaken runtime never gets the host's interfaces rewired (upstream checks after
  *   ADD/DEL have already done their work);
- * - results and errors are written synchronously and completely before the exit status is returned.
+ * - results and errors are written synchronously and completely before the exit status is returned;
+ * - an error carries `cniVersion` (SPEC.md "Error": cniVersion, code, msg, details): the config's
+ *   version when the plugin supports it, else the newest one it does ({@link errorVersion}). Go 1.1.1
+ *   omits the key.
  *
  * Handlers return data; skel converts a Result to the config's cniVersion and prints it.
  */
@@ -38,9 +41,18 @@ export function aboutText(spec: PluginSpec, buildVersion: string): string {
   return `CNI ${spec.name} plugin ${buildVersion}\nCNI protocol versions supported: ${spec.versions.join(", ")}\n`;
 }
 
-/** Formats an error the way upstream prints it: 4-space JSON, code/msg/details, no newline. */
-export function formatError(err: ErrorJson): string {
-  return goJsonMarshalIndent(err);
+/** Formats an error as upstream prints it (4-space JSON, no newline), `cniVersion` first as in SPEC.md. */
+export function formatError(err: ErrorJson, cniVersion: string): string {
+  return goJsonMarshalIndent({ cniVersion, ...err });
+}
+
+/**
+ * The `cniVersion` of an error reply: the request's (`requested`, undefined when the config could not
+ * be read that far) when the plugin supports it, else the newest version the plugin supports.
+ */
+function errorVersion(spec: PluginSpec, requested: string | undefined): string {
+  if (requested !== undefined && spec.versions.includes(requested)) return requested;
+  return spec.versions.reduce((newest, v) => (versionGte(v, newest) ? v : newest));
 }
 
 /** Go's decoder refuses JSON nested deeper than this. */
@@ -222,24 +234,31 @@ async function runPluginOnce(spec: PluginSpec, io: PluginIO, buildVersion: strin
       io.stderr(aboutText(spec, buildVersion));
       return 0;
     }
-    io.stdout(formatError(toErrorJson(err)));
+    io.stdout(formatError(toErrorJson(err), errorVersion(spec, undefined)));
     return 1;
   }
   if (env.command === "VERSION") {
     io.stdout(versionText(spec.versions));
     return 0;
   }
+  const request: Request = {};
   try {
-    const result = await dispatch(spec, io, env);
+    const result = await dispatch(spec, io, env, request);
     if (result !== undefined) io.stdout(result);
     return 0;
   } catch (err) {
-    io.stdout(formatError(toErrorJson(err)));
+    io.stdout(formatError(toErrorJson(err), errorVersion(spec, request.cniVersion)));
     return 1;
   }
 }
 
-async function dispatch(spec: PluginSpec, io: PluginIO, env: CniEnv): Promise<string | undefined> {
+/** What {@link dispatch} learnt of the request before it failed. */
+interface Request {
+  /** The config's cniVersion ("" read as 0.1.0), once stdin has been decoded that far. */
+  cniVersion?: string;
+}
+
+async function dispatch(spec: PluginSpec, io: PluginIO, env: CniEnv, request: Request): Promise<string | undefined> {
   let stdinData: Uint8Array;
   try {
     stdinData = io.readStdin();
@@ -251,6 +270,7 @@ async function dispatch(spec: PluginSpec, io: PluginIO, env: CniEnv): Promise<st
   markOuter("config parsed");
   const rawVersion = configVersionOf(config);
   const version = rawVersion === "" ? "0.1.0" : rawVersion;
+  request.cniVersion = version;
   const args = (command: Command): CmdArgs => ({
     command,
     containerID: env.containerID,

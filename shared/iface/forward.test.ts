@@ -16,6 +16,8 @@ describe.skipIf(skipUnlessRoot("shared/ip forward"))("enableIPForward", () => {
   test("writes 1 only for the families asked for, in the calling thread's netns", () => {
     using scratch = createScratchNetns();
     const read = (k: string) => runIn(scratch, ["sysctl", "-n", k]).trim();
+    // A new netns copies ip_forward from the host's (net.core.devconf_inherit_init_net): start from 0.
+    runIn(scratch, ["sysctl", "-qw", "net.ipv4.ip_forward=0", "net.ipv6.conf.all.forwarding=0"]);
     expect(read("net.ipv4.ip_forward")).toBe("0");
     withNetNS(scratch.ns, () => enableIPForward({ v4: true, v6: false }));
     expect(read("net.ipv4.ip_forward")).toBe("1");

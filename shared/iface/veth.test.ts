@@ -59,6 +59,17 @@ describe.skipIf(SKIP)("setupVeth", () => {
     expect(seen).toEqual([c.index]);
   });
 
+  test("a name the kernel rewrites (eth%d) is refused after onCreated learnt the pair's index, so a rollback can remove it", () => {
+    const seen: number[] = [];
+    expect(() => setupVeth({ containerNl: contNl, hostNl, hostNs: host.ns, ifName: "eth%d", onCreated: (i) => seen.push(i) })).toThrow(
+      /^the kernel named the container veth "eth\d+", not "eth%d"$/,
+    );
+    expect(seen.length).toBe(1);
+    const made = contNl.linkByIndex(seen[0]!);
+    expect(made.name).toMatch(/^eth\d+$/);
+    contNl.linkDel(seen[0]!);
+  });
+
   test("applies an explicit MAC and host name", () => {
     const { host: h, container: c } = setupVeth({
       containerNl: contNl,

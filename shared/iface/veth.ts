@@ -56,9 +56,17 @@ function linkInfo(l: Link): LinkInfo {
  */
 export function setupVeth(o: SetupVethOptions): { host: LinkInfo; container: LinkInfo } {
   const hostName = createPair(o);
-  const container = annotate(`failed to lookup ${JSON.stringify(o.ifName)}`, () => o.containerNl.linkByName(o.ifName));
-  o.onCreated?.(container.index);
   let host = annotate(`failed to lookup ${JSON.stringify(hostName)} in ${JSON.stringify(o.hostNs.path)}`, () => o.hostNl.linkByName(hostName));
+  // The container end is the host end's peer (IFLA_LINK), found by index: a name the kernel chose
+  // itself (`eth%d` becomes `eth0`) would not be found by name, and the pair would stay behind.
+  const container =
+    host.parentIndex !== undefined
+      ? annotate(`failed to lookup ${JSON.stringify(o.ifName)}`, () => o.containerNl.linkByIndex(host.parentIndex!))
+      : annotate(`failed to lookup ${JSON.stringify(o.ifName)}`, () => o.containerNl.linkByName(o.ifName));
+  o.onCreated?.(container.index);
+  if (container.name !== o.ifName) {
+    throw new InternalError(`the kernel named the container veth ${JSON.stringify(container.name)}, not ${JSON.stringify(o.ifName)}`);
+  }
   annotate(`failed to set ${JSON.stringify(hostName)} up`, () => o.hostNl.linkSetUp(host.index));
   setSysctlsQuietly(o.hostNs, [[`net/ipv6/conf/${hostName}/accept_ra`, "0"]]);
   host = o.hostNl.linkByIndex(host.index);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { invalidMacMessage, parseHardwareAddr, parseMacAddress } from "./mac-address.ts";
+import { invalidMacMessage, isValidEtherAddr, parseHardwareAddr, parseMacAddress } from "./mac-address.ts";
 
 describe("parseMacAddress (Go net.ParseMAC, 6-byte forms)", () => {
   test("accepts colon, dash and dotted forms, normalised to lower-case colons", () => {
@@ -29,5 +29,14 @@ describe("parseHardwareAddr (Go net.ParseMAC, every length)", () => {
     for (const bad of ["", "0a:1b:2c:3d:4e", "0a:1b:2c:3d:4e:5g", "0a:1b-2c:3d:4e:5f", "0a1b2c3d4e5f", "0a:1b:2c:3d:4e:5f:", "0a:1b:2c:3d:4e:5f:00", "0a1b.2c3d"]) {
       expect(parseHardwareAddr(bad)).toBeUndefined();
     }
+  });
+});
+
+describe("isValidEtherAddr (kernel is_valid_ether_addr)", () => {
+  test.each(["0a:58:0a:47:00:99", "02:00:00:00:00:01", "A8-BB-CC-DD-EE-FF"])("accepts %p", (mac) => {
+    expect(isValidEtherAddr(mac)).toBe(true);
+  });
+  test.each(["00:00:00:00:00:00", "01:00:5e:00:00:01", "ff:ff:ff:ff:ff:ff", "33:33:00:00:00:01", "zz", "00:00:00:00:00:00:00:01"])("refuses %p", (mac) => {
+    expect(isValidEtherAddr(mac)).toBe(false);
   });
 });

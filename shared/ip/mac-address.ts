@@ -33,3 +33,13 @@ export function parseMacAddress(s: string): string | undefined {
 export function invalidMacMessage(s: string): string {
   return `address ${s}: invalid MAC address`;
 }
+
+/**
+ * The kernel's `is_valid_ether_addr` (include/linux/etherdevice.h): a 6-byte address that is neither
+ * all zeros nor multicast. Only such an address can be set on an Ethernet-like link.
+ */
+export function isValidEtherAddr(s: string): boolean {
+  const mac = parseMacAddress(s);
+  if (mac === undefined || mac === "00:00:00:00:00:00") return false;
+  return (parseInt(mac.slice(0, 2), 16) & 1) === 0;
+}

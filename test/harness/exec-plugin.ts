@@ -30,6 +30,33 @@ export interface PluginInvocation {
   timeoutMs?: number;
   /** A command prefix that runs the plugin, e.g. `nsenter --mount=... --` (PrivateMountNs.prefix). */
   wrap?: string[];
+  /**
+   * Failing disks: the plugin runs in a private mount namespace (the host's mounts are untouched)
+   * where each `dir` is read-only (`ro`, its content kept) or an empty file system with no space
+   * left (`full`: a small tmpfs filled up; new names can still be created, writes fail ENOSPC).
+   */
+  faultyDirs?: { dir: string; fault: "ro" | "full" }[];
+  /** Runs the plugin in this network namespace (a path) instead of the test's own: its "host". */
+  hostNetns?: string;
+}
+
+/** sh script: applies `ro DIR` / `full DIR` pairs after the executable, then execs it. */
+const FAULTY_DIRS_SCRIPT = `exe=$1; shift
+while [ $# -gt 0 ]; do
+  case $1 in
+    ro) mount --bind "$2" "$2" && mount -o remount,bind,ro "$2" ;;
+    full) mount -t tmpfs -o size=64k tmpfs "$2" && { cat /dev/zero >"$2/.fill" 2>/dev/null; true; } ;;
+  esac || exit 125
+  shift 2
+done
+exec "$exe"`;
+
+/** The argv that runs `exe` in `hostNetns` with `faultyDirs` applied (just `exe` without either). */
+function wrappedArgv(exe: string, inv: PluginInvocation): string[] {
+  const inHost = inv.hostNetns === undefined ? [] : ["nsenter", `--net=${inv.hostNetns}`, "--"];
+  if (inv.faultyDirs === undefined || inv.faultyDirs.length === 0) return [...inHost, exe];
+  const pairs = inv.faultyDirs.flatMap((f) => [f.fault, f.dir]);
+  return [...inHost, "unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", FAULTY_DIRS_SCRIPT, "sh", exe, ...pairs];
 }
 
 export interface PluginRun {
@@ -88,9 +115,9 @@ export async function execPlugin(type: string, inv: PluginInvocation): Promise<P
   const binDir = inv.binDir ?? DIST_BIN;
   const exe = join(binDir, type);
   const started = performance.now();
-  const wrap = inv.wrap ?? [];
-  const proc = Bun.spawn([...wrap, exe], {
-    argv0: wrap[0] ?? exe,
+  const argv = [...(inv.wrap ?? []), ...wrappedArgv(exe, inv)];
+  const proc = Bun.spawn(argv, {
+    argv0: argv[0]!,
     env: pluginEnv(inv, binDir),
     cwd: inv.cwd ?? process.cwd(),
     stdin: stdinBytes(inv.config),

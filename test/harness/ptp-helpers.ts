@@ -4,7 +4,6 @@
  * test process's throwaway host netns or inside a container netns with nsenter.
  */
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { listAddrs, listLinks, type IpLink } from "./ip-oracle.ts";
 
 export interface PtpConfOptions {
@@ -94,11 +93,6 @@ export function hostVethNames(): string[] {
   return listLinks(undefined)
     .filter((l) => l.ifname.startsWith("veth"))
     .map((l) => l.ifname);
-}
-
-/** A /proc/sys value of our netns. */
-export function sysctl(path: string): string {
-  return readFileSync(`/proc/sys/${path}`, "utf8").trim();
 }
 
 /** One ICMP echo from `netns` to `ip` (busybox ping); true when answered. */

@@ -5,12 +5,13 @@
  * store and real pings between namespaces.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
 import type { PluginInvocation, PluginRun } from "../harness/exec-plugin.ts";
 import { addrsOf, findLink, isUp, listRoutes } from "../harness/ip-oracle.ts";
+import { hostSysctl, setHostSysctl } from "../harness/host-sysctl.ts";
 import { createContainerNetns } from "../harness/netns.ts";
 import { sandboxed } from "../harness/sandbox.ts";
 import { formatChainName as chainName } from "../../shared/firewall/naming.ts";
@@ -40,10 +41,6 @@ function fresh(): { bridge: string; subnet: string; gw: string; n: number } {
 
 function inv(command: string, netns: string, config: Record<string, unknown>, extra: Partial<PluginInvocation> = {}): PluginInvocation {
   return { command, containerID: "ctr-br", netns, ifName: "eth0", config, ...extra };
-}
-
-function hostSysctl(key: string): string {
-  return readFileSync(`/proc/sys/${key}`, "utf8").trim();
 }
 
 function netDir(dataDir: string, name = "brnet"): string {
@@ -170,7 +167,10 @@ describe.skipIf(!sandboxed())("bridge", () => {
     const conf = bridgeConfig({ cniVersion: "1.0.0", bridge, dataDir, subnets: [subnet], extra: { isGateway: true } });
     const a = await createContainerNetns();
     const b = await createContainerNetns();
+    const forward = setHostSysctl("net.ipv4.ip_forward", "0"); // isGateway turns it on: start from off
     const ra = await add(conf, a.path, { containerID: "ctr-a" });
+    expect(hostSysctl("net.ipv4.ip_forward")).toBe("1");
+    setHostSysctl("net.ipv4.ip_forward", forward);
     const rb = await add(conf, b.path, { containerID: "ctr-b" });
     const ipA = ipOf(ra.ips[0].address);
     const ipB = ipOf(rb.ips[0].address);

@@ -9,6 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
+import { useHostSysctls } from "../harness/host-sysctl.ts";
 import { ConflistRunner, type NetworkConfigList, type RuntimeConf } from "../harness/conflist.ts";
 import { createContainerNetns, type ContainerNetns } from "../harness/netns.ts";
 import { DIST_BIN, GO_BIN_DIR, hasGoPlugin } from "../harness/paths.ts";
@@ -61,8 +62,8 @@ describe.skipIf(!sandboxed() || !hasGoPlugin("bridge") || !hasGoPlugin("portmap"
 
   const before = { nat: [] as string[], filter: [] as string[] };
 
+  useHostSysctls({ "net.ipv4.ip_forward": "1" });
   beforeAll(() => {
-    sh(["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
     before.nat = chains("nat").map(chainName);
     before.filter = chains("filter").map(chainName);
   });

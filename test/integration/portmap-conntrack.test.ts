@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
+import { useHostSysctls } from "../harness/host-sysctl.ts";
 import { ConflistRunner, type RuntimeConf } from "../harness/conflist.ts";
 import { createContainerNetns } from "../harness/netns.ts";
 import { GO_BIN_DIR, hasGoPlugin } from "../harness/paths.ts";
@@ -42,9 +43,9 @@ interface Outcome {
 describe.skipIf(!sandboxed())("portmap: a UDP stream follows the container to its new IP (stale conntrack)", () => {
   useFixtureCleanup();
 
+  useHostSysctls({ "net.ipv4.ip_forward": "1" });
   beforeAll(() => {
     sh(["ip", "link", "set", "lo", "up"]);
-    sh(["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
   });
   afterAll(() => {
     shQuiet(["ip", "link", "del", BRIDGE]);

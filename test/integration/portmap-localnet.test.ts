@@ -12,6 +12,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
+import { useHostSysctls } from "../harness/host-sysctl.ts";
 import { ConflistRunner, type RuntimeConf } from "../harness/conflist.ts";
 import { execPlugin } from "../harness/exec-plugin.ts";
 import { createContainerNetns, type ContainerNetns } from "../harness/netns.ts";
@@ -54,9 +55,10 @@ describe.skipIf(!sandboxed() || !synProbeAvailable())("portmap: a 127.0.0.1 host
   const runner = new ConflistRunner({ cacheDir: makeTempDir() });
   const goRunner = new ConflistRunner({ cacheDir: makeTempDir(), path: [GO_BIN_DIR] });
 
+  // A bridge created here starts from the netns default route_localnet, which a new netns copies from the host.
+  useHostSysctls({ "net.ipv4.ip_forward": "1", "net.ipv4.conf.default.route_localnet": "0" });
   beforeAll(() => {
     sh(["ip", "link", "set", "lo", "up"]);
-    sh(["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
   });
   afterAll(() => {
     dropGuards();

@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
+import { useHostSysctls } from "../harness/host-sysctl.ts";
 import { ConflistRunner, type NetworkConfigList } from "../harness/conflist.ts";
 import { execGoPlugin, execPlugin } from "../harness/exec-plugin.ts";
 import { createContainerNetns, type ContainerNetns } from "../harness/netns.ts";
@@ -63,9 +64,10 @@ describe.skipIf(!sandboxed())("portmap (real traffic, both backends)", () => {
   const dataDir = makeTempDir();
   const runner = new ConflistRunner({ cacheDir: makeTempDir() });
 
+  // A bridge created here starts from the netns default route_localnet, which a new netns copies from the host.
+  useHostSysctls({ "net.ipv4.ip_forward": "1", "net.ipv4.conf.default.route_localnet": "0" });
   beforeAll(() => {
     sh(["ip", "link", "set", "lo", "up"]);
-    sh(["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
   });
   afterAll(() => {
     Bun.spawnSync({ cmd: ["ip", "link", "del", BRIDGE] });

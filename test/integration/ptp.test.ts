@@ -12,6 +12,7 @@ import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
 import { execPlugin, type PluginInvocation } from "../harness/exec-plugin.ts";
 import { addrsOf, ipJson, listLinks, listRoutes } from "../harness/ip-oracle.ts";
+import { hostSysctl, setHostSysctl } from "../harness/host-sysctl.ts";
 import { createContainerNetns } from "../harness/netns.ts";
 import {
   hostAddrs,
@@ -21,7 +22,6 @@ import {
   nftMasqLines,
   ping,
   ptpConf,
-  sysctl,
   type PtpConfOptions,
 } from "../harness/ptp-helpers.ts";
 import { sandboxed } from "../harness/sandbox.ts";
@@ -63,6 +63,8 @@ describe.skipIf(!sandboxed())("ptp", () => {
         const dataDir = makeTempDir("ptp-store-");
         const conf = ptpConf({ cniVersion: v, name: net, dataDir, subnets, ipMasq: true, mtu: 1400 });
         const ns = await createContainerNetns();
+        // ADD must turn forwarding on: start from off (the test's netns may have inherited it on).
+        const forwarding = [setHostSysctl("net.ipv4.ip_forward", "0"), setHostSysctl("net.ipv6.conf.all.forwarding", "0")] as const;
 
         const result = expectResult(await execPlugin("ptp", inv(ns.path, "ADD", conf, cid)));
         expect(result.cniVersion).toBe(v);
@@ -94,7 +96,7 @@ describe.skipIf(!sandboxed())("ptp", () => {
         // The MTU the plugin set is in both veth entries of a 1.1.0 result (not before).
         if (family !== "0.2") expect(result.interfaces.map((i: { mtu?: number }) => i.mtu)).toEqual(v === "1.1.0" ? [1400, 1400] : [undefined, undefined]);
         expect(hostVeth.flags).toContain("UP");
-        expect(sysctl(`net/ipv6/conf/${hostVeth.ifname}/accept_ra`)).toBe("0");
+        expect(hostSysctl(`net/ipv6/conf/${hostVeth.ifname}/accept_ra`)).toBe("0");
         const hAddrs = hostAddrs(hostVeth.ifname);
         for (const ip of ips) {
           const is6 = ip.address.includes(":");
@@ -113,9 +115,11 @@ describe.skipIf(!sandboxed())("ptp", () => {
           if (!is6) expect(cr.find((r) => r.dst === ip.gateway)).toMatchObject({ scope: "link" });
           expect(cr.find((r) => r.dst === "default")).toMatchObject({ gateway: ip.gateway, dev: "eth0" });
           expect(cr.filter((r) => r.dst === `${netAddr}/${plen}` && r.gateway === undefined)).toEqual([]);
-          expect(sysctl(is6 ? "net/ipv6/conf/all/forwarding" : "net/ipv4/ip_forward")).toBe("1");
+          expect(hostSysctl(is6 ? "net.ipv6.conf.all.forwarding" : "net.ipv4.ip_forward")).toBe("1");
           expect(ping(ns.path, ip.gateway!)).toBe(true);
         }
+        setHostSysctl("net.ipv4.ip_forward", forwarding[0]);
+        setHostSysctl("net.ipv6.conf.all.forwarding", forwarding[1]);
         // ipMasq (default backend: iptables): chain with ACCEPT + MASQUERADE and a POSTROUTING jump per IP.
         const lines = iptablesMasqLines(net, cid);
         expect(lines.filter((l) => l.includes("-j MASQUERADE")).length).toBeGreaterThanOrEqual(ips.length);

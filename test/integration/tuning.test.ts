@@ -6,13 +6,13 @@
  * (Debian 1.1.1): each restores what the other changed.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
 import { ConflistRunner, type NetworkConfigList, type RuntimeConf } from "../harness/conflist.ts";
 import { execGoPlugin, execPlugin, type PluginInvocation } from "../harness/exec-plugin.ts";
-import { linkState, ptpChain, setSysctlIn, sysctlIn } from "../harness/meta-tuning-helpers.ts";
+import { ipIn, linkState, ptpChain, setSysctlIn, sysctlIn } from "../harness/meta-tuning-helpers.ts";
 import { createContainerNetns } from "../harness/netns.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
 import { sandboxed } from "../harness/sandbox.ts";
@@ -76,6 +76,8 @@ describe.skipIf(!sandboxed())("tuning (chained after ptp)", () => {
       await ns0.destroy();
 
       const a = await attach(v, tuning);
+      // eth0's arp_filter starts from the netns default, which a new netns copies from the host's.
+      const defaultArpFilter = sysctlIn(a.netns, "/proc/sys/net/ipv4/conf/default/arp_filter");
       const before = a.runner.calls[0]!.run.json as Record<string, any>; // ptp's result
       // Output = prevResult with the container interface's MAC rewritten.
       const expected = structuredClone(before);
@@ -93,9 +95,13 @@ describe.skipIf(!sandboxed())("tuning (chained after ptp)", () => {
 
       const ptpMac = (before.interfaces as { name: string; mac: string }[]).find((i) => i.name === "eth0")!.mac;
       const file = join(a.tuningDataDir, `${a.rt.containerID}_eth0.json`);
+      // Only the sysctls ADD changed are kept (a host whose default arp_filter is 1 changes one).
+      const restored = [[SOMAXCONN, defaultSomaxconn, "500"], [ARP_FILTER, defaultArpFilter, "1"]]
+        .filter(([, old, now]) => old !== now)
+        .map(([path, old]) => `  "${path}": "${old}"`);
       expect(readFileSync(file, "utf8")).toBe(
         `{\n "mac": "${ptpMac}",\n "promisc": false,\n "mtu": 1500,\n "allmulti": false,\n "txQLen": 1000,\n` +
-          ` "sysctlRestore": {\n  "${SOMAXCONN}": "${defaultSomaxconn}",\n  "${ARP_FILTER}": "0"\n }\n}`,
+          ` "sysctlRestore": {\n${restored.join(",\n")}\n },\n "network": "${a.list.name}"\n}`,
       );
 
       if (v !== "0.3.0" && v !== "0.3.1") await a.runner.check(a.list, a.rt);
@@ -108,7 +114,7 @@ describe.skipIf(!sandboxed())("tuning (chained after ptp)", () => {
       expect(after.flags).not.toContain("PROMISC");
       expect(after.flags).not.toContain("ALLMULTI");
       expect(sysctlIn(a.netns, SOMAXCONN)).toBe(defaultSomaxconn);
-      expect(sysctlIn(a.netns, ARP_FILTER)).toBe("0");
+      expect(sysctlIn(a.netns, ARP_FILTER)).toBe(defaultArpFilter);
       expect(existsSync(file)).toBe(false);
       await a.runner.del(a.list, a.rt); // second tuning DEL (no backup) + ptp DEL
     });
@@ -218,6 +224,126 @@ describe.skipIf(!sandboxed())("tuning (chained after ptp)", () => {
     });
     expect(readdirSync(b.tuningDataDir)).toEqual([]);
     await b.runner.del(b.list, b.rt);
+  });
+});
+
+describe.skipIf(!sandboxed())("tuning: changes it could not undo, failing disks, odd paths, GC (issue 15)", () => {
+  useFixtureCleanup();
+
+  /** A bare netns with lo up and a veth end `eth0` in it, and a fresh backup dir. */
+  async function bare(): Promise<{ netns: string; dataDir: string; inv: (command: string, conf: Record<string, unknown>, ifName?: string) => PluginInvocation }> {
+    const a = await attach("1.0.0", {});
+    const dataDir = a.tuningDataDir;
+    const inv = (command: string, conf: Record<string, unknown>, ifName = "eth0"): PluginInvocation => ({
+      command,
+      containerID: a.rt.containerID,
+      netns: a.netns,
+      ifName,
+      config: {
+        cniVersion: "1.0.0",
+        name: a.list.name,
+        type: "tuning",
+        dataDir,
+        prevResult: { cniVersion: "1.0.0", interfaces: [{ name: ifName, sandbox: a.netns }] },
+        ...conf,
+      },
+    });
+    return { netns: a.netns, dataDir, inv };
+  }
+
+  test("CNI_IFNAME=lo with a mac: refused (code 7) before anything changes, since lo's 00:00:00:00:00:00 cannot be set back", async () => {
+    const b = await bare();
+    const before = { lo: linkState(b.netns, "lo"), somaxconn: sysctlIn(b.netns, SOMAXCONN) };
+    const run = await execPlugin("tuning", b.inv("ADD", { mac: NEW_MAC, sysctl: { "net.core.somaxconn": "333" } }, "lo"));
+    expectCniError(run, { code: 7, msg: 'cannot set mac on "lo": its current address 00:00:00:00:00:00 could not be restored on DEL' });
+    expect(linkState(b.netns, "lo").address).toBe(before.lo.address);
+    expect(sysctlIn(b.netns, SOMAXCONN)).toBe(before.somaxconn);
+    expect(existsSync(b.dataDir) ? readdirSync(b.dataDir) : []).toEqual([]);
+    // What tuning can undo on lo is still allowed, and undone.
+    expectResult(await execPlugin("tuning", b.inv("ADD", { mtu: 1400 }, "lo")));
+    expect(linkState(b.netns, "lo").mtu).toBe(1400);
+    expectSuccess(await execPlugin("tuning", b.inv("DEL", { mtu: 1400 }, "lo")), { silent: true });
+    expect(linkState(b.netns, "lo").mtu).toBe(before.lo.mtu);
+    expect(readdirSync(b.dataDir)).toEqual([]);
+  });
+
+  test("DEL never leaves the backup file behind, even when its restore fails (a Go backup of lo's MAC)", async () => {
+    const b = await bare();
+    mkdirSync(b.dataDir, { recursive: true });
+    const file = join(b.dataDir, `${b.inv("DEL", {}).containerID}_lo.json`);
+    writeFileSync(file, '{\n "mac": "00:00:00:00:00:00"\n}');
+    ipIn(b.netns, "link", "set", "lo", "address", NEW_MAC); // as Go's ADD leaves it
+    const run = await execPlugin("tuning", b.inv("DEL", { mac: NEW_MAC }, "lo"));
+    expectSuccess(run, { silent: true });
+    expect(run.stderr).toContain("failed to restore MAC address");
+    expect(existsSync(file)).toBe(false);
+  });
+
+  test("a read-only dataDir: ADD reports the failed save (not its cleanup) and undoes the MTU; DEL fails until the file can go", async () => {
+    const b = await bare();
+    mkdirSync(b.dataDir, { recursive: true });
+    const mtu = linkState(b.netns, "eth0").mtu;
+    const add = await execPlugin("tuning", { ...b.inv("ADD", { mtu: 1400 }), faultyDirs: [{ dir: b.dataDir, fault: "ro" }] });
+    expectCniError(add, { code: 999, msg: /^failed to save file eth0\.json: open ".*": read-only file system \(EROFS\)$/ });
+    expect(add.stderr).toBe("");
+    expect(linkState(b.netns, "eth0").mtu).toBe(mtu);
+    expect(readdirSync(b.dataDir)).toEqual([]);
+
+    // A backup that exists but cannot be removed: DEL restores, then fails; after the disk recovers, DEL removes it.
+    expectResult(await execPlugin("tuning", b.inv("ADD", { mtu: 1400 })));
+    const del = await execPlugin("tuning", { ...b.inv("DEL", { mtu: 1400 }), faultyDirs: [{ dir: b.dataDir, fault: "ro" }] });
+    expectCniError(del, { code: 999, msg: /^failed to remove the backup file: unlink ".*": read-only file system \(EROFS\)$/ });
+    expect(linkState(b.netns, "eth0").mtu).toBe(mtu);
+    expect(readdirSync(b.dataDir).length).toBe(1);
+    expectSuccess(await execPlugin("tuning", b.inv("DEL", { mtu: 1400 })), { silent: true });
+    expect(readdirSync(b.dataDir)).toEqual([]);
+  });
+
+  test("a full dataDir: ADD reports the failed write (not its cleanup) and undoes the MTU", async () => {
+    const b = await bare();
+    mkdirSync(b.dataDir, { recursive: true });
+    const mtu = linkState(b.netns, "eth0").mtu;
+    const add = await execPlugin("tuning", { ...b.inv("ADD", { mtu: 1400 }), faultyDirs: [{ dir: b.dataDir, fault: "full" }] });
+    expectCniError(add, { code: 999, msg: /^failed to save file eth0\.json: write .*: no space left on device \(ENOSPC\)$/ });
+    expect(add.stderr).toBe("");
+    expect(linkState(b.netns, "eth0").mtu).toBe(mtu);
+  });
+
+  test("a dataDir with a NUL byte is code 7 naming the field, for every command", async () => {
+    const b = await bare();
+    for (const command of ["ADD", "DEL", "CHECK", "GC"]) {
+      expectCniError(await execPlugin("tuning", b.inv(command, { cniVersion: "1.1.0", dataDir: "/run/cni/tu\u0000ning", mtu: 1400 })), {
+        code: 7,
+        msg: "invalid dataDir: a path cannot contain a NUL byte",
+      });
+    }
+  });
+
+  test("GC removes this network's backup files of attachments not in cni.dev/valid-attachments, nothing else", async () => {
+    const dataDir = join(makeTempDir("tuning-gc-"), "backups");
+    const nsA = await createContainerNetns();
+    const nsB = await createContainerNetns();
+    let somaxconn = 440;
+    const conf = (name: string, ns: string, extra: Record<string, unknown> = {}) => ({
+      cniVersion: "1.1.0",
+      name,
+      type: "tuning",
+      dataDir,
+      sysctl: { "net.core.somaxconn": String(++somaxconn) }, // a change each time: each ADD writes a backup
+      prevResult: { cniVersion: "1.1.0", interfaces: [{ name: "lo", sandbox: ns }] },
+      ...extra,
+    });
+    const add = async (cid: string, name: string, ns: string) =>
+      expectResult(await execPlugin("tuning", { command: "ADD", containerID: cid, netns: ns, ifName: "lo", config: conf(name, ns) }));
+    await add("live", "gcnet", nsA.path);
+    await add("stale", "gcnet", nsB.path);
+    await add("other", "gcother", nsB.path);
+    writeFileSync(join(dataDir, "gofile_eth0.json"), '{\n "mtu": 1500\n}');
+    const gc = (valid: unknown) => execPlugin("tuning", { command: "GC", config: conf("gcnet", nsA.path, { "cni.dev/valid-attachments": valid }) });
+    expectSuccess(await gc("not a list"), { silent: true }); // malformed: collects nothing
+    expect(readdirSync(dataDir).sort()).toEqual(["gofile_eth0.json", "live_lo.json", "other_lo.json", "stale_lo.json"]);
+    expectSuccess(await gc([{ containerID: "live", ifname: "lo" }]), { silent: true });
+    expect(readdirSync(dataDir).sort()).toEqual(["gofile_eth0.json", "live_lo.json", "other_lo.json"]);
   });
 });
 
