@@ -18,10 +18,11 @@
  * - diff: the differential suite against the Go 1.1.1 binaries, same sandbox, .test-out/diff.xml.
  * - all: unit, integration, vm, e2e, diff, then the totals.
  *
- * As a normal user, the root lanes (integration, vm, e2e, diff) run in ONE elevated child,
- * `bun test/run.ts elevated <lane,...>` (sudo, or the desktop prompt; test/harness/elevation.ts),
- * after the unit lane ran as the user. When root cannot be had, they are reported as not run, with
- * the command that runs them, on the line above the totals; they do not fail the run.
+ * As a normal user, the root lanes (integration, vm, e2e, diff) and the unit lane run in ONE
+ * elevated child, `bun test/run.ts elevated <lane,...>` (sudo, or the desktop prompt;
+ * test/harness/elevation.ts). When root cannot be had, the unit lane runs as the user (its root-only
+ * tests skipped, each saying why) and the root lanes are reported as not run, with the command that
+ * runs them, on the line above the totals; they do not fail the run.
  *
  * bun's own output goes to stderr. The last line on stdout is `N passed, N failed, N skipped`; the
  * exit status is non-zero when anything failed, a suite crashed, a suite wrote no junit report, or
@@ -293,7 +294,10 @@ function forwardedTestEnv(): string[] {
   return forwardedEnv(process.env, ["CNI_TEST_"], [SANDBOX_ENV]);
 }
 
-const ROOT_LANES: Record<PrivilegedLane, () => Promise<SuiteTotals>> = {
+/** A lane the elevated child can run: the root lanes, and the unit lane (whose root-only tests then run too). */
+type ElevatedLane = PrivilegedLane | "unit";
+const ROOT_LANES: Record<ElevatedLane, () => Promise<SuiteTotals>> = {
+  unit: runUnit,
   integration: runIntegrationAsRoot,
   vm: runVmAsRoot,
   e2e: () => runE2eAsRoot("e2e"),
@@ -306,7 +310,7 @@ const OUTPUT_DIRS = [".test-out", "dist", "node_modules"];
 const ELEVATED_MARKER = join(TEST_OUT, "elevated.started");
 
 /** Root, started by `runWithElevation`: installs missing test tools as `make test` would, runs `lanes`. */
-async function runElevatedChild(lanes: PrivilegedLane[]): Promise<never> {
+async function runElevatedChild(lanes: ElevatedLane[]): Promise<never> {
   writeFileSync(ELEVATED_MARKER, `${lanes.join(",")}\n`);
   const setup = Bun.spawnSync(["bash", join(REPO_ROOT, "test", "setup-host.sh")], { stdout: "inherit", stderr: "inherit" });
   if (setup.exitCode !== 0) log("elevated: test/setup-host.sh failed; tests needing the missing tools will fail");
@@ -321,22 +325,27 @@ async function runElevatedChild(lanes: PrivilegedLane[]): Promise<never> {
 }
 
 /**
- * Not root: the unit lane (when `withUnit`) as this user, then `lanes` in one elevated child, whose
- * saved totals are merged with ours. `rerun` is the command to give when root cannot be had.
+ * Not root: `lanes` (and the unit lane, when `withUnit`) in one elevated child, whose saved totals
+ * are reported here; the unit lane runs as root there, so its root-only tests run too. When root
+ * cannot be had, the unit lane runs as this user (root-only tests skipped, each saying why) and
+ * `lanes` are reported as not run with `rerun`, the command that runs them.
  */
 async function runWithElevation(lanes: PrivilegedLane[], withUnit: boolean, rerun: string): Promise<never> {
   const elevation = prepareElevation(lanes, log);
   if (elevation.method === "unavailable") log(`${lanes.join(", ")}: will not run: ${elevation.reason}`);
-  const ran: [string, SuiteTotals][] = withUnit ? [["unit", await runUnit()]] : [];
+  const ran: [string, SuiteTotals][] = withUnit && elevation.method === "unavailable" ? [["unit", await runUnit()]] : [];
   let notRunReason = elevation.method === "unavailable" ? elevation.reason : undefined;
   if (elevation.method !== "unavailable") {
-    for (const f of [ELEVATED_MARKER, ...lanes.map(summaryFile)]) rmSync(f, { force: true });
-    log(`\n=== ${lanes.join(", ")}: as root (${elevation.method}), in one run`);
-    const argv = [process.execPath, join(REPO_ROOT, "test", "run.ts"), "elevated", lanes.join(",")];
+    const elevated: ElevatedLane[] = withUnit ? ["unit", ...lanes] : lanes;
+    for (const f of [ELEVATED_MARKER, ...elevated.map(summaryFile)]) rmSync(f, { force: true });
+    log(`\n=== ${elevated.join(", ")}: as root (${elevation.method}), in one run`);
+    const argv = [process.execPath, join(REPO_ROOT, "test", "run.ts"), "elevated", elevated.join(",")];
     const ended = await runAsRoot(elevation, argv, forwardedEnv(process.env, ["CNI_", "VM_"], [SANDBOX_ENV]), REPO_ROOT);
-    if (!existsSync(ELEVATED_MARKER)) notRunReason = `elevation failed: ${ended}`;
-    else {
-      for (const lane of lanes) {
+    if (!existsSync(ELEVATED_MARKER)) {
+      notRunReason = `elevation failed: ${ended}`;
+      if (withUnit) ran.push(["unit", await runUnit()]);
+    } else {
+      for (const lane of elevated) {
         const saved = summaryFile(lane);
         const totals = existsSync(saved)
           ? (JSON.parse(readFileSync(saved, "utf8")) as SuiteTotals)
@@ -384,9 +393,9 @@ async function main(): Promise<void> {
       if (!isRoot()) return runWithElevation([mode], false, `sudo make test-${mode}`);
       finish([await ROOT_LANES[mode]()]);
     case "elevated": {
-      const lanes = (process.argv[3] ?? "").split(",").filter((l): l is PrivilegedLane => Object.hasOwn(ROOT_LANES, l));
+      const lanes = (process.argv[3] ?? "").split(",").filter((l): l is ElevatedLane => Object.hasOwn(ROOT_LANES, l));
       if (!isRoot() || lanes.length === 0) {
-        log("usage (as root, started by run.ts itself): bun test/run.ts elevated <integration,vm,e2e,diff>");
+        log("usage (as root, started by run.ts itself): bun test/run.ts elevated <unit,integration,vm,e2e,diff>");
         process.exit(2);
       }
       return runElevatedChild(lanes);
