@@ -4,9 +4,8 @@
  * so the file is opened inside a one-call {@link withNetNS} window and the ioctls run outside it.
  * The rest (MTU, MAC, rename, up) is ordinary rtnetlink on the created link.
  */
-import { openSync, closeSync } from "node:fs";
-import { O_CLOEXEC, O_RDWR } from "../sys/constants.ts";
-import { SyscallError } from "../sys/errors.ts";
+import { O_RDWR } from "../sys/constants.ts";
+import { open } from "../sys/file.ts";
 import { libc } from "../sys/index.ts";
 import { withNetNS, type NetNS } from "../netns/index.ts";
 import {
@@ -67,13 +66,7 @@ function ioctlValue(fd: number, req: number, value: number): void {
 
 function openTunIn(ns: NetNS): number {
   return withNetNS(ns, () => {
-    try {
-      return openSync(TUN_CLONE_DEVICE, O_RDWR | O_CLOEXEC);
-    } catch (err) {
-      const raw = (err as { errno?: unknown }).errno;
-      if (typeof raw !== "number") throw err;
-      throw new SyscallError("open", Math.abs(raw), TUN_CLONE_DEVICE, { cause: err });
-    }
+    return open(TUN_CLONE_DEVICE, O_RDWR);
   });
 }
 
@@ -90,6 +83,6 @@ export function tapAdd(ns: NetNS, o: TapOptions): void {
     if (o.group !== undefined) ioctlValue(fd, TUNSETGROUP, o.group);
     ioctlValue(fd, TUNSETPERSIST, 1);
   } finally {
-    closeSync(fd);
+    libc.close(fd);
   }
 }

@@ -5,7 +5,7 @@
  * same parameters (test/fixtures/netlink/tc-iproute2-requests.json).
  */
 
-import { readFileSync } from "node:fs";
+import { readTextFile } from "../../sys/file.ts";
 import { TC_LINKLAYER_ETHERNET, TC_LINKLAYER_MASK, TC_RTAB_SIZE, TIME_UNITS_PER_SEC } from "../constants/pkt-sched.ts";
 
 /** Ticks per microsecond on kernels since 2.6.31 (psched ticks are 64 ns: 1000 / 64). */
@@ -24,7 +24,7 @@ export function pschedTickInUsec(): number {
 
 function readPsched(): string {
   try {
-    return readFileSync("/proc/net/psched", "utf8");
+    return readTextFile("/proc/net/psched");
   } catch {
     return "";
   }
