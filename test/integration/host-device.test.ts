@@ -219,7 +219,7 @@ describe.skipIf(!sandboxed())("host-device", () => {
   test("a failing IPAM moves the device back to the host (upstream leaves it in the container)", async () => {
     const dev = hostVeth(uniqueName("hdp"));
     const ns = await createContainerNetns();
-    const conf = { ...hostDeviceConf({ cniVersion: "1.0.0", top: { device: dev.name } }), ipam: { type: "host-local", ranges: [[{ subnet: "10.79.0.0/32" }]], dataDir: makeTempDir("hostdev-store-") } };
+    const conf = { ...hostDeviceConf({ cniVersion: "1.0.0", top: { device: dev.name } }), ipam: { type: "host-local", ranges: [[{ subnet: "10.79.0.0/32", exclude: ["10.79.0.0/32"] }]], dataDir: makeTempDir("hostdev-store-") } }; // an exhausted range: IPAM ADD fails
     const run = await execPlugin("host-device", inv("ADD", ns.path, conf, cid("ipamfail")));
     expect(run.status).toBe(1);
     expect(linkDetails(undefined, dev.name)?.flags).toContain("UP");
