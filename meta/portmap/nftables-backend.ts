@@ -16,6 +16,7 @@
  * host is captured, never traffic routed through it. Rules are found again by their comment
  * (the container ID), as upstream, so Go and TypeScript delete each other's rules.
  */
+import { nodeAddresses as configuredNodeAddresses } from "../../shared/iface/node-addresses.ts";
 import type { NftDriver } from "../../shared/firewall/nftables/driver.ts";
 import { runAll } from "../../shared/firewall/backend.ts";
 import { normalizeRule, type NftRuleState, type NftTableState } from "../../shared/firewall/nftables/state.ts";
@@ -196,7 +197,19 @@ function checkPorts(state: NftTableState | undefined, conf: PortmapConfig, conta
 }
 
 /** The nftables implementation of portmap (one table per IP family). */
-export function nftablesPortmap(nft: NftDriver): PortmapFeature {
+/** The container address a dnat rule forwards to (from its JSON, else from its text). */
+function dnatAddress(r: NftRuleState): string | undefined {
+  const parsed = parseNftForward(r)?.toAddr;
+  if (parsed !== undefined && parsed !== "") return parsed;
+  const m = /\bdnat (?:ip6? )?to (?:\[([0-9a-fA-F:.]+)\]|([0-9.]+)):\d+/.exec(r.rule);
+  return m?.[1] ?? m?.[2];
+}
+
+/**
+ * `nodeAddresses`: the addresses configured in any network namespace of the node (GC keeps the
+ * rules of a container whose address is among them: it is alive, whatever network it is in).
+ */
+export function nftablesPortmap(nft: NftDriver, nodeAddresses: () => ReadonlyMap<string, string> = configuredNodeAddresses): PortmapFeature {
   const read = (family: IPFamily): NftTableState | undefined => nft.listTable(nftFamily(family), NFT_TABLE);
   return {
     backend: "nftables",
@@ -226,17 +239,22 @@ export function nftablesPortmap(nft: NftDriver): PortmapFeature {
     /**
      * Beyond upstream (whose GC leaves these): the rules name only the container (the comment Go's
      * DEL looks for), not the network, so a rule is stale when its container is in NO attachment of
-     * `keep` — then it is removed whatever network made it (see docs/plugins/portmap.md). Only rules
-     * of the shape ADD writes (a dnat, a masquerade) with a comment are considered.
+     * `keep` — then it is removed whatever network made it (see docs/plugins/portmap.md) — unless
+     * the address its dnat rules forward to is configured in some network namespace of the node: a
+     * live container of another network keeps its mappings. Only rules of the shape ADD writes (a
+     * dnat, a masquerade) with a comment are considered.
      */
     gc(_network, keep) {
       const kept = new Set(keep.map((a) => a.containerID));
+      let configured: ReadonlyMap<string, string> | undefined;
       runAll([4, 6] as const, (family) => `IPv${family}`, (family) => {
+        const candidates = (read(family)?.rules ?? []).filter((r) => r.comment !== undefined && !kept.has(r.comment) && isMappingRule(r));
+        if (candidates.length === 0) return;
+        configured ??= nodeAddresses();
+        const inUse = configured;
+        const alive = new Set(candidates.filter((r) => inUse.has(dnatAddress(r) ?? "")).map((r) => r.comment));
         const tx = new NftTransaction(nftFamily(family), NFT_TABLE);
-        for (const r of read(family)?.rules ?? []) {
-          if (r.comment === undefined || kept.has(r.comment) || !isMappingRule(r)) continue;
-          tx.deleteRule(r.chain, r.handle);
-        }
+        for (const r of candidates) if (!alive.has(r.comment)) tx.deleteRule(r.chain, r.handle);
         nft.run(tx);
       });
     },

@@ -159,13 +159,26 @@ describe("portmap nftables transaction", () => {
     }
     fake.run(new NftTransaction("ip", "cni_hostport").addRule({ chain: "hostports", rule: "tcp dport 1 counter", comment: "foreign" }));
     const before = fake.dump();
-    nftablesPortmap(fake).gc("ptpnet", [{ containerID: "keep", ifName: "eth0" }]);
+    const nothingConfigured = () => new Map<string, string>(); // hermetic: no namespace of this host counts
+    nftablesPortmap(fake, nothingConfigured).gc("ptpnet", [{ containerID: "keep", ifName: "eth0" }]);
     const after = fake.dump();
     expect(after).toBe(before.split("\n").filter((l) => !l.includes('comment "stale"')).join("\n"));
     expect(before.split("\n").filter((l) => l.includes('comment "stale"')).length).toBe(6);
     const n = fake.transactions.length;
-    nftablesPortmap(fake).gc("ptpnet", [{ containerID: "keep", ifName: "eth0" }]);
+    nftablesPortmap(fake, nothingConfigured).gc("ptpnet", [{ containerID: "keep", ifName: "eth0" }]);
     expect(fake.transactions.length).toBe(n);
+  });
+
+  test("GC keeps the rules of a container not listed here whose address some namespace of the node has (alive, in another network)", () => {
+    const fake = new FakeNft();
+    nftablesPortmap(fake).setup({ conf: conf(), containerID: "other-net", container: parseCIDR("10.77.0.4/24")!, guard: true });
+    nftablesPortmap(fake).setup({ conf: conf(), containerID: "dead", container: parseCIDR("10.77.0.5/24")!, guard: true });
+    nftablesPortmap(fake).setup({ conf: conf(), containerID: "other-net6", container: parseCIDR("fd00::4/64")!, guard: true });
+    const before = fake.dump();
+    const configured = new Map([["10.77.0.4", "/proc/77/ns/net"], ["fd00::4", "/proc/78/ns/net"]]);
+    nftablesPortmap(fake, () => configured).gc("ptpnet", []);
+    expect(fake.dump()).toBe(before.split("\n").filter((l) => !l.includes('comment "dead"')).join("\n"));
+    expect(before.includes('comment "dead"')).toBe(true);
   });
 });
 
