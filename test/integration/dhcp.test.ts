@@ -10,7 +10,7 @@ import { dhcpConf, labContainer, sh, startDaemon, startLab, SERVER_IP, LAB_BRIDG
 import { execPlugin } from "../harness/exec-plugin.ts";
 import { createContainerNetns } from "../harness/netns.ts";
 import { createConnection } from "node:net";
-import { makeTempDir } from "../harness/tempdir.ts";
+import { suiteTempDir } from "../harness/tempdir.ts";
 import { withDaemon } from "../../ipam/dhcp/rpc-client.ts";
 import { CmdArgsType } from "../../ipam/dhcp/rpc-protocol.ts";
 
@@ -229,7 +229,7 @@ describe.skipIf(!HAVE_DNSMASQ)("dhcp daemon lifecycle", () => {
 });
 
 describe.skipIf(process.getuid?.() !== 0)("dhcp bad input", () => {
-  const dir = makeTempDir("cni-dhcp-bad-");
+  const dir = suiteTempDir("cni-dhcp-bad-");
   let ns = "";
   beforeAll(async () => {
     ns = (await createContainerNetns()).path;

@@ -14,7 +14,7 @@ import { ConflistRunner, type NetworkConfigList, type RuntimeConf } from "../har
 import { createContainerNetns, type ContainerNetns } from "../harness/netns.ts";
 import { DIST_BIN, GO_BIN_DIR, hasGoPlugin } from "../harness/paths.ts";
 import { sandboxed } from "../harness/sandbox.ts";
-import { makeTempDir } from "../harness/tempdir.ts";
+import { suiteTempDir } from "../harness/tempdir.ts";
 import { formatChainName, formatComment } from "../../shared/firewall/naming.ts";
 import { dnatChainName } from "../../meta/portmap/iptables-rules.ts";
 
@@ -44,8 +44,8 @@ function removeNewChains(table: string, before: readonly string[]): void {
 
 describe.skipIf(!sandboxed() || !hasGoPlugin("bridge") || !hasGoPlugin("portmap") || !hasGoPlugin("firewall"))("firewall layer: concurrent ADD/DEL, ours and Go's", () => {
   useFixtureCleanup();
-  const dataDir = makeTempDir("fw-conc-");
-  const cacheDir = makeTempDir("fw-conc-cache-");
+  const dataDir = suiteTempDir("fw-conc-");
+  const cacheDir = suiteTempDir("fw-conc-cache-");
   const ours = new ConflistRunner({ cacheDir, path: [DIST_BIN] });
   const go = new ConflistRunner({ cacheDir, path: [GO_BIN_DIR] });
   const list: NetworkConfigList = {

@@ -18,7 +18,7 @@ import { execPlugin } from "../harness/exec-plugin.ts";
 import { createContainerNetns, type ContainerNetns } from "../harness/netns.ts";
 import { GO_BIN_DIR, hasGoPlugin } from "../harness/paths.ts";
 import { sandboxed } from "../harness/sandbox.ts";
-import { makeTempDir } from "../harness/tempdir.ts";
+import { makeTempDir, suiteTempDir } from "../harness/tempdir.ts";
 import { gatewayOf, ipOf, linkExists, macOf, portmapList, routeLocalnet, sh, shQuiet, type PortmapLabNet } from "../harness/portmap-lab.ts";
 import { synProbe, synProbeAvailable, type SynProbeOutcome } from "../harness/portmap-syn-probe.ts";
 
@@ -52,8 +52,8 @@ function listenOnHost(): () => void {
 
 describe.skipIf(!sandboxed() || !synProbeAvailable())("portmap: a 127.0.0.1 host service is not reachable from the container (#729)", () => {
   useFixtureCleanup();
-  const runner = new ConflistRunner({ cacheDir: makeTempDir() });
-  const goRunner = new ConflistRunner({ cacheDir: makeTempDir(), path: [GO_BIN_DIR] });
+  const runner = new ConflistRunner({ cacheDir: suiteTempDir() });
+  const goRunner = new ConflistRunner({ cacheDir: suiteTempDir(), path: [GO_BIN_DIR] });
 
   // A bridge created here starts from the netns default route_localnet, which a new netns copies from the host.
   useHostSysctls({ "net.ipv4.ip_forward": "1", "net.ipv4.conf.default.route_localnet": "0" });

@@ -14,7 +14,7 @@ import { execGoPlugin, execPlugin } from "../harness/exec-plugin.ts";
 import { createContainerNetns, type ContainerNetns } from "../harness/netns.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
 import { sandboxed } from "../harness/sandbox.ts";
-import { makeTempDir } from "../harness/tempdir.ts";
+import { suiteTempDir } from "../harness/tempdir.ts";
 import { sendFrom, startServer } from "../harness/portmap-net.ts";
 import { dnatChainName } from "../../meta/portmap/iptables-rules.ts";
 
@@ -61,8 +61,8 @@ const ipOf = (result: Record<string, unknown>): string => ((result.ips as { addr
 describe.skipIf(!sandboxed())("portmap (real traffic, both backends)", () => {
   useFixtureCleanup();
   let client: ContainerNetns;
-  const dataDir = makeTempDir();
-  const runner = new ConflistRunner({ cacheDir: makeTempDir() });
+  const dataDir = suiteTempDir();
+  const runner = new ConflistRunner({ cacheDir: suiteTempDir() });
 
   // A bridge created here starts from the netns default route_localnet, which a new netns copies from the host.
   useHostSysctls({ "net.ipv4.ip_forward": "1", "net.ipv4.conf.default.route_localnet": "0" });
