@@ -60,11 +60,15 @@ async function pod(n: Node, hostPort: number): Promise<Pod> {
     ifName: "eth0",
     capabilityArgs: { portMappings: [{ hostPort, containerPort: 80, protocol: "tcp" }] },
   })) as { ips: { address: string }[] };
-  registerCleanup(`pod ${containerID}`, () => {
-    void n.runner.del(n.list, { containerID, netns: ns.path, ifName: "eth0" }).catch(() => undefined);
-    ns.destroy();
-  });
+  // Only the namespace here (cleanups are synchronous); tests DEL what they keep (del() below), and
+  // a rule left by a failed test goes with the lane's throwaway network namespace.
+  registerCleanup(`netns of ${containerID}`, () => ns.destroy());
   return { containerID, ns, ip: result.ips[0]!.address.split("/")[0]! };
+}
+
+/** The runtime's DEL of a pod that is still attached. */
+async function del(n: Node, p: Pod): Promise<void> {
+  await n.runner.del(n.list, { containerID: p.containerID, netns: p.ns.path, ifName: "eth0" });
 }
 
 function operator(n: Node, ...args: string[]): { status: number; stdout: string; stderr: string } {
@@ -136,6 +140,8 @@ describe.skipIf(!sandboxed())("cni-plugins inspect / gc", () => {
     expect(rulesOf(dead.containerID)).toEqual([]);
     expect(existsSync(liveFile)).toBe(true);
     expect(rulesOf(live.containerID)).toEqual(liveRules);
+    await del(n, live);
+    expect(existsSync(liveFile)).toBe(false);
   });
 
   test("with --valid, the operator's list decides: an unlisted pod is collected although its netns exists", async () => {
@@ -155,6 +161,7 @@ describe.skipIf(!sandboxed())("cni-plugins inspect / gc", () => {
     expect(rulesOf(drop.containerID)).toEqual([]);
     expect(existsSync(join(n.dataDir, NETWORK, keep.ip))).toBe(true);
     expect(rulesOf(keep.containerID).length).toBeGreaterThan(0);
+    await del(n, keep);
   });
 
   test("without a cache entry, an address no namespace holds marks the attachment stale", async () => {
@@ -169,5 +176,7 @@ describe.skipIf(!sandboxed())("cni-plugins inspect / gc", () => {
     const seen = (JSON.parse(run.stdout.toString()) as Report).networks[0]!.attachments;
     expect(seen.find((x) => x.containerID === live.containerID)).toMatchObject({ state: "live", why: `${live.ip} is configured in ${live.ns.path}` });
     expect(seen.find((x) => x.containerID === dead.containerID)).toMatchObject({ state: "stale", why: `no network namespace holds ${dead.ip}` });
+    await del(n, live);
+    await del(n, dead); // DEL after the netns vanished: releases the address and the rules
   });
 });
