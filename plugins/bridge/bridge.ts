@@ -104,7 +104,7 @@ function teardownSteps(conf: BridgeConf, args: CmdArgs, created?: CreatedLink): 
     { name: SPOOFCHECK_STEP, run: () => (conf.macspoofchk ? teardownSpoofCheck(attachment) : undefined) },
     {
       name: MASQUERADE_STEP,
-      run: () => (conf.ipMasq ? teardownIPMasq({ network: conf.name, ...attachment, ...(addrs.length > 0 ? { ips: addrs } : {}) }) : undefined),
+      run: () => (conf.ipMasq ? teardownIPMasq({ network: conf.name, ...attachment, backend: conf.ipMasqBackend, ...(addrs.length > 0 ? { ips: addrs } : {}) }) : undefined),
     },
   ];
 }

@@ -20,7 +20,7 @@
  */
 import { annotate } from "../../shared/error/annotate.ts";
 import { systemNft, type NftDriver } from "../../shared/firewall/nftables/driver.ts";
-import { normalizeRule, type NftRuleState } from "../../shared/firewall/nftables/state.ts";
+import { normalizeRule, type NftRuleRef } from "../../shared/firewall/nftables/state.ts";
 import { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
 
 export const SPOOFCHECK_TABLE = "nat";
@@ -55,7 +55,7 @@ function quoted(s: string): string {
 }
 
 /** Deletes, in `tx`, the base-chain rules carrying `comment` (from `rules`, as just read). */
-function deleteBaseRules(tx: NftTransaction, rules: readonly NftRuleState[] | undefined, comment: string): void {
+function deleteBaseRules(tx: NftTransaction, rules: readonly NftRuleRef[] | undefined, comment: string): void {
   for (const r of rules ?? []) {
     if (r.chain === SPOOFCHECK_BASE_CHAIN && r.comment === comment) tx.deleteRule(SPOOFCHECK_BASE_CHAIN, r.handle);
   }

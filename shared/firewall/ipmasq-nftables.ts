@@ -11,7 +11,7 @@
 import { formatIP, networkAddress, formatCIDR, type CIDR } from "../ip/ip.ts";
 import type { MasqFeature } from "./ipmasq.ts";
 import type { NftDriver } from "./nftables/driver.ts";
-import { normalizeRule, type NftRuleState } from "./nftables/state.ts";
+import { normalizeRule, type NftRuleRef } from "./nftables/state.ts";
 import { NftTransaction } from "./nftables/transaction.ts";
 import { masqInstanceComment, masqInstanceHash, masqNetworkHash } from "./naming.ts";
 
@@ -28,12 +28,12 @@ export function masqRule(ip: CIDR): string {
 }
 
 /** masq_checks rules whose comment starts with `prefix` (only that chain is read). */
-function findRules(nft: NftDriver, prefix: string): NftRuleState[] {
+function findRules(nft: NftDriver, prefix: string): NftRuleRef[] {
   return (nft.listChain("inet", MASQ_TABLE, MASQ_CHAIN) ?? []).filter((r) => r.comment !== undefined && r.comment.startsWith(prefix));
 }
 
 /** A transaction deleting `rules` from masq_checks (empty when there are none). */
-function deleteRules(rules: readonly NftRuleState[], tx = new NftTransaction("inet", MASQ_TABLE)): NftTransaction {
+function deleteRules(rules: readonly NftRuleRef[], tx = new NftTransaction("inet", MASQ_TABLE)): NftTransaction {
   for (const r of rules) tx.deleteRule(MASQ_CHAIN, r.handle);
   return tx;
 }

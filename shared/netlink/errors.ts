@@ -4,11 +4,18 @@
 
 import { EADDRNOTAVAIL, EEXIST, EINTR, ENODEV, ENOENT, ESRCH } from "../sys/errno.ts";
 import { SyscallError } from "../sys/errors.ts";
+import { nftMsgName } from "./constants/nf-tables.ts";
+import { NFNL_SUBSYS_NFTABLES } from "./constants/nfnetlink.ts";
 import { rtmName } from "./constants/rtnetlink.ts";
+
+/** The name of a request type: NFT_MSG_* for nf_tables messages (subsystem in the high byte), else RTM_*. */
+function msgName(type: number): string {
+  return type >> 8 === NFNL_SUBSYS_NFTABLES ? nftMsgName(type & 0xff) : rtmName(type);
+}
 
 /**
  * The kernel rejected a request (NLMSG_ERROR) or a dump failed. `syscall` is the request type
- * (`"RTM_NEWLINK"`), `errno` the kernel's error, `extMsg` the extended-ACK text when the kernel
+ * (`"RTM_NEWLINK"`, `"NFT_MSG_DELRULE"`), `errno` the kernel's error, `extMsg` the extended-ACK text when the kernel
  * sent one (e.g. "Unknown device type"). The message reads
  * `RTM_NEWLINK name="veth0": file exists (EEXIST)` plus `: <extMsg>` when present.
  */
@@ -20,7 +27,7 @@ export class NetlinkError extends SyscallError {
   readonly extMsg?: string;
 
   constructor(msgType: number, errno: number, detail = "", extMsg?: string, options?: { cause?: unknown }) {
-    super(rtmName(msgType), errno, detail, {
+    super(msgName(msgType), errno, detail, {
       ...(options?.cause === undefined ? {} : { cause: options.cause }),
       ...(extMsg === undefined || extMsg === "" ? {} : { suffix: `: ${extMsg}` }),
     });

@@ -204,6 +204,51 @@ export class NetlinkSocket {
     throw new NetlinkDumpInterruptedError(readU16(msg, 4), DUMP_RETRIES);
   }
 
+  /**
+   * Sends `msgs` in one datagram, as an nfnetlink batch is sent (NFNL_MSG_BATCH_BEGIN, operations
+   * each with NLM_F_ACK, NFNL_MSG_BATCH_END; seq/pid are filled here), and returns the answer to
+   * each message sent with NLM_F_ACK, in order (`errno` 0: acknowledged), undefined for the
+   * others. The kernel applies such a batch atomically: when any operation fails, none is applied,
+   * and the operations that did not fail are still acknowledged with 0. An error answering a
+   * message sent without NLM_F_ACK (the batch refused as a whole: no nf_tables, no permission, a
+   * stale generation, a failed commit) throws {@link NetlinkError} with the type of `blame`.
+   */
+  requestBatch(msgs: readonly Uint8Array[], blame: number, detail = ""): (DecodedError | undefined)[] {
+    const portId = this.#io.portId;
+    const seqIndex = new Map<number, number>();
+    const answers: (DecodedError | undefined)[] = msgs.map(() => undefined);
+    let pending = 0;
+    let total = 0;
+    for (const m of msgs) total += m.byteLength;
+    const out = new Uint8Array(total);
+    let at = 0;
+    msgs.forEach((m, i) => {
+      const seq = this.#nextSeq();
+      const copy = m.slice();
+      setSeqPid(copy, seq, portId);
+      out.set(copy, at);
+      at += copy.byteLength;
+      seqIndex.set(seq, i);
+      if ((readU16(m, 6) & NLM_F_ACK) !== 0) pending++;
+    });
+    this.#io.send(out);
+    while (pending > 0) {
+      const datagram = this.#io.receive();
+      for (const m of parseMessages(datagram)) {
+        const i = seqIndex.get(m.seq);
+        if (i === undefined || (m.pid !== portId && m.pid !== 0) || m.type !== NLMSG_ERROR) continue;
+        const e = decodeErrorPayload(m.payload, m.flags);
+        if ((readU16(msgs[i]!, 6) & NLM_F_ACK) === 0) {
+          if (e.errno !== 0) throw new NetlinkError(blame, e.errno, `${detail} (batch refused)`.trim(), e.extMsg);
+          continue;
+        }
+        if (answers[i] === undefined) pending--;
+        answers[i] = e;
+      }
+    }
+    return answers;
+  }
+
   #exchange(msg: Uint8Array, detail: string): { messages: NlMessage[]; interrupted: boolean } {
     const type = readU16(msg, 4);
     const flags = readU16(msg, 6);

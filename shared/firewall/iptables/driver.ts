@@ -3,12 +3,14 @@
  * (`iptables -t <table> -S <chain>`) and apply one transaction (`iptables-restore --noflush`).
  * There is deliberately no way to read a whole table: on a node whose nat table holds tens of
  * thousands of rules (kube-proxy), `iptables-save` costs hundreds of milliseconds, while
- * iptables-nft fetches only the chain a command names. {@link systemIptables} talks to the host
+ * iptables-nft fetches only the chain a command names (and with iptables-nft a chain that does not
+ * exist is known from the kernel without a run). {@link systemIptables} talks to the host
  * through the detected variant (variant.ts); fake.ts is the in-memory twin for tests.
  */
 import { readTextFile } from "../../sys/file.ts";
 import type { IPFamily } from "../../ip/ip.ts";
 import { CommandError, CommandNotFoundError, findExecutable, runCommand } from "../exec.ts";
+import { nftChainPresent } from "../nftables/driver.ts";
 import { BUILTIN_CHAINS, tokenize } from "./save-format.ts";
 import { detectIptablesMode, toolsFor, type IptablesMode, type VariantProbe } from "./variant.ts";
 
@@ -99,6 +101,9 @@ export function systemIptables(mode?: IptablesMode): IptablesDriver {
       const builtin = isBuiltinChain(table, chain);
       // A legacy table that does not exist is not read: reading it would create it.
       if (currentMode() === "legacy" && !legacyTableNames(family).includes(table)) return builtin ? [] : undefined;
+      // iptables-nft keeps its chains in nf_tables: a chain the kernel does not have (the common
+      // case on DEL, where the other backend's chain is looked for) costs no iptables run.
+      if (currentMode() === "nft" && !builtin && nftChainPresent(family === 6 ? "ip6" : "ip", table, chain) === false) return undefined;
       const argv = [tools(family).iptables, "--wait", "-t", table, "-S", chain];
       const res = runCommand(argv, { allowFailure: true });
       if (res.status === 0) return parseChainListing(res.stdout, chain);

@@ -1,11 +1,17 @@
 /**
- * The nftables backend: {@link applyNft} runs one transaction as one `nft -f -`;
- * {@link listNftTable} reads one table (`nft -j list table`) and {@link listNftChain} one chain
- * (`nft -j list chain`: cheaper where only one chain matters). {@link NftDriver} lets the
- * firewall helpers run against fake.ts in tests.
+ * The nftables backend. Reads that only find rules and deletes by handle go to the kernel
+ * directly (shared/netlink/nftables.ts): whether a table exists, {@link listNftChain} (the
+ * handles and comments of one chain's rules), and a transaction made only of rule deletions.
+ * They need no `nft` process and no cache of the whole ruleset, which on a node holding
+ * kube-proxy's 20,000 iptables-nft rules costs every `nft` run tens of milliseconds. Everything
+ * else runs through the tool: {@link applyNft} one transaction as one `nft -f -`,
+ * {@link listNftTable} one table (`nft -j list table`, skipped when the table does not exist).
+ * {@link NftDriver} lets the firewall helpers run against fake.ts in tests.
  */
+import { isNftablesMissing, nftChainExists, nftRuleList, nftRulesDelete, nftTableExists, openNftablesSocket } from "../../netlink/nftables.ts";
+import type { NetlinkSocket } from "../../netlink/socket.ts";
 import { CommandError, findExecutable, runCommand } from "../exec.ts";
-import { tableStateFromJson, type NftRuleState, type NftTableState } from "./state.ts";
+import { tableStateFromJson, type NftRuleRef, type NftTableState } from "./state.ts";
 import type { NftFamily, NftTransaction } from "./transaction.ts";
 
 export interface NftDriver {
@@ -15,13 +21,49 @@ export interface NftDriver {
   run(tx: NftTransaction): void;
   /** The table, or undefined when it does not exist. */
   listTable(family: NftFamily, table: string): NftTableState | undefined;
-  /** The rules of one chain, or undefined when the chain (or its table) does not exist. */
-  listChain(family: NftFamily, table: string, chain: string): NftRuleState[] | undefined;
+  /** The rules of one chain (chain, handle, comment), or undefined when the chain (or its table) does not exist. */
+  listChain(family: NftFamily, table: string, chain: string): NftRuleRef[] | undefined;
 }
 
-/** nft's answer when the kernel or nft cannot do nftables at all. */
+/** The kernel has no nf_tables (the netlink answer to a request `nft` would have failed on). */
+export class NftUnsupportedError extends Error {
+  override name = "NftUnsupportedError";
+}
+
+/** nft's (or the kernel's) answer when nftables cannot be used here at all. */
 export function isNftUnsupported(err: unknown): boolean {
+  if (err instanceof NftUnsupportedError) return true;
   return err instanceof CommandError && /Operation not supported|Protocol not supported|not supported/i.test(err.stderr);
+}
+
+/**
+ * Runs `fn` on a NETLINK_NETFILTER socket of the calling thread's netns; the kernel's "no
+ * nf_tables here" becomes NftUnsupportedError.
+ */
+function withNftablesSocket<T>(fn: (sock: NetlinkSocket) => T): T {
+  let sock: NetlinkSocket | undefined;
+  try {
+    sock = openNftablesSocket();
+    return fn(sock);
+  } catch (err) {
+    if (isNftablesMissing(err)) throw new NftUnsupportedError(`nf_tables is not available: ${(err as Error).message}`, { cause: err });
+    throw err;
+  } finally {
+    sock?.close();
+  }
+}
+
+/**
+ * Whether chain `<family> <table> <chain>` exists, asked of the kernel (also for the tables of
+ * iptables-nft); undefined when the kernel has no nf_tables.
+ */
+export function nftChainPresent(family: NftFamily, table: string, chain: string): boolean | undefined {
+  try {
+    return withNftablesSocket((sock) => nftChainExists(sock, family, table, chain));
+  } catch (err) {
+    if (err instanceof NftUnsupportedError) return undefined;
+    throw err;
+  }
 }
 
 /** nft's answer for a missing table/chain/rule. */
@@ -34,9 +76,18 @@ export function nftAvailable(): boolean {
   return findExecutable("nft") !== undefined;
 }
 
-/** Runs `tx` as one `nft -f -` transaction; an empty transaction runs nothing. */
+/**
+ * Applies `tx` atomically; an empty transaction does nothing. One made only of rule deletions is
+ * one netlink batch (a rule already gone is no error, as for DEL); any other runs as one
+ * `nft -f -`.
+ */
 export function applyNft(tx: NftTransaction): void {
   if (tx.empty) return;
+  const deletes = tx.ops.flatMap((op) => (op.kind === "rule" && op.verb === "delete" ? [{ chain: op.chain, handle: op.handle }] : []));
+  if (deletes.length === tx.ops.length) {
+    withNftablesSocket((sock) => nftRulesDelete(sock, tx.family, tx.table, deletes));
+    return;
+  }
   runCommand(["nft", "-f", "-"], { input: tx.render() });
 }
 
@@ -58,14 +109,18 @@ function listNft(what: readonly string[], family: NftFamily, table: string): Nft
   return tableStateFromJson(family, table, parsed.nftables ?? []);
 }
 
-/** `nft -j list table <family> <table>`, normalised; undefined when the table does not exist. */
+/**
+ * `nft -j list table <family> <table>`, normalised; undefined when the table does not exist (asked
+ * of the kernel first, so a missing table costs no `nft` run).
+ */
 export function listNftTable(family: NftFamily, table: string): NftTableState | undefined {
+  if (!withNftablesSocket((sock) => nftTableExists(sock, family, table))) return undefined;
   return listNft(["table", family, table], family, table);
 }
 
-/** `nft -j list chain <family> <table> <chain>`: its rules; undefined when the chain or table does not exist. */
-export function listNftChain(family: NftFamily, table: string, chain: string): NftRuleState[] | undefined {
-  return listNft(["chain", family, table, chain], family, table)?.rules.filter((r) => r.chain === chain);
+/** The rules of `<family> <table> <chain>` as the kernel lists them; undefined when the chain or table does not exist. */
+export function listNftChain(family: NftFamily, table: string, chain: string): NftRuleRef[] | undefined {
+  return withNftablesSocket((sock) => (nftChainExists(sock, family, table, chain) ? nftRuleList(sock, family, table, chain) : undefined));
 }
 
 /** The host's nftables through the `nft` tool. */

@@ -8,7 +8,7 @@
  */
 import { CommandError } from "../exec.ts";
 import type { NftDriver } from "./driver.ts";
-import type { NftRuleState, NftTableState } from "./state.ts";
+import type { NftRuleRef, NftRuleState, NftTableState } from "./state.ts";
 import {
   chainBody,
   elementText,
@@ -179,7 +179,7 @@ export class FakeNft implements NftDriver {
     return state;
   }
 
-  listChain(family: NftFamily, table: string, chain: string): NftRuleState[] | undefined {
+  listChain(family: NftFamily, table: string, chain: string): NftRuleRef[] | undefined {
     if (!this.tables.get(`${family} ${table}`)?.chains.has(chain)) return undefined;
     return this.listTable(family, table)!.rules.filter((r) => r.chain === chain);
   }

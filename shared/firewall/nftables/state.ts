@@ -26,6 +26,9 @@ export interface NftRuleState {
   expr?: unknown[];
 }
 
+/** What finding and deleting a rule needs: its chain, handle and comment (listChain's answer). */
+export type NftRuleRef = Pick<NftRuleState, "chain" | "handle" | "comment">;
+
 export interface NftSetState {
   name: string;
   kind: "set" | "map";

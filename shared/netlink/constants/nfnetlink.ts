@@ -15,3 +15,8 @@ export const NFGENMSG_SIZE = 4;
 export const NFNL_SUBSYS_NONE = 0;
 export const NFNL_SUBSYS_CTNETLINK = 1;
 export const NFNL_SUBSYS_CTNETLINK_EXP = 2;
+export const NFNL_SUBSYS_NFTABLES = 10;
+
+/** Batch delimiters (NLMSG_MIN_TYPE and the next type). */
+export const NFNL_MSG_BATCH_BEGIN = 0x10;
+export const NFNL_MSG_BATCH_END = 0x11;

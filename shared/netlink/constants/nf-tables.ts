@@ -1,0 +1,59 @@
+/**
+ * nf_tables (nftables over nfnetlink) constants. Provenance:
+ * include/uapi/linux/netfilter/nf_tables.h and include/uapi/linux/netfilter.h (Linux 6.18), and
+ * libnftnl's include/libnftnl/udata.h for the rule user-data TLV types nft and iptables-nft write;
+ * names verbatim.
+ */
+
+// enum nf_tables_msg_types
+export const NFT_MSG_NEWTABLE = 0;
+export const NFT_MSG_GETTABLE = 1;
+export const NFT_MSG_DELTABLE = 2;
+export const NFT_MSG_NEWCHAIN = 3;
+export const NFT_MSG_GETCHAIN = 4;
+export const NFT_MSG_DELCHAIN = 5;
+export const NFT_MSG_NEWRULE = 6;
+export const NFT_MSG_GETRULE = 7;
+export const NFT_MSG_DELRULE = 8;
+
+// enum nft_table_attributes
+export const NFTA_TABLE_NAME = 1;
+
+// enum nft_chain_attributes
+export const NFTA_CHAIN_TABLE = 1;
+export const NFTA_CHAIN_HANDLE = 2;
+export const NFTA_CHAIN_NAME = 3;
+
+// enum nft_rule_attributes
+export const NFTA_RULE_TABLE = 1;
+export const NFTA_RULE_CHAIN = 2;
+export const NFTA_RULE_HANDLE = 3;
+export const NFTA_RULE_EXPRESSIONS = 4;
+export const NFTA_RULE_USERDATA = 7;
+
+// include/uapi/linux/netfilter.h: the nfgen_family of nf_tables messages.
+export const NFPROTO_UNSPEC = 0;
+export const NFPROTO_INET = 1;
+export const NFPROTO_IPV4 = 2;
+export const NFPROTO_ARP = 3;
+export const NFPROTO_NETDEV = 5;
+export const NFPROTO_BRIDGE = 7;
+export const NFPROTO_IPV6 = 10;
+
+/**
+ * enum nftnl_udata_rule_types: the TLV in NFTA_RULE_USERDATA holding a rule's comment
+ * (`comment "…"` in nft; `-m comment --comment` in iptables-nft), NUL-terminated.
+ * A TLV is `u8 type, u8 len, value[len]`, unaligned.
+ */
+export const NFTNL_UDATA_RULE_COMMENT = 0;
+
+const NFT_MSG_NAMES: Readonly<Record<number, string>> = {
+  [NFT_MSG_NEWTABLE]: "NFT_MSG_NEWTABLE", [NFT_MSG_GETTABLE]: "NFT_MSG_GETTABLE", [NFT_MSG_DELTABLE]: "NFT_MSG_DELTABLE",
+  [NFT_MSG_NEWCHAIN]: "NFT_MSG_NEWCHAIN", [NFT_MSG_GETCHAIN]: "NFT_MSG_GETCHAIN", [NFT_MSG_DELCHAIN]: "NFT_MSG_DELCHAIN",
+  [NFT_MSG_NEWRULE]: "NFT_MSG_NEWRULE", [NFT_MSG_GETRULE]: "NFT_MSG_GETRULE", [NFT_MSG_DELRULE]: "NFT_MSG_DELRULE",
+};
+
+/** The name of an nf_tables message command (the low byte of nlmsg_type). */
+export function nftMsgName(cmd: number): string {
+  return NFT_MSG_NAMES[cmd] ?? `NFT_MSG_${cmd}`;
+}

@@ -1,0 +1,185 @@
+import { describe, expect, test } from "bun:test";
+import { buildMessage, parseMessages, setSeqPid, toHex, type NlWriter } from "./codec.ts";
+import { NLM_F_MULTI, NLMSG_DONE, NLMSG_ERROR } from "./constants/netlink.ts";
+import { NFNL_MSG_BATCH_BEGIN, NFNL_MSG_BATCH_END } from "./constants/nfnetlink.ts";
+import { NFT_MSG_NEWRULE, NFTA_RULE_CHAIN, NFTA_RULE_HANDLE, NFTA_RULE_TABLE, NFTA_RULE_USERDATA } from "./constants/nf-tables.ts";
+import { NetlinkError } from "./errors.ts";
+import {
+  buildBatchDelimiter,
+  buildDeleteRuleRequest,
+  buildGetChainRequest,
+  buildGetTableRequest,
+  buildRuleDumpRequest,
+  commentFromUserdata,
+  isNftablesMissing,
+  nftRuleList,
+  nftRulesDelete,
+  parseRuleRef,
+} from "./nftables.ts";
+import { NetlinkSocket, type NetlinkTransport } from "./socket.ts";
+import { SyscallError } from "../sys/errors.ts";
+
+// Expected bytes: what nft 1.0.6 sends for `nft list chain inet t c`, `nft delete rule inet t c
+// handle 2` (strace -e sendto,sendmsg -xx), with seq/pid 0 (nft dumps a whole table's rules, so the
+// one-chain dump is checked field by field); ours add NLM_F_ACK to the DELRULE so
+// that each deletion is answered.
+describe("request builders (nft's bytes)", () => {
+  test("GETTABLE inet t: REQUEST|ACK, nfgenmsg NFPROTO_INET, NFTA_TABLE_NAME", () => {
+    expect(toHex(buildGetTableRequest("inet", "t"))).toBe("1c000000010a0500" + "0000000000000000" + "01000000" + "0600010074000000");
+  });
+  test("GETCHAIN inet t c: NFTA_CHAIN_TABLE then NFTA_CHAIN_NAME", () => {
+    expect(toHex(buildGetChainRequest("inet", "t", "c"))).toBe("24000000040a0500" + "0000000000000000" + "01000000" + "0600010074000000" + "0600030063000000");
+  });
+  test("DELRULE inet t c handle 2: table, chain, big-endian u64 handle", () => {
+    expect(toHex(buildDeleteRuleRequest("inet", "t", { chain: "c", handle: 2 }))).toBe(
+      "30000000080a0500" + "0000000000000000" + "01000000" + "0600010074000000" + "0600020063000000" + "0c0003000000000000000002",
+    );
+  });
+  test("batch delimiters carry res_id NFNL_SUBSYS_NFTABLES in network order", () => {
+    expect(toHex(buildBatchDelimiter(NFNL_MSG_BATCH_BEGIN))).toBe("14000000100001000000000000000000" + "0000000a");
+    expect(toHex(buildBatchDelimiter(NFNL_MSG_BATCH_END))).toBe("14000000110001000000000000000000" + "0000000a");
+  });
+  test("rule dump of one chain: GETRULE, REQUEST|DUMP, ip6 family, table and chain as filters", () => {
+    expect(toHex(buildRuleDumpRequest("ip6", "nat", "POSTROUTING"))).toBe(
+      "2c000000070a0103" + "0000000000000000" + "0a000000" + "080001006e617400" + "10000200504f5354524f5554494e4700",
+    );
+  });
+});
+
+/** An NFT_MSG_NEWRULE payload as the kernel dumps it (nfgenmsg, then attributes). */
+function rulePayload(family: number, table: string, chain: string, handle: number, udata?: Uint8Array): (w: NlWriter) => void {
+  return (w) => {
+    w.u8(family).u8(0).u8(0).u8(0);
+    w.attrString(NFTA_RULE_TABLE, table);
+    w.attrString(NFTA_RULE_CHAIN, chain);
+    const h = new Uint8Array(8);
+    new DataView(h.buffer).setBigUint64(0, BigInt(handle), false);
+    w.attr(NFTA_RULE_HANDLE, h);
+    if (udata !== undefined) w.attr(NFTA_RULE_USERDATA, udata);
+  };
+}
+const tlv = (type: number, text: string) => Uint8Array.of(type, text.length + 1, ...new TextEncoder().encode(text), 0);
+
+describe("rule decoding", () => {
+  test("comment TLV found among other user-data TLVs", () => {
+    expect(commentFromUserdata(Uint8Array.of(...tlv(1, "policy"), ...tlv(0, "name: x id: y")))).toBe("name: x id: y");
+    expect(commentFromUserdata(tlv(1, "no comment here"))).toBeUndefined();
+    expect(commentFromUserdata(Uint8Array.of(0, 40, 65))).toBe("A"); // a truncated TLV is read as far as it goes
+  });
+  test("a dumped rule gives table, chain, handle and comment", () => {
+    const m = buildMessage((10 << 8) | NFT_MSG_NEWRULE, 0, rulePayload(1, "cni_plugins_masquerade", "masq_checks", 2 ** 40 + 7, tlv(0, "abc")));
+    expect(parseRuleRef(m.subarray(16))).toEqual({ table: "cni_plugins_masquerade", chain: "masq_checks", handle: 2 ** 40 + 7, comment: "abc" });
+  });
+  test("a rule without handle is skipped", () => {
+    const m = buildMessage((10 << 8) | NFT_MSG_NEWRULE, 0, (w) => {
+      w.u8(1).u8(0).u8(0).u8(0);
+      w.attrString(NFTA_RULE_TABLE, "t");
+      w.attrString(NFTA_RULE_CHAIN, "c");
+    });
+    expect(parseRuleRef(m.subarray(16))).toBeUndefined();
+  });
+});
+
+// ---- the socket exchanges, against a fake kernel ----------------------------------------------
+
+const PORT = 77;
+
+function reply(type: number, flags: number, seq: number, fill: (w: NlWriter) => void): Uint8Array {
+  const m = buildMessage(type, flags, fill);
+  setSeqPid(m, seq, PORT);
+  return m;
+}
+const ack = (seq: number, errno = 0) => reply(NLMSG_ERROR, 0x100, seq, (w) => w.i32(-errno).u32(16).u16(0).u16(0).u32(seq).u32(PORT));
+const cat = (parts: Uint8Array[]) => Uint8Array.from(parts.flatMap((p) => [...p]));
+
+/** Answers each datagram sent with what `answer` returns for its messages. */
+function fakeKernel(answer: (sent: { type: number; seq: number }[]) => Uint8Array[]): NetlinkTransport & { batches: { type: number; seq: number }[][] } {
+  const queue: Uint8Array[] = [];
+  const batches: { type: number; seq: number }[][] = [];
+  return {
+    portId: PORT,
+    fd: -1,
+    batches,
+    send(msg) {
+      const sent = parseMessages(msg).map((m) => ({ type: m.type, seq: m.seq, payload: m.payload }));
+      batches.push(sent);
+      queue.push(...answer(sent));
+    },
+    receive() {
+      const d = queue.shift();
+      if (d === undefined) throw new Error("fake kernel: nothing to receive");
+      return d;
+    },
+    close() {},
+  };
+}
+
+describe("nftRuleList", () => {
+  test("keeps only the rules of the asked family, table and chain, in order", () => {
+    const k = fakeKernel(([req]) => [
+      cat([
+        reply((10 << 8) | NFT_MSG_NEWRULE, NLM_F_MULTI, req!.seq, rulePayload(1, "t", "c", 4, tlv(0, "x"))),
+        reply((10 << 8) | NFT_MSG_NEWRULE, NLM_F_MULTI, req!.seq, rulePayload(1, "t", "other", 5)),
+        reply((10 << 8) | NFT_MSG_NEWRULE, NLM_F_MULTI, req!.seq, rulePayload(2, "t", "c", 6)),
+        reply((10 << 8) | NFT_MSG_NEWRULE, NLM_F_MULTI, req!.seq, rulePayload(1, "t", "c", 9)),
+      ]),
+      reply(NLMSG_DONE, NLM_F_MULTI, req!.seq, (w) => w.i32(0)),
+    ]);
+    expect(nftRuleList(NetlinkSocket.overTransport(k), "inet", "t", "c")).toEqual([
+      { chain: "c", handle: 4, comment: "x" },
+      { chain: "c", handle: 9 },
+    ]);
+  });
+});
+
+describe("nftRulesDelete", () => {
+  const rules = [
+    { chain: "c", handle: 3 },
+    { chain: "c", handle: 4 },
+    { chain: "c", handle: 5 },
+  ];
+  test("one batch BEGIN, a DELRULE per rule, END; all acknowledged", () => {
+    const k = fakeKernel((sent) => [cat(sent.slice(1, -1).map((m) => ack(m.seq)))]);
+    expect(nftRulesDelete(NetlinkSocket.overTransport(k), "inet", "t", rules)).toBe(3);
+    expect(k.batches.map((b) => b.map((m) => m.type))).toEqual([[NFNL_MSG_BATCH_BEGIN, 0x0a08, 0x0a08, 0x0a08, NFNL_MSG_BATCH_END]]);
+  });
+  test("a rule already gone aborts the batch; it is sent again without that rule", () => {
+    const k = fakeKernel((sent) => {
+      const ops = sent.slice(1, -1);
+      return [cat(ops.map((m, i) => ack(m.seq, ops.length === 3 && i === 1 ? 2 /* ENOENT */ : 0)))];
+    });
+    expect(nftRulesDelete(NetlinkSocket.overTransport(k), "inet", "t", rules)).toBe(2);
+    expect(k.batches.map((b) => b.length)).toEqual([5, 4]);
+  });
+  test("every rule gone: nothing deleted, no error", () => {
+    const k = fakeKernel((sent) => [cat(sent.slice(1, -1).map((m) => ack(m.seq, 2)))]);
+    expect(nftRulesDelete(NetlinkSocket.overTransport(k), "inet", "t", rules)).toBe(0);
+  });
+  test("another refusal throws, naming the rule", () => {
+    const k = fakeKernel((sent) => [cat(sent.slice(1, -1).map((m, i) => ack(m.seq, i === 2 ? 16 /* EBUSY */ : 0)))]);
+    expect(() => nftRulesDelete(NetlinkSocket.overTransport(k), "inet", "t", rules)).toThrow("NFT_MSG_DELRULE inet t c handle 5: device or resource busy (EBUSY)");
+  });
+  test("a refused batch (error on BEGIN) throws, and counts as nf_tables missing when it is EOPNOTSUPP", () => {
+    const k = fakeKernel((sent) => [ack(sent[0]!.seq, 95)]);
+    let err: unknown;
+    try {
+      nftRulesDelete(NetlinkSocket.overTransport(k), "inet", "t", rules);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(NetlinkError);
+    expect(isNftablesMissing(err)).toBe(true);
+  });
+  test("nothing to delete sends nothing", () => {
+    const k = fakeKernel(() => []);
+    expect(nftRulesDelete(NetlinkSocket.overTransport(k), "inet", "t", [])).toBe(0);
+    expect(k.batches).toEqual([]);
+  });
+});
+
+test("isNftablesMissing: EINVAL only when it answers a GET", () => {
+  expect(isNftablesMissing(new NetlinkError((10 << 8) | 4, 22))).toBe(true);
+  expect(isNftablesMissing(new NetlinkError((10 << 8) | 8, 22))).toBe(false);
+  expect(isNftablesMissing(new SyscallError("socket", 93))).toBe(true);
+  expect(isNftablesMissing(new NetlinkError((10 << 8) | 4, 2))).toBe(false);
+});

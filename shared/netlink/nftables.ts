@@ -1,0 +1,237 @@
+/**
+ * nf_tables over NETLINK_NETFILTER, for what the firewall backends need on every DEL without
+ * starting a tool: whether a table or chain exists (`nft list table|chain …` answering "No such
+ * file or directory"), the handles and comments of ONE chain's rules (`nft -a list chain …`), and
+ * deleting rules by handle in one atomic batch (`nft delete rule … handle N`, several in one
+ * `nft -f`). The tools pay for their start and, on a node with a large ruleset, for reading a
+ * cache of the whole ruleset; these requests read only the chain they name.
+ *
+ * nft stores a rule's `comment "…"` as a NUL-terminated NFTNL_UDATA_RULE_COMMENT TLV in
+ * NFTA_RULE_USERDATA. Tables created by iptables-nft (`ip nat`, `ip6 filter`, …) are nf_tables
+ * tables too, so their chains can be looked up here; iptables-nft (1.8.9) keeps
+ * `-m comment --comment` in an xt match expression instead, which this module does not decode.
+ *
+ * Messages are `struct nlmsghdr` with type `NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_*`, a 4-byte
+ * `struct nfgenmsg` (family = NFPROTO_*, NFNETLINK_V0, res_id 0), then NFTA_* attributes; rule
+ * handles are big-endian u64. Changes travel in a batch (NFNL_MSG_BATCH_BEGIN … BATCH_END, whose
+ * res_id is NFNL_SUBSYS_NFTABLES in network order), which the kernel applies all or nothing.
+ *
+ * The socket acts on the netns it was opened in (`openNftablesSocket()`: the calling thread's).
+ */
+import { attrMap, buildMessage, readString, type NlWriter } from "./codec.ts";
+import { NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST } from "./constants/netlink.ts";
+import {
+  NETLINK_NETFILTER,
+  NFGENMSG_SIZE,
+  NFNETLINK_V0,
+  NFNL_MSG_BATCH_BEGIN,
+  NFNL_MSG_BATCH_END,
+  NFNL_SUBSYS_NFTABLES,
+} from "./constants/nfnetlink.ts";
+import {
+  NFPROTO_ARP,
+  NFPROTO_BRIDGE,
+  NFPROTO_INET,
+  NFPROTO_IPV4,
+  NFPROTO_IPV6,
+  NFPROTO_NETDEV,
+  NFPROTO_UNSPEC,
+  NFT_MSG_DELRULE,
+  NFT_MSG_GETCHAIN,
+  NFT_MSG_GETRULE,
+  NFT_MSG_GETTABLE,
+  NFTA_CHAIN_NAME,
+  NFTA_CHAIN_TABLE,
+  NFTA_RULE_CHAIN,
+  NFTA_RULE_HANDLE,
+  NFTA_RULE_TABLE,
+  NFTA_RULE_USERDATA,
+  NFTA_TABLE_NAME,
+  NFTNL_UDATA_RULE_COMMENT,
+} from "./constants/nf-tables.ts";
+import { isNotFound, NetlinkError } from "./errors.ts";
+import { NetlinkSocket } from "./socket.ts";
+import { EINVAL, ENOENT, EOPNOTSUPP, EPROTONOSUPPORT } from "../sys/errno.ts";
+import { SyscallError } from "../sys/errors.ts";
+
+/** An nft family name (`nft list table <family> …`). */
+export type NftFamilyName = "ip" | "ip6" | "inet" | "arp" | "bridge" | "netdev";
+
+const NFPROTO: Readonly<Record<NftFamilyName, number>> = {
+  ip: NFPROTO_IPV4,
+  ip6: NFPROTO_IPV6,
+  inet: NFPROTO_INET,
+  arp: NFPROTO_ARP,
+  bridge: NFPROTO_BRIDGE,
+  netdev: NFPROTO_NETDEV,
+};
+
+/** One rule of a chain as far as finding and deleting it goes. */
+export interface NftRuleRef {
+  chain: string;
+  /** The rule's handle (unique in its table for the table's lifetime). */
+  handle: number;
+  /** The rule's comment (user data), when it has one. */
+  comment?: string;
+}
+
+const msgType = (cmd: number): number => (NFNL_SUBSYS_NFTABLES << 8) | cmd;
+
+function writeNfgenmsg(w: NlWriter, family: number, resId = 0): void {
+  w.u8(family).u8(NFNETLINK_V0).u8(resId >> 8).u8(resId & 0xff);
+}
+
+function be64(v: number): Uint8Array {
+  const b = new Uint8Array(8);
+  new DataView(b.buffer).setBigUint64(0, BigInt(v), false);
+  return b;
+}
+
+function readBe64(b: Uint8Array): number {
+  return Number(new DataView(b.buffer, b.byteOffset, b.byteLength).getBigUint64(0, false));
+}
+
+/** `nft list table <family> <table>` as a GET (NFT_MSG_GETTABLE): answered with the table or ENOENT. */
+export function buildGetTableRequest(family: NftFamilyName, table: string): Uint8Array {
+  return buildMessage(msgType(NFT_MSG_GETTABLE), NLM_F_REQUEST | NLM_F_ACK, (w) => {
+    writeNfgenmsg(w, NFPROTO[family]);
+    w.attrString(NFTA_TABLE_NAME, table);
+  });
+}
+
+/** `nft list chain <family> <table> <chain>` as a GET (NFT_MSG_GETCHAIN): the chain or ENOENT. */
+export function buildGetChainRequest(family: NftFamilyName, table: string, chain: string): Uint8Array {
+  return buildMessage(msgType(NFT_MSG_GETCHAIN), NLM_F_REQUEST | NLM_F_ACK, (w) => {
+    writeNfgenmsg(w, NFPROTO[family]);
+    w.attrString(NFTA_CHAIN_TABLE, table);
+    w.attrString(NFTA_CHAIN_NAME, chain);
+  });
+}
+
+/** The rules of one chain (NFT_MSG_GETRULE dump, filtered by the kernel on table and chain). */
+export function buildRuleDumpRequest(family: NftFamilyName, table: string, chain: string): Uint8Array {
+  return buildMessage(msgType(NFT_MSG_GETRULE), NLM_F_REQUEST | NLM_F_DUMP, (w) => {
+    writeNfgenmsg(w, NFPROTO[family]);
+    w.attrString(NFTA_RULE_TABLE, table);
+    w.attrString(NFTA_RULE_CHAIN, chain);
+  });
+}
+
+/** `delete rule <family> <table> <chain> handle <n>` (NFT_MSG_DELRULE), for a batch. */
+export function buildDeleteRuleRequest(family: NftFamilyName, table: string, rule: { chain: string; handle: number }): Uint8Array {
+  return buildMessage(msgType(NFT_MSG_DELRULE), NLM_F_REQUEST | NLM_F_ACK, (w) => {
+    writeNfgenmsg(w, NFPROTO[family]);
+    w.attrString(NFTA_RULE_TABLE, table);
+    w.attrString(NFTA_RULE_CHAIN, rule.chain);
+    w.attr(NFTA_RULE_HANDLE, be64(rule.handle));
+  });
+}
+
+/** NFNL_MSG_BATCH_BEGIN or _END for the nf_tables subsystem. */
+export function buildBatchDelimiter(type: typeof NFNL_MSG_BATCH_BEGIN | typeof NFNL_MSG_BATCH_END): Uint8Array {
+  return buildMessage(type, NLM_F_REQUEST, (w) => writeNfgenmsg(w, NFPROTO_UNSPEC, NFNL_SUBSYS_NFTABLES));
+}
+
+/** The comment in a rule's NFTA_RULE_USERDATA (TLVs `u8 type, u8 len, value`), if any. */
+export function commentFromUserdata(udata: Uint8Array): string | undefined {
+  for (let at = 0; at + 2 <= udata.byteLength; ) {
+    const type = udata[at]!;
+    const len = udata[at + 1]!;
+    const value = udata.subarray(at + 2, at + 2 + len);
+    if (type === NFTNL_UDATA_RULE_COMMENT) return readString(value);
+    at += 2 + len;
+  }
+  return undefined;
+}
+
+/** Decodes one NFT_MSG_NEWRULE of a dump; undefined when it lacks a chain or a handle. */
+export function parseRuleRef(payload: Uint8Array): (NftRuleRef & { table: string }) | undefined {
+  if (payload.byteLength < NFGENMSG_SIZE) return undefined;
+  const a = attrMap(payload, NFGENMSG_SIZE);
+  const table = a.get(NFTA_RULE_TABLE);
+  const chain = a.get(NFTA_RULE_CHAIN);
+  const handle = a.get(NFTA_RULE_HANDLE);
+  if (table === undefined || chain === undefined || handle === undefined || handle.byteLength !== 8) return undefined;
+  const ref: NftRuleRef & { table: string } = { table: readString(table), chain: readString(chain), handle: readBe64(handle) };
+  const udata = a.get(NFTA_RULE_USERDATA);
+  const comment = udata === undefined ? undefined : commentFromUserdata(udata);
+  if (comment !== undefined) ref.comment = comment;
+  return ref;
+}
+
+const GET_TYPES = new Set([NFT_MSG_GETTABLE, NFT_MSG_GETCHAIN, NFT_MSG_GETRULE].map(msgType));
+
+/**
+ * True when `err` says the kernel has no nf_tables: no NETLINK_NETFILTER at all
+ * (EPROTONOSUPPORT), EINVAL answering a GET (nfnetlink's answer for an unregistered subsystem;
+ * a well-formed GET is never invalid otherwise), or EOPNOTSUPP refusing a batch.
+ */
+export function isNftablesMissing(err: unknown): boolean {
+  if (!(err instanceof SyscallError)) return false;
+  if (err.errno === EPROTONOSUPPORT || err.errno === EOPNOTSUPP) return true;
+  return err.errno === EINVAL && err instanceof NetlinkError && GET_TYPES.has(err.msgType);
+}
+
+/** Opens a NETLINK_NETFILTER socket in the calling thread's netns. */
+export function openNftablesSocket(): NetlinkSocket {
+  return NetlinkSocket.open(NETLINK_NETFILTER);
+}
+
+function existsBy(sock: NetlinkSocket, req: Uint8Array, detail: string): boolean {
+  try {
+    sock.request(req, detail);
+    return true;
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    throw err;
+  }
+}
+
+/** True when table `<family> <table>` exists. */
+export function nftTableExists(sock: NetlinkSocket, family: NftFamilyName, table: string): boolean {
+  return existsBy(sock, buildGetTableRequest(family, table), `${family} ${table}`);
+}
+
+/** True when chain `<family> <table> <chain>` exists (false also when the table does not). */
+export function nftChainExists(sock: NetlinkSocket, family: NftFamilyName, table: string, chain: string): boolean {
+  return existsBy(sock, buildGetChainRequest(family, table, chain), `${family} ${table} ${chain}`);
+}
+
+/** The rules of `<family> <table> <chain>` in order, [] when the chain or table does not exist. */
+export function nftRuleList(sock: NetlinkSocket, family: NftFamilyName, table: string, chain: string): NftRuleRef[] {
+  const out: NftRuleRef[] = [];
+  for (const m of sock.request(buildRuleDumpRequest(family, table, chain), `${family} ${table} ${chain}`)) {
+    if (m.payload[0] !== NFPROTO[family]) continue;
+    const r = parseRuleRef(m.payload);
+    // The kernel filters on table and chain; checked again for kernels that ignore the filter.
+    if (r === undefined || r.table !== table || r.chain !== chain) continue;
+    const ref: NftRuleRef = { chain: r.chain, handle: r.handle };
+    if (r.comment !== undefined) ref.comment = r.comment;
+    out.push(ref);
+  }
+  return out;
+}
+
+/**
+ * Deletes `rules` (by handle) from `<family> <table>` in one batch, which the kernel applies all or
+ * nothing. A rule already gone (ENOENT: deleted by someone else meanwhile, or its chain or table)
+ * is not an error: the batch is sent again without it. Any other refusal throws a NetlinkError
+ * naming the rule. Returns how many rules this call deleted.
+ */
+export function nftRulesDelete(sock: NetlinkSocket, family: NftFamilyName, table: string, rules: readonly { chain: string; handle: number }[]): number {
+  let left = [...rules];
+  while (left.length > 0) {
+    const msgs = [buildBatchDelimiter(NFNL_MSG_BATCH_BEGIN), ...left.map((r) => buildDeleteRuleRequest(family, table, r)), buildBatchDelimiter(NFNL_MSG_BATCH_END)];
+    const answers = sock.requestBatch(msgs, msgType(NFT_MSG_DELRULE), `${family} ${table}`).slice(1, -1);
+    const failed = answers.flatMap((a, i) => (a !== undefined && a.errno !== 0 ? [{ i, ...a }] : []));
+    if (failed.length === 0) return left.length;
+    const hard = failed.find((f) => f.errno !== ENOENT);
+    if (hard !== undefined) {
+      const r = left[hard.i]!;
+      throw new NetlinkError(msgType(NFT_MSG_DELRULE), hard.errno, `${family} ${table} ${r.chain} handle ${r.handle}`, hard.extMsg);
+    }
+    const gone = new Set(failed.map((f) => f.i));
+    left = left.filter((_, i) => !gone.has(i));
+  }
+  return 0;
+}

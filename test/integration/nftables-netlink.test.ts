@@ -1,0 +1,98 @@
+/**
+ * shared/netlink/nftables.ts and the netlink paths of the nftables/iptables drivers against the
+ * real kernel, in the throwaway netns run.ts made: what they list must be what `nft -a` lists, a
+ * deletion batch must delete exactly the named rules (tolerating ones already gone), and a chain
+ * iptables-nft does not have must read as missing.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { sandboxed } from "../harness/sandbox.ts";
+import { nftChainExists, nftRuleList, nftTableExists, openNftablesSocket } from "../../shared/netlink/nftables.ts";
+import { applyNft, listNftChain, listNftTable, nftChainPresent } from "../../shared/firewall/nftables/driver.ts";
+import { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
+import { systemIptables } from "../../shared/firewall/iptables/driver.ts";
+
+function sh(argv: string[], input?: string): string {
+  const p = Bun.spawnSync({ cmd: argv, stdin: input === undefined ? "ignore" : Buffer.from(input), stdout: "pipe", stderr: "pipe" });
+  if (p.exitCode !== 0) throw new Error(`${argv.join(" ")} failed: ${p.stderr.toString()}`);
+  return p.stdout.toString();
+}
+
+const TABLE = "cni_nl_test";
+/** handle and comment of each rule of one chain, as nft lists them. */
+function nftListed(family: string, table: string, chain: string): { chain: string; handle: number; comment?: string }[] {
+  const out = JSON.parse(sh(["nft", "-j", "-a", "list", "chain", family, table, chain])) as { nftables: any[] };
+  return out.nftables.filter((o) => o.rule).map((o) => (o.rule.comment === undefined ? { chain, handle: o.rule.handle } : { chain, handle: o.rule.handle, comment: o.rule.comment }));
+}
+
+describe.skipIf(!sandboxed())("nf_tables over netlink (real kernel)", () => {
+  afterAll(() => {
+    Bun.spawnSync({ cmd: ["nft", "delete", "table", "inet", TABLE] });
+    Bun.spawnSync({ cmd: ["nft", "delete", "table", "ip6", TABLE] });
+    Bun.spawnSync({ cmd: ["iptables-nft", "-w", "-t", "nat", "-F", "CNI-NL-TEST"] });
+    Bun.spawnSync({ cmd: ["iptables-nft", "-w", "-t", "nat", "-X", "CNI-NL-TEST"] });
+  });
+
+  test("a chain's rules: the handles and comments nft lists, in order, and nothing of other chains or families", () => {
+    sh(
+      ["nft", "-f", "-"],
+      [
+        `add table inet ${TABLE}`,
+        `add chain inet ${TABLE} c`,
+        `add chain inet ${TABLE} other`,
+        `add rule inet ${TABLE} c ip saddr 10.0.0.1 counter comment "abcd0123-ef, net: n, if: eth0, id: c1"`,
+        `add rule inet ${TABLE} c counter`,
+        `add rule inet ${TABLE} other counter comment "elsewhere"`,
+        `add rule inet ${TABLE} c ip6 saddr fd00::1 accept comment "x"`,
+        `add table ip6 ${TABLE}`,
+        `add chain ip6 ${TABLE} c`,
+        `add rule ip6 ${TABLE} c counter comment "ip6 family"`,
+      ].join("\n") + "\n",
+    );
+    const sock = openNftablesSocket();
+    try {
+      const listed = nftRuleList(sock, "inet", TABLE, "c");
+      expect(listed.length).toBe(3);
+      expect(listed).toEqual(nftListed("inet", TABLE, "c"));
+      expect(listed[0]!.comment).toBe("abcd0123-ef, net: n, if: eth0, id: c1");
+      expect(nftRuleList(sock, "ip6", TABLE, "c").map((r) => r.comment)).toEqual(["ip6 family"]);
+      expect(nftRuleList(sock, "inet", TABLE, "missing")).toEqual([]);
+      expect(nftRuleList(sock, "inet", "no_such_table", "c")).toEqual([]);
+      expect([nftTableExists(sock, "inet", TABLE), nftTableExists(sock, "inet", "no_such_table"), nftTableExists(sock, "ip", TABLE)]).toEqual([true, false, false]);
+      expect([nftChainExists(sock, "inet", TABLE, "other"), nftChainExists(sock, "inet", TABLE, "missing")]).toEqual([true, false]);
+    } finally {
+      sock.close();
+    }
+    expect(listNftChain("inet", TABLE, "missing")).toBeUndefined();
+    expect(listNftChain("inet", "no_such_table", "c")).toBeUndefined();
+    expect(listNftTable("inet", "no_such_table")).toBeUndefined();
+    expect(listNftTable("inet", TABLE)?.rules.length).toBe(4);
+  });
+
+  test("a transaction of rule deletions goes by netlink: exactly those rules go, one already gone is no error", () => {
+    const before = nftListed("inet", TABLE, "c");
+    const [first, , third] = before;
+    sh(["nft", "delete", "rule", "inet", TABLE, "c", "handle", String(third!.handle)]);
+    applyNft(new NftTransaction("inet", TABLE).deleteRule("c", first!.handle).deleteRule("c", third!.handle));
+    expect(nftListed("inet", TABLE, "c")).toEqual([before[1]!]);
+    expect(nftListed("inet", TABLE, "other").map((r) => r.comment)).toEqual(["elsewhere"]);
+    // Everything already gone, or the chain itself: still no error (DEL is idempotent).
+    applyNft(new NftTransaction("inet", TABLE).deleteRule("c", first!.handle).deleteRule("missing", 99));
+    // A mixed transaction still runs through nft.
+    applyNft(new NftTransaction("inet", TABLE).deleteRule("c", before[1]!.handle).addRule({ chain: "c", rule: "counter", comment: "via nft" }));
+    expect(nftListed("inet", TABLE, "c").map((r) => r.comment)).toEqual(["via nft"]);
+  });
+
+  test("iptables-nft chains: a missing chain reads as missing, an existing one is listed by iptables", () => {
+    sh(["iptables-nft", "-w", "-t", "nat", "-N", "CNI-NL-TEST"]);
+    sh(["iptables-nft", "-w", "-t", "nat", "-A", "CNI-NL-TEST", "-d", "10.9.0.0/16", "-m", "comment", "--comment", "nl test", "-j", "ACCEPT"]);
+    expect(nftChainPresent("ip", "nat", "CNI-NL-TEST")).toBe(true);
+    expect(nftChainPresent("ip", "nat", "CNI-NL-MISSING")).toBe(false);
+    expect(nftChainPresent("ip6", "no_such_table", "CNI-NL-TEST")).toBe(false);
+    const ipt = systemIptables("nft");
+    expect(ipt.listChain(4, "nat", "CNI-NL-TEST")).toEqual([["-d", "10.9.0.0/16", "-m", "comment", "--comment", "nl test", "-j", "ACCEPT"]]);
+    expect(ipt.listChain(4, "nat", "CNI-NL-MISSING")).toBeUndefined();
+    expect(ipt.listChain(4, "no_such_table_x", "CNI-NL-TEST")).toBeUndefined();
+    // A built-in chain is read by iptables as before (other files of the lane may have rules there).
+    expect(Array.isArray(ipt.listChain(4, "nat", "POSTROUTING"))).toBe(true);
+  });
+});
