@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { ENOENT, ENOTDIR } from "./errno.ts";
+import { readTextFile } from "./file.ts";
 import { PathError } from "./path-error.ts";
 
 function thrown(fn: () => unknown): unknown {
@@ -22,6 +23,14 @@ describe("PathError (Go's *fs.PathError text)", () => {
     const notDir = new PathError("open", "/etc/hostname/x", thrown(() => readdirSync("/etc/hostname/x")));
     expect(notDir.message).toBe("open /etc/hostname/x: not a directory");
     expect(notDir.errno).toBe(ENOTDIR);
+  });
+
+  test("from a shared/sys failure (SyscallError, positive errno): the same text", () => {
+    const cause = thrown(() => readTextFile("/nonexistent/x"));
+    const err = new PathError("open", "/nonexistent/x", cause);
+    expect(err.message).toBe("open /nonexistent/x: no such file or directory");
+    expect(err.errno).toBe(ENOENT);
+    expect(err.cause).toBe(cause);
   });
 
   test("a cause without errno keeps its own message", () => {
