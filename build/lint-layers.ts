@@ -6,6 +6,9 @@
  *   so the layers read bottom-up: error, ip → sys → netns → netlink, sysctl → cni → firewall → iface;
  * - only shared/sys imports bun:ffi;
  * - only shared/cni/invoke.ts and shared/firewall/exec.ts spawn processes (test/ and build/ exempt);
+ * - no static import of node:fs, node:path or node:child_process (each costs a plugin process
+ *   milliseconds and megabytes at load, docs/performance.md): files go through shared/sys/file.ts
+ *   (LAZY_NODE_MODULES lists the exceptions);
  * - no async/await in shared/netns, shared/netlink, shared/sysctl;
  * - plugin code never reads process.env, process.stdout or process.stdin;
  * - test support modules (`testing.ts`) are imported only by tests.
@@ -34,6 +37,17 @@ const SHARED_RANK: Readonly<Record<string, number>> = {
 };
 const problems: string[] = [];
 
+/** Node modules that plugin processes load only on demand (`require` inside the function that needs it). */
+const LAZY_NODE_MODULES = /^node:(fs|path|child_process)$/;
+/** Files allowed a static import of them: not loaded on a plugin call, or not converted yet. */
+const STATIC_NODE_IMPORT_OK = [
+  /^shared\/cni\/call-log\.ts$/, // required by skel only when call logging is configured
+  /\/testdata\//, // test fixtures
+  /^ipam\/dhcp\/daemon\//, // the long-running DHCP daemon
+  /^ipam\/dhcp\/dhcp\.ts$/, // not converted yet
+  /^plugins\/host-device\/sysfs\.ts$/, // not converted yet
+];
+
 function walk(dir: string, out: string[] = []): string[] {
   for (const name of readdirSync(dir)) {
     if (name === "node_modules" || name.startsWith(".")) continue;
@@ -61,6 +75,10 @@ for (const top of ["plugins", "ipam", "meta", "shared"]) {
     for (const m of text.matchAll(IMPORT)) {
       const spec = m[1] ?? m[2] ?? m[3] ?? "";
       if (spec === "bun:ffi" && !rel.startsWith("shared/sys/")) problems.push(`${rel}: imports bun:ffi outside shared/sys`);
+      const staticValueImport = m[1] !== undefined && !/^(import|export)\s+type\s/.test(m[0]);
+      if (staticValueImport && !isTest && LAZY_NODE_MODULES.test(spec) && !STATIC_NODE_IMPORT_OK.some((ok) => ok.test(rel))) {
+        problems.push(`${rel}: imports ${spec} statically (use shared/sys/file.ts)`);
+      }
       if (!spec.startsWith(".")) continue;
       if (!isTest && /(^|\/)testing\.ts$/.test(spec)) problems.push(`${rel}: imports test support ${spec}`);
       const target = relative(root, resolve(dirname(file), spec));

@@ -8,8 +8,8 @@
  * The bus is the D-Bus system bus: `DBUS_SYSTEM_BUS_ADDRESS` from the invocation's environment,
  * else `/var/run/dbus/system_bus_socket` (godbus's rule).
  */
-import { existsSync } from "node:fs";
 import { annotateError, messageOf } from "../../shared/error/annotate.ts";
+import { exists } from "../../shared/sys/file.ts";
 import type { FirewalldBackend, FirewallTarget } from "./backend.ts";
 import { connectBus, DEFAULT_SYSTEM_BUS, type DBusConnection } from "./dbus-client.ts";
 
@@ -30,7 +30,7 @@ export function systemBusAddress(env: Readonly<Record<string, string | undefined
 export function busSocketsMissing(address: string): boolean {
   return address.split(";").every((entry) => {
     const m = /^unix:(?:.*,)?path=([^,]+)/.exec(entry);
-    return m !== null && !existsSync(decodeURIComponent(m[1]!));
+    return m !== null && !exists(decodeURIComponent(m[1]!));
   });
 }
 

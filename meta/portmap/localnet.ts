@@ -9,11 +9,10 @@
  * The martian guard rule (iptables-rules.ts / nftables-backend.ts) keeps containers from reaching
  * 127.0.0.0/8 services while the sysctl is on.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { Handle } from "../../shared/netlink/index.ts";
-import { sysctlGet, sysctlSet } from "../../shared/sysctl/index.ts";
 import { containsIP, parseIP, type IPAddr } from "../../shared/ip/ip.ts";
+import { Handle } from "../../shared/netlink/index.ts";
+import { exists, joinPath, mkdirAll, readDir, readTextFile, replaceFile, stat, unlinkIfExists } from "../../shared/sys/file.ts";
+import { sysctlGet, sysctlSet } from "../../shared/sysctl/index.ts";
 
 export const LOCALNET_STATE_DIR = "/run/cni/portmap/localnet";
 
@@ -23,7 +22,7 @@ function sysctlName(ifName: string): string {
 
 /** Identifies the current netns, so throwaway namespaces with the same interface names never share state. */
 function netnsKey(): string {
-  return String(statSync("/proc/thread-self/ns/net").ino);
+  return String(stat("/proc/thread-self/ns/net").ino);
 }
 
 /** The interface the host routes `ip` through (longest-prefix match in the main table); undefined when none. */
@@ -54,23 +53,22 @@ interface State {
 
 function readState(path: string): State | undefined {
   try {
-    const s = JSON.parse(readFileSync(path, "utf8")) as State;
+    const s = JSON.parse(readTextFile(path)) as State;
     return Array.isArray(s.users) && typeof s.ifName === "string" ? s : undefined;
   } catch {
     return undefined;
   }
 }
 
+/** Replaces the state file atomically (0600, in a 0700 directory) through a scratch name of this process. */
 function writeState(path: string, s: State): void {
-  mkdirSync(LOCALNET_STATE_DIR, { recursive: true, mode: 0o700 });
-  const tmp = `${path}.tmp${process.pid}`;
-  writeFileSync(tmp, JSON.stringify(s), { mode: 0o600 });
-  renameSync(tmp, path);
+  mkdirAll(LOCALNET_STATE_DIR, 0o700);
+  replaceFile(path, `${path}.tmp${process.pid}`, JSON.stringify(s), 0o600);
 }
 
 /** Turns route_localnet on for `ifName` on behalf of `user`, remembering whether we changed it. */
 export function enableRouteLocalnet(ifName: string, user: string): void {
-  const path = join(LOCALNET_STATE_DIR, `${netnsKey()}-${ifName}`);
+  const path = joinPath(LOCALNET_STATE_DIR, `${netnsKey()}-${ifName}`);
   const state = readState(path);
   const current = sysctlGet(sysctlName(ifName), { ignoreMissing: true });
   if (current === undefined) return;
@@ -85,11 +83,11 @@ export function enableRouteLocalnet(ifName: string, user: string): void {
 
 /** Drops `user` from every interface it relied on in this netns; restores 0 where nobody is left. */
 export function releaseRouteLocalnet(user: string): void {
-  if (!existsSync(LOCALNET_STATE_DIR)) return;
+  if (!exists(LOCALNET_STATE_DIR)) return;
   const prefix = `${netnsKey()}-`;
-  for (const name of readdirSync(LOCALNET_STATE_DIR)) {
+  for (const { name } of readDir(LOCALNET_STATE_DIR)) {
     if (!name.startsWith(prefix) || name.includes(".tmp")) continue;
-    const path = join(LOCALNET_STATE_DIR, name);
+    const path = joinPath(LOCALNET_STATE_DIR, name);
     const state = readState(path);
     if (state === undefined || !state.users.includes(user)) continue;
     const users = state.users.filter((u) => u !== user);
@@ -98,6 +96,6 @@ export function releaseRouteLocalnet(user: string): void {
       continue;
     }
     sysctlSet(sysctlName(state.ifName), "0", { ignoreMissing: true });
-    rmSync(path, { force: true });
+    unlinkIfExists(path);
   }
 }

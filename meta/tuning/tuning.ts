@@ -16,7 +16,6 @@
  *
  * Deliberate differences from upstream: DIFFERENCES.md.
  */
-import { readFileSync, writeFileSync } from "node:fs";
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
 import { InternalError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
 import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
@@ -30,6 +29,9 @@ import { isValidEtherAddr, parseMacAddress } from "../../shared/ip/mac-address.t
 import { IFF_ALLMULTI, IFF_PROMISC } from "../../shared/netlink/constants/if-link.ts";
 import { Handle, type Link } from "../../shared/netlink/index.ts";
 import { withNetNS, type NetNS } from "../../shared/netns/index.ts";
+import { ENOENT } from "../../shared/sys/errno.ts";
+import { hasErrno } from "../../shared/sys/errors.ts";
+import { readTextFile, writeFile } from "../../shared/sys/file.ts";
 import { PathError } from "../../shared/sys/path-error.ts";
 import { backupPath, readBackup, removeBackup, staleBackups, writeBackup, type LinkBackup } from "./backup.ts";
 import { changesLink, loadTuningConfig, requireMac, type TuningConfig } from "./config.ts";
@@ -43,9 +45,9 @@ function stdinText(args: CmdArgs): string {
 function readAllowlist(): string[] | undefined {
   let text: string;
   try {
-    text = readFileSync(ALLOWLIST_PATH, "utf8");
+    text = readTextFile(ALLOWLIST_PATH);
   } catch (err) {
-    if ((err as { code?: unknown }).code === "ENOENT") return undefined;
+    if (hasErrno(err, ENOENT)) return undefined;
     throw new PathError("open", ALLOWLIST_PATH, err);
   }
   return parseAllowlist(text);
@@ -80,12 +82,12 @@ function writeSysctls(ns: NetNS, writes: readonly [string, string][], changed: [
     for (const [file, value] of writes) {
       let old: string | undefined;
       try {
-        old = readFileSync(file, "utf8").replace(/\n$/, "");
+        old = readTextFile(file).replace(/\n$/, "");
       } catch {
         old = undefined; // write-only keys cannot be restored
       }
       try {
-        writeFileSync(file, value);
+        writeFile(file, value);
       } catch (err) {
         throw new PathError("open", file, err);
       }
@@ -100,7 +102,7 @@ function restoreSysctls(ns: NetNS, entries: readonly [string, string][]): void {
     const failed: Error[] = [];
     for (const [file, value] of [...entries].reverse()) {
       try {
-        writeFileSync(file, value);
+        writeFile(file, value);
       } catch (err) {
         failed.push(annotateError(`failed to restore sysctl ${file}`, new PathError("open", file, err)));
       }
@@ -222,7 +224,7 @@ function check(args: CmdArgs): void {
     const file = sysctlFileName(key, args.ifName);
     const got = withNetNS(ns, () => {
       try {
-        return readFileSync(file, "utf8").replace(/\n$/, "");
+        return readTextFile(file).replace(/\n$/, "");
       } catch (err) {
         throw new PathError("open", file, err);
       }

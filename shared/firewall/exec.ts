@@ -8,16 +8,7 @@
  * Binaries are resolved on PATH and then in the usual sbin directories, because runtimes often
  * exec plugins with a PATH that lacks /usr/sbin.
  */
-import { statIfExists } from "../sys/file.ts";
-
-/** Whether `path` exists (any error, e.g. ENOTDIR from a file in PATH, counts as no). libc, not node:fs (start-up cost). */
-function exists(path: string): boolean {
-  try {
-    return statIfExists(path) !== undefined;
-  } catch {
-    return false;
-  }
-}
+import { exists } from "../sys/file.ts";
 
 /** A tool exited non-zero (or could not be started). */
 export class CommandError extends Error {

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, lstatSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, lstatSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { O_APPEND, O_CREAT, O_EXCL, O_NOFOLLOW, O_RDONLY, O_RDWR, O_WRONLY } from "./constants.ts";
@@ -59,6 +59,25 @@ describe("file (libc)", () => {
     expect(file.statIfExists(join(dir, "nope"))).toBeUndefined();
     expect(file.lstatIfExists(join(dir, "nope"))).toBeUndefined();
     expect(errnoOf(() => file.readFile(join(dir, "nope")))).toBe(ENOENT);
+  });
+
+  test("exists agrees with node's existsSync: links followed, any failure is false", () => {
+    const f = join(dir, "f");
+    writeFileSync(f, "");
+    symlinkSync(f, join(dir, "good"));
+    symlinkSync(join(dir, "nope"), join(dir, "dangling"));
+    for (const [p, want] of [
+      [f, true],
+      [dir, true],
+      [join(dir, "good"), true],
+      [join(dir, "dangling"), false],
+      [join(dir, "nope"), false],
+      [join(f, "below-a-file"), false], // ENOTDIR
+      ["", false],
+    ] as const) {
+      expect([p, file.exists(p)]).toEqual([p, want]);
+      expect([p, existsSync(p)]).toEqual([p, want]);
+    }
   });
 
   test("writeFile creates with the mode, truncates, honours O_EXCL; readFile and readTextFile read it all", () => {

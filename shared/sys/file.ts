@@ -127,6 +127,19 @@ export function lstatIfExists(path: string): FileStat | undefined {
   return unlessMissing(() => lstat(path));
 }
 
+/**
+ * Whether stat(2) of `path` succeeds (following symbolic links); any failure (ENOENT, ENOTDIR
+ * from a file on the way, EACCES) counts as no, as node's `existsSync`.
+ */
+export function exists(path: string): boolean {
+  try {
+    stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** open(2) with O_CLOEXEC added. */
 export function open(path: string, flags: number, mode = 0o666): number {
   return openat(AT_FDCWD, path, flags | O_CLOEXEC, mode);

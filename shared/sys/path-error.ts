@@ -1,7 +1,8 @@
 /**
  * Go's `*fs.PathError` for a failed file operation: the message reads `<op> <path>: <errno text>`
  * (`open /proc/sys/net/x: no such file or directory`), as upstream's plugins print them. Built from
- * the error a node:fs call threw; the original stays reachable as `cause`.
+ * the error the call threw (a SyscallError of shared/sys, or a node:fs error); the original stays
+ * reachable as `cause`.
  */
 import { errnoMessage } from "./errno.ts";
 
