@@ -1,11 +1,11 @@
 /**
  * A minimal promise API over the D-Bus system bus for the firewalld backend, on the pure-JS
- * `@homebridge/dbus-native` client. The library is loaded lazily (on the first call), so no other
- * plugin's start-up pays for it. Every call has a timeout: a wedged bus must not hang a CNI call.
+ * `@homebridge/dbus-native` client. firewalld-backend.ts imports this module dynamically, so the
+ * build puts it and the library in a chunk of their own that only a call contacting a bus loads.
+ * Every call has a timeout: a wedged bus must not hang a CNI call.
  */
 
-/** godbus's default when DBUS_SYSTEM_BUS_ADDRESS is unset. */
-export const DEFAULT_SYSTEM_BUS = "unix:path=/var/run/dbus/system_bus_socket";
+/** How long one call may take. */
 const CALL_TIMEOUT_MS = 10_000;
 
 export interface DBusCall {

@@ -11,8 +11,20 @@
 import { annotateError, messageOf } from "../../shared/error/annotate.ts";
 import { exists } from "../../shared/sys/file.ts";
 import type { FirewalldBackend, FirewallTarget } from "./backend.ts";
-import { connectBus, DEFAULT_SYSTEM_BUS, type DBusConnection } from "./dbus-client.ts";
+import type { DBusConnection } from "./dbus-client.ts";
 
+/**
+ * The D-Bus client (dbus-client.ts and the library under it, ten times the rest of this plugin),
+ * loaded only when a bus is actually contacted: a separate chunk of the build, so the usual
+ * firewall call (no firewalld) never loads or maps it.
+ */
+async function connectBus(address: string): Promise<DBusConnection> {
+  const client = await import("./dbus-client.ts");
+  return client.connectBus(address);
+}
+
+/** godbus's default system bus address. */
+export const DEFAULT_SYSTEM_BUS = "unix:path=/var/run/dbus/system_bus_socket";
 export const FIREWALLD_NAME = "org.fedoraproject.FirewallD1";
 export const FIREWALLD_PATH = "/org/fedoraproject/FirewallD1";
 export const FIREWALLD_ZONE_INTERFACE = "org.fedoraproject.FirewallD1.zone";
@@ -40,7 +52,7 @@ export async function isFirewalldRunning(address: string): Promise<boolean> {
   if (busSocketsMissing(address)) return false;
   let conn: DBusConnection | undefined;
   try {
-    conn = connectBus(address);
+    conn = await connectBus(address);
     await conn.call({
       destination: "org.freedesktop.DBus",
       path: "/org/freedesktop/DBus",
@@ -63,7 +75,7 @@ function zoneCall(conn: DBusConnection, member: string, zone: string, source: st
 
 export function firewalldBackend(address: string): FirewalldBackend {
   const withBus = async <T>(fn: (conn: DBusConnection) => Promise<T>): Promise<T> => {
-    const conn = connectBus(address);
+    const conn = await connectBus(address);
     try {
       return await fn(conn);
     } finally {

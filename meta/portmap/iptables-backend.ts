@@ -136,6 +136,15 @@ export function iptablesPortmap(ipt: IptablesDriver): PortmapFeature {
      */
     teardown(t, expected) {
       const ports = runAll<IPFamily, ForwardedPort[]>(t.families ?? [4, 6], (family) => `IPv${family}`, (family) => {
+        // With the mappings known, the ports need no read: the chains can go in one kernel step.
+        const conf = t.conf;
+        if (expected && conf !== undefined && conf.mappings.length > 0) {
+          const removals = [
+            { chain: dnatChainName(t.network, t.containerID), referrers: [TOP_LEVEL_DNAT_CHAIN] },
+            { chain: oldSnatChainName(t.network, t.containerID), referrers: [OLD_TOP_LEVEL_SNAT_CHAIN] },
+          ];
+          if (ipt.removeChains?.(family, "nat", removals)) return mappingsForFamily(conf.mappings, family).map(forwardedPort);
+        }
         let removed: ForwardedPort[] = [];
         transactIptables(ipt, family, (tx) => {
           removed = planUnforward(tx.table("nat"), t.network, t.containerID, family, expected ? t.conf : undefined);

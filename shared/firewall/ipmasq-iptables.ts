@@ -70,6 +70,7 @@ export function iptablesMasq(ipt: IptablesDriver): MasqFeature {
       const known = t.ips !== undefined && t.ips.length > 0 ? byFamily(t.ips) : undefined;
       const families = known ? [...known.keys()] : ([4, 6] as const);
       runAll(families, (family) => `IPv${family}`, (family) => {
+        if (ipt.removeChains?.(family, TABLE, [{ chain: name, referrers: [ENTRY_CHAIN] }])) return;
         const jumps = known && expected ? masqChain(t.network, t.containerID, family, known.get(family)!).entryRules : undefined;
         transactIptables(ipt, family, (tx) => tx.table(TABLE).deleteChain(name, [ENTRY_CHAIN], jumps));
       });

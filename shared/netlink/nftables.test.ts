@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { buildMessage, parseMessages, setSeqPid, toHex, type NlWriter } from "./codec.ts";
+import { buildMessage, NlWriter, parseMessages, setSeqPid, toHex } from "./codec.ts";
 import { NLM_F_MULTI, NLMSG_DONE, NLMSG_ERROR } from "./constants/netlink.ts";
 import { NFNL_MSG_BATCH_BEGIN, NFNL_MSG_BATCH_END } from "./constants/nfnetlink.ts";
 import { NFT_MSG_NEWRULE, NFTA_RULE_CHAIN, NFTA_RULE_HANDLE, NFTA_RULE_TABLE, NFTA_RULE_USERDATA } from "./constants/nf-tables.ts";
@@ -12,6 +12,7 @@ import {
   buildRuleDumpRequest,
   commentFromUserdata,
   isNftablesMissing,
+  jumpTarget,
   nftRuleList,
   nftRulesDelete,
   parseRuleRef,
@@ -60,7 +61,35 @@ function rulePayload(family: number, table: string, chain: string, handle: numbe
 }
 const tlv = (type: number, text: string) => Uint8Array.of(type, text.length + 1, ...new TextEncoder().encode(text), 0);
 
+/** NFTA_RULE_EXPRESSIONS with a `payload` expression and an `immediate` verdict (code, chain). */
+function expressions(code: number, chain?: string, dreg = 0): Uint8Array {
+  const w = new NlWriter();
+  w.nest(1, (l) => {
+    l.attrString(1, "payload");
+    l.nest(2, (d) => d.attr(1, Uint8Array.of(0, 0, 0, 1)), 0x8000);
+  }, 0x8000);
+  w.nest(1, (l) => {
+    l.attrString(1, "immediate");
+    l.nest(2, (d) => {
+      d.attr(1, Uint8Array.of(0, 0, 0, dreg));
+      d.nest(2, (v) => v.nest(2, (x) => {
+        const c = new Uint8Array(4);
+        new DataView(c.buffer).setInt32(0, code, false);
+        x.attr(1, c);
+        if (chain !== undefined) x.attrString(2, chain);
+      }, 0x8000), 0x8000);
+    }, 0x8000);
+  }, 0x8000);
+  return w.toBytes();
+}
+
 describe("rule decoding", () => {
+  test("the chain of an immediate jump or goto verdict; none for accept or a data register", () => {
+    expect(jumpTarget(expressions(-3, "CNI-abc"))).toBe("CNI-abc");
+    expect(jumpTarget(expressions(-4, "CNI-DN-1"))).toBe("CNI-DN-1");
+    expect(jumpTarget(expressions(1))).toBeUndefined(); // NF_ACCEPT
+    expect(jumpTarget(expressions(-3, "CNI-abc", 1))).toBeUndefined();
+  });
   test("comment TLV found among other user-data TLVs", () => {
     expect(commentFromUserdata(Uint8Array.of(...tlv(1, "policy"), ...tlv(0, "name: x id: y")))).toBe("name: x id: y");
     expect(commentFromUserdata(tlv(1, "no comment here"))).toBeUndefined();

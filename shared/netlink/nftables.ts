@@ -1,15 +1,17 @@
 /**
  * nf_tables over NETLINK_NETFILTER, for what the firewall backends need on every DEL without
  * starting a tool: whether a table or chain exists (`nft list table|chain …` answering "No such
- * file or directory"), the handles and comments of ONE chain's rules (`nft -a list chain …`), and
- * deleting rules by handle in one atomic batch (`nft delete rule … handle N`, several in one
- * `nft -f`). The tools pay for their start and, on a node with a large ruleset, for reading a
- * cache of the whole ruleset; these requests read only the chain they name.
+ * file or directory"), the handles, comments and jump targets of ONE chain's rules
+ * (`nft -a list chain …`), deleting rules by handle (`nft delete rule … handle N`) and removing a
+ * chain with the rules that jump to it (`iptables -D … -j C; -F C; -X C`), each change in one
+ * atomic batch. The tools pay for their start and, on a node with a large ruleset, for reading a
+ * cache of the whole ruleset; these requests read only the chains they name.
  *
  * nft stores a rule's `comment "…"` as a NUL-terminated NFTNL_UDATA_RULE_COMMENT TLV in
  * NFTA_RULE_USERDATA. Tables created by iptables-nft (`ip nat`, `ip6 filter`, …) are nf_tables
- * tables too, so their chains can be looked up here; iptables-nft (1.8.9) keeps
- * `-m comment --comment` in an xt match expression instead, which this module does not decode.
+ * tables too, so their chains can be looked up and removed here; iptables-nft (1.8.9) keeps
+ * `-m comment --comment` in an xt match expression instead, which this module does not decode,
+ * but its `-j`/`-g` to a chain is the same `immediate` verdict as nft's `jump`/`goto`.
  *
  * Messages are `struct nlmsghdr` with type `NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_*`, a 4-byte
  * `struct nfgenmsg` (family = NFPROTO_*, NFNETLINK_V0, res_id 0), then NFTA_* attributes; rule
@@ -18,7 +20,7 @@
  *
  * The socket acts on the netns it was opened in (`openNftablesSocket()`: the calling thread's).
  */
-import { attrMap, buildMessage, readString, type NlWriter } from "./codec.ts";
+import { attrMap, buildMessage, parseAttrs, readString, type NlWriter } from "./codec.ts";
 import { NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST } from "./constants/netlink.ts";
 import {
   NETLINK_NETFILTER,
@@ -36,17 +38,30 @@ import {
   NFPROTO_IPV6,
   NFPROTO_NETDEV,
   NFPROTO_UNSPEC,
+  NFT_GOTO,
+  NFT_JUMP,
+  NFT_MSG_DELCHAIN,
   NFT_MSG_DELRULE,
   NFT_MSG_GETCHAIN,
   NFT_MSG_GETRULE,
   NFT_MSG_GETTABLE,
+  NFT_REG_VERDICT,
   NFTA_CHAIN_NAME,
   NFTA_CHAIN_TABLE,
+  NFTA_DATA_VERDICT,
+  NFTA_EXPR_DATA,
+  NFTA_EXPR_NAME,
+  NFTA_IMMEDIATE_DATA,
+  NFTA_IMMEDIATE_DREG,
+  NFTA_LIST_ELEM,
   NFTA_RULE_CHAIN,
+  NFTA_RULE_EXPRESSIONS,
   NFTA_RULE_HANDLE,
   NFTA_RULE_TABLE,
   NFTA_RULE_USERDATA,
   NFTA_TABLE_NAME,
+  NFTA_VERDICT_CHAIN,
+  NFTA_VERDICT_CODE,
   NFTNL_UDATA_RULE_COMMENT,
 } from "./constants/nf-tables.ts";
 import { isNotFound, NetlinkError } from "./errors.ts";
@@ -73,6 +88,8 @@ export interface NftRuleRef {
   handle: number;
   /** The rule's comment (user data), when it has one. */
   comment?: string;
+  /** The chain the rule's verdict jumps or goes to (`jump X`, iptables' `-j X`), when it has one. */
+  jump?: string;
 }
 
 const msgType = (cmd: number): number => (NFNL_SUBSYS_NFTABLES << 8) | cmd;
@@ -85,6 +102,10 @@ function be64(v: number): Uint8Array {
   const b = new Uint8Array(8);
   new DataView(b.buffer).setBigUint64(0, BigInt(v), false);
   return b;
+}
+
+function readBe32(b: Uint8Array): number {
+  return new DataView(b.buffer, b.byteOffset, b.byteLength).getUint32(0, false);
 }
 
 function readBe64(b: Uint8Array): number {
@@ -127,6 +148,24 @@ export function buildDeleteRuleRequest(family: NftFamilyName, table: string, rul
   });
 }
 
+/** `flush chain <family> <table> <chain>`: NFT_MSG_DELRULE naming the chain and no handle, for a batch. */
+export function buildFlushChainRequest(family: NftFamilyName, table: string, chain: string): Uint8Array {
+  return buildMessage(msgType(NFT_MSG_DELRULE), NLM_F_REQUEST | NLM_F_ACK, (w) => {
+    writeNfgenmsg(w, NFPROTO[family]);
+    w.attrString(NFTA_RULE_TABLE, table);
+    w.attrString(NFTA_RULE_CHAIN, chain);
+  });
+}
+
+/** `delete chain <family> <table> <chain>` (NFT_MSG_DELCHAIN), for a batch. */
+export function buildDeleteChainRequest(family: NftFamilyName, table: string, chain: string): Uint8Array {
+  return buildMessage(msgType(NFT_MSG_DELCHAIN), NLM_F_REQUEST | NLM_F_ACK, (w) => {
+    writeNfgenmsg(w, NFPROTO[family]);
+    w.attrString(NFTA_CHAIN_TABLE, table);
+    w.attrString(NFTA_CHAIN_NAME, chain);
+  });
+}
+
 /** NFNL_MSG_BATCH_BEGIN or _END for the nf_tables subsystem. */
 export function buildBatchDelimiter(type: typeof NFNL_MSG_BATCH_BEGIN | typeof NFNL_MSG_BATCH_END): Uint8Array {
   return buildMessage(type, NLM_F_REQUEST, (w) => writeNfgenmsg(w, NFPROTO_UNSPEC, NFNL_SUBSYS_NFTABLES));
@@ -144,6 +183,30 @@ export function commentFromUserdata(udata: Uint8Array): string | undefined {
   return undefined;
 }
 
+/** The target chain of a rule's `immediate` verdict expression that jumps or goes to a chain, if any. */
+export function jumpTarget(expressions: Uint8Array): string | undefined {
+  for (const elem of parseAttrs(expressions)) {
+    if (elem.type !== NFTA_LIST_ELEM) continue;
+    const expr = attrMap(elem.data);
+    const name = expr.get(NFTA_EXPR_NAME);
+    const data = expr.get(NFTA_EXPR_DATA);
+    if (name === undefined || data === undefined || readString(name) !== "immediate") continue;
+    const imm = attrMap(data);
+    const dreg = imm.get(NFTA_IMMEDIATE_DREG);
+    const value = imm.get(NFTA_IMMEDIATE_DATA);
+    if (dreg === undefined || dreg.byteLength !== 4 || readBe32(dreg) !== NFT_REG_VERDICT || value === undefined) continue;
+    const verdict = attrMap(value).get(NFTA_DATA_VERDICT);
+    if (verdict === undefined) continue;
+    const v = attrMap(verdict);
+    const code = v.get(NFTA_VERDICT_CODE);
+    const chain = v.get(NFTA_VERDICT_CHAIN);
+    if (code === undefined || code.byteLength !== 4 || chain === undefined) continue;
+    const c = readBe32(code) | 0;
+    if (c === NFT_JUMP || c === NFT_GOTO) return readString(chain);
+  }
+  return undefined;
+}
+
 /** Decodes one NFT_MSG_NEWRULE of a dump; undefined when it lacks a chain or a handle. */
 export function parseRuleRef(payload: Uint8Array): (NftRuleRef & { table: string }) | undefined {
   if (payload.byteLength < NFGENMSG_SIZE) return undefined;
@@ -156,6 +219,9 @@ export function parseRuleRef(payload: Uint8Array): (NftRuleRef & { table: string
   const udata = a.get(NFTA_RULE_USERDATA);
   const comment = udata === undefined ? undefined : commentFromUserdata(udata);
   if (comment !== undefined) ref.comment = comment;
+  const exprs = a.get(NFTA_RULE_EXPRESSIONS);
+  const jump = exprs === undefined ? undefined : jumpTarget(exprs);
+  if (jump !== undefined) ref.jump = jump;
   return ref;
 }
 
@@ -205,8 +271,7 @@ export function nftRuleList(sock: NetlinkSocket, family: NftFamilyName, table: s
     const r = parseRuleRef(m.payload);
     // The kernel filters on table and chain; checked again for kernels that ignore the filter.
     if (r === undefined || r.table !== table || r.chain !== chain) continue;
-    const ref: NftRuleRef = { chain: r.chain, handle: r.handle };
-    if (r.comment !== undefined) ref.comment = r.comment;
+    const { table: _table, ...ref } = r;
     out.push(ref);
   }
   return out;
@@ -221,9 +286,7 @@ export function nftRuleList(sock: NetlinkSocket, family: NftFamilyName, table: s
 export function nftRulesDelete(sock: NetlinkSocket, family: NftFamilyName, table: string, rules: readonly { chain: string; handle: number }[]): number {
   let left = [...rules];
   while (left.length > 0) {
-    const msgs = [buildBatchDelimiter(NFNL_MSG_BATCH_BEGIN), ...left.map((r) => buildDeleteRuleRequest(family, table, r)), buildBatchDelimiter(NFNL_MSG_BATCH_END)];
-    const answers = sock.requestBatch(msgs, msgType(NFT_MSG_DELRULE), `${family} ${table}`).slice(1, -1);
-    const failed = answers.flatMap((a, i) => (a !== undefined && a.errno !== 0 ? [{ i, ...a }] : []));
+    const failed = sendBatch(sock, left.map((r) => buildDeleteRuleRequest(family, table, r)), NFT_MSG_DELRULE, `${family} ${table}`);
     if (failed.length === 0) return left.length;
     const hard = failed.find((f) => f.errno !== ENOENT);
     if (hard !== undefined) {
@@ -234,4 +297,51 @@ export function nftRulesDelete(sock: NetlinkSocket, family: NftFamilyName, table
     left = left.filter((_, i) => !gone.has(i));
   }
   return 0;
+}
+
+/** Sends `ops` as one batch; the operations the kernel refused (by index), empty when it applied them all. */
+function sendBatch(sock: NetlinkSocket, ops: readonly Uint8Array[], blame: number, detail: string): { i: number; errno: number; extMsg?: string }[] {
+  const msgs = [buildBatchDelimiter(NFNL_MSG_BATCH_BEGIN), ...ops, buildBatchDelimiter(NFNL_MSG_BATCH_END)];
+  const answers = sock.requestBatch(msgs, msgType(blame), detail).slice(1, -1);
+  return answers.flatMap((a, i) => (a !== undefined && a.errno !== 0 ? [{ i, ...a }] : []));
+}
+
+/** A chain to remove and the chains whose rules may jump to it. */
+export interface ChainRemoval {
+  chain: string;
+  referrers: readonly string[];
+}
+
+/**
+ * Removes each chain of `removals` that exists, with every rule of its referrer chains that jumps
+ * or goes to it, in ONE batch (all or nothing): `iptables -D <referrer> … -j <chain>` for each such
+ * rule, `-F <chain>`, `-X <chain>`. Chains that do not exist are skipped. Returns the chains it
+ * removed. A refusal (a jump from a chain not named, a concurrent change) throws a NetlinkError
+ * and changes nothing.
+ */
+export function nftRemoveChains(sock: NetlinkSocket, family: NftFamilyName, table: string, removals: readonly ChainRemoval[]): string[] {
+  const present = removals.filter((r) => nftChainExists(sock, family, table, r.chain));
+  if (present.length === 0) return [];
+  const listed = new Map<string, NftRuleRef[]>();
+  const ops: Uint8Array[] = [];
+  const what: string[] = [];
+  for (const r of present) {
+    for (const referrer of r.referrers) {
+      let rules = listed.get(referrer);
+      if (rules === undefined) listed.set(referrer, (rules = nftRuleList(sock, family, table, referrer)));
+      for (const rule of rules) {
+        if (rule.jump !== r.chain) continue;
+        ops.push(buildDeleteRuleRequest(family, table, rule));
+        what.push(`${referrer} handle ${rule.handle}`);
+      }
+    }
+    ops.push(buildFlushChainRequest(family, table, r.chain), buildDeleteChainRequest(family, table, r.chain));
+    what.push(`flush ${r.chain}`, `delete ${r.chain}`);
+  }
+  const failed = sendBatch(sock, ops, NFT_MSG_DELCHAIN, `${family} ${table}`);
+  if (failed.length > 0) {
+    const f = failed[0]!;
+    throw new NetlinkError(msgType(NFT_MSG_DELCHAIN), f.errno, `${family} ${table}: ${what[f.i]}`, f.extMsg);
+  }
+  return present.map((r) => r.chain);
 }

@@ -11,6 +11,8 @@ import { applyNft, listNftChain, listNftTable, nftChainPresent } from "../../sha
 import { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
 import { systemIptables } from "../../shared/firewall/iptables/driver.ts";
 
+const ipt = (...args: string[]) => sh(["iptables-nft", "-w", "-t", "nat", ...args]);
+
 function sh(argv: string[], input?: string): string {
   const p = Bun.spawnSync({ cmd: argv, stdin: input === undefined ? "ignore" : Buffer.from(input), stdout: "pipe", stderr: "pipe" });
   if (p.exitCode !== 0) throw new Error(`${argv.join(" ")} failed: ${p.stderr.toString()}`);
@@ -18,6 +20,8 @@ function sh(argv: string[], input?: string): string {
 }
 
 const TABLE = "cni_nl_test";
+const KEEP_RULE = ["-s", "10.77.0.9/32", "-m", "comment", "--comment", "not ours", "-j", "ACCEPT"];
+const JUMP_RULE = ["-s", "10.77.0.5/32", "-m", "comment", "--comment", 'name: "nl" id: "c5"', "-j", "CNI-NL-RM"];
 /** handle and comment of each rule of one chain, as nft lists them. */
 function nftListed(family: string, table: string, chain: string): { chain: string; handle: number; comment?: string }[] {
   const out = JSON.parse(sh(["nft", "-j", "-a", "list", "chain", family, table, chain])) as { nftables: any[] };
@@ -28,8 +32,11 @@ describe.skipIf(!sandboxed())("nf_tables over netlink (real kernel)", () => {
   afterAll(() => {
     Bun.spawnSync({ cmd: ["nft", "delete", "table", "inet", TABLE] });
     Bun.spawnSync({ cmd: ["nft", "delete", "table", "ip6", TABLE] });
-    Bun.spawnSync({ cmd: ["iptables-nft", "-w", "-t", "nat", "-F", "CNI-NL-TEST"] });
-    Bun.spawnSync({ cmd: ["iptables-nft", "-w", "-t", "nat", "-X", "CNI-NL-TEST"] });
+    for (const rule of [KEEP_RULE, JUMP_RULE]) Bun.spawnSync({ cmd: ["iptables-nft", "-w", "-t", "nat", "-D", "POSTROUTING", ...rule] });
+    for (const chain of ["CNI-NL-TEST", "CNI-NL-RM", "CNI-NL-OTHER"]) {
+      Bun.spawnSync({ cmd: ["iptables-nft", "-w", "-t", "nat", "-F", chain] });
+      Bun.spawnSync({ cmd: ["iptables-nft", "-w", "-t", "nat", "-X", chain] });
+    }
   });
 
   test("a chain's rules: the handles and comments nft lists, in order, and nothing of other chains or families", () => {
@@ -94,5 +101,31 @@ describe.skipIf(!sandboxed())("nf_tables over netlink (real kernel)", () => {
     expect(ipt.listChain(4, "no_such_table_x", "CNI-NL-TEST")).toBeUndefined();
     // A built-in chain is read by iptables as before (other files of the lane may have rules there).
     expect(Array.isArray(ipt.listChain(4, "nat", "POSTROUTING"))).toBe(true);
+  });
+
+  test("iptables-nft: removeChains takes the chain and exactly the jumps to it in one step; a jump from elsewhere refuses it and changes nothing", () => {
+    ipt("-N", "CNI-NL-RM");
+    ipt("-A", "CNI-NL-RM", "-d", "10.77.0.0/16", "-j", "ACCEPT");
+    ipt("-A", "CNI-NL-RM", "!", "-d", "224.0.0.0/4", "-j", "MASQUERADE");
+    ipt("-A", "POSTROUTING", ...KEEP_RULE);
+    ipt("-A", "POSTROUTING", ...JUMP_RULE);
+    ipt("-A", "POSTROUTING", "-s", "10.77.0.6/32", "-g", "CNI-NL-RM");
+    const driver = systemIptables("nft");
+    // A jump from a chain that is not named as a referrer: the kernel refuses; nothing changed.
+    ipt("-N", "CNI-NL-OTHER");
+    ipt("-A", "CNI-NL-OTHER", "-j", "CNI-NL-RM");
+    const before = ipt("-S");
+    expect(driver.removeChains!(4, "nat", [{ chain: "CNI-NL-RM", referrers: ["POSTROUTING"] }])).toBe(false);
+    expect(ipt("-S")).toBe(before);
+    ipt("-F", "CNI-NL-OTHER");
+    // Now it goes, with both of its POSTROUTING jumps (jump and goto); the other rule stays.
+    expect(driver.removeChains!(4, "nat", [{ chain: "CNI-NL-RM", referrers: ["POSTROUTING"] }, { chain: "CNI-NL-GONE", referrers: ["POSTROUTING"] }])).toBe(true);
+    const after = ipt("-S");
+    expect(after).not.toContain("CNI-NL-RM");
+    expect(after).toContain("--comment \"not ours\" -j ACCEPT");
+    expect(driver.listChain(4, "nat", "CNI-NL-RM")).toBeUndefined();
+    // Nothing left to remove: still done.
+    expect(driver.removeChains!(4, "nat", [{ chain: "CNI-NL-RM", referrers: ["POSTROUTING"] }])).toBe(true);
+    expect(systemIptables("legacy").removeChains!(4, "nat", [{ chain: "CNI-NL-RM", referrers: ["POSTROUTING"] }])).toBe(false);
   });
 });

@@ -10,7 +10,7 @@
 import { readTextFile } from "../../sys/file.ts";
 import type { IPFamily } from "../../ip/ip.ts";
 import { CommandError, CommandNotFoundError, findExecutable, runCommand } from "../exec.ts";
-import { nftChainPresent } from "../nftables/driver.ts";
+import { nftChainPresent, removeChainsInKernel } from "../nftables/driver.ts";
 import { BUILTIN_CHAINS, tokenize } from "./save-format.ts";
 import { detectIptablesMode, toolsFor, type IptablesMode, type VariantProbe } from "./variant.ts";
 
@@ -25,6 +25,12 @@ export interface IptablesDriver {
   listChain(family: IPFamily, table: string, chain: string): string[][] | undefined;
   /** Applies one restore transaction (`*table … COMMIT`, several tables allowed) without flushing anything else. */
   restore(family: IPFamily, text: string): void;
+  /**
+   * Removes chains that exist, each with every rule of its `referrers` jumping to it, in one atomic
+   * step without running a tool — where the variant allows it (iptables-nft: nf_tables over
+   * netlink). False when it cannot or the kernel refused (nothing changed): plan a restore instead.
+   */
+  removeChains?(family: IPFamily, table: string, removals: readonly { chain: string; referrers: readonly string[] }[]): boolean;
 }
 
 /** True for a built-in chain of `table` (PREROUTING of nat, FORWARD of filter, …). */
@@ -112,6 +118,9 @@ export function systemIptables(mode?: IptablesMode): IptablesDriver {
     },
     restore(family, text) {
       runCommand([tools(family).restore, "--noflush", "--wait"], { input: text });
+    },
+    removeChains(family, table, removals) {
+      return currentMode() === "nft" && removeChainsInKernel(family === 6 ? "ip6" : "ip", table, removals);
     },
   };
 }

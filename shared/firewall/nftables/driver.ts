@@ -8,7 +8,8 @@
  * {@link listNftTable} one table (`nft -j list table`, skipped when the table does not exist).
  * {@link NftDriver} lets the firewall helpers run against fake.ts in tests.
  */
-import { isNftablesMissing, nftChainExists, nftRuleList, nftRulesDelete, nftTableExists, openNftablesSocket } from "../../netlink/nftables.ts";
+import { NetlinkError } from "../../netlink/errors.ts";
+import { isNftablesMissing, nftChainExists, nftRemoveChains, type ChainRemoval, nftRuleList, nftRulesDelete, nftTableExists, openNftablesSocket } from "../../netlink/nftables.ts";
 import type { NetlinkSocket } from "../../netlink/socket.ts";
 import { CommandError, findExecutable, runCommand } from "../exec.ts";
 import { tableStateFromJson, type NftRuleRef, type NftTableState } from "./state.ts";
@@ -62,6 +63,22 @@ export function nftChainPresent(family: NftFamily, table: string, chain: string)
     return withNftablesSocket((sock) => nftChainExists(sock, family, table, chain));
   } catch (err) {
     if (err instanceof NftUnsupportedError) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * Removes chains of an nf_tables table with the rules of their referrers that jump to them, in one
+ * kernel batch (shared/netlink/nftables.ts nftRemoveChains); used for iptables-nft's tables. False
+ * when the kernel has no nf_tables or refused the batch (nothing changed): the caller then goes
+ * the tool's way, which reports what is wrong.
+ */
+export function removeChainsInKernel(family: NftFamily, table: string, removals: readonly ChainRemoval[]): boolean {
+  try {
+    withNftablesSocket((sock) => nftRemoveChains(sock, family, table, removals));
+    return true;
+  } catch (err) {
+    if (err instanceof NftUnsupportedError || err instanceof NetlinkError) return false;
     throw err;
   }
 }

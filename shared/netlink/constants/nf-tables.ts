@@ -31,6 +31,23 @@ export const NFTA_RULE_HANDLE = 3;
 export const NFTA_RULE_EXPRESSIONS = 4;
 export const NFTA_RULE_USERDATA = 7;
 
+// enum nft_list_attributes, nft_expr_attributes
+export const NFTA_LIST_ELEM = 1;
+export const NFTA_EXPR_NAME = 1;
+export const NFTA_EXPR_DATA = 2;
+
+// enum nft_immediate_attributes, nft_data_attributes, nft_verdict_attributes
+export const NFTA_IMMEDIATE_DREG = 1;
+export const NFTA_IMMEDIATE_DATA = 2;
+export const NFTA_DATA_VERDICT = 2;
+export const NFTA_VERDICT_CODE = 1;
+export const NFTA_VERDICT_CHAIN = 2;
+
+// enum nft_registers, enum nft_verdicts (as signed 32-bit values)
+export const NFT_REG_VERDICT = 0;
+export const NFT_JUMP = -3;
+export const NFT_GOTO = -4;
+
 // include/uapi/linux/netfilter.h: the nfgen_family of nf_tables messages.
 export const NFPROTO_UNSPEC = 0;
 export const NFPROTO_INET = 1;
