@@ -37,8 +37,15 @@ import { NetlinkDumpInterruptedError, NetlinkError } from "./errors.ts";
 /** How many times a dump flagged NLM_F_DUMP_INTR is restarted before giving up. */
 export const DUMP_RETRIES = 10;
 
-/** Initial receive buffer; grown on demand when a datagram is larger (sized with MSG_PEEK|MSG_TRUNC). */
+/**
+ * The receive buffer, one for the whole process and shared by every socket: a plugin call opens
+ * several sockets (one per namespace and protocol), and each fresh 64 KiB typed array costs page
+ * faults that a profile of a bridge ADD showed at several milliseconds. Sharing is safe because
+ * receiving is synchronous and every reader decodes or copies a datagram before the next receive
+ * on any socket. Grown on demand when a datagram is larger (sized with MSG_PEEK|MSG_TRUNC).
+ */
 const RECV_BUFFER_SIZE = 64 * 1024;
+let recvBuffer: Uint8Array | undefined;
 
 /** What the kernel said in an NLMSG_ERROR/NLMSG_DONE error payload. */
 export interface DecodedError {
@@ -94,7 +101,7 @@ export interface NetlinkTransport {
   /** The descriptor, or -1 for a fake. */
   readonly fd: number;
   send(msg: Uint8Array): void;
-  /** One whole datagram (valid until the next call). */
+  /** One whole datagram (valid until the next receive, on this or any other socket). */
   receive(): Uint8Array;
   close(): void;
 }
@@ -103,7 +110,6 @@ export interface NetlinkTransport {
 class KernelTransport implements NetlinkTransport {
   readonly #file: OwnedFd;
   readonly portId: number;
-  #buf = new Uint8Array(RECV_BUFFER_SIZE);
 
   constructor(protocol: number) {
     const file = new OwnedFd(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol));
@@ -135,13 +141,14 @@ class KernelTransport implements NetlinkTransport {
     sendto(this.#file.fd, msg, 0, sockaddrNl());
   }
 
-  /** Receives one whole datagram, growing the buffer when the kernel's is larger. */
+  /** Receives one whole datagram (valid until the next receive on any socket), growing the shared buffer when the kernel's is larger. */
   receive(): Uint8Array {
     const fd = this.#file.fd;
-    const size = recvfrom(fd, this.#buf, MSG_PEEK | MSG_TRUNC);
-    if (size > this.#buf.byteLength) this.#buf = new Uint8Array(size + 4096);
-    const n = recvfrom(fd, this.#buf, 0);
-    return this.#buf.subarray(0, n);
+    let buf = (recvBuffer ??= new Uint8Array(RECV_BUFFER_SIZE));
+    const size = recvfrom(fd, buf, MSG_PEEK | MSG_TRUNC);
+    if (size > buf.byteLength) buf = recvBuffer = new Uint8Array(size + 4096);
+    const n = recvfrom(fd, buf, 0);
+    return buf.subarray(0, n);
   }
 
   close(): void {
