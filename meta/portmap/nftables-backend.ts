@@ -23,7 +23,7 @@ import { normalizeRule, type NftRuleState, type NftTableState } from "../../shar
 import { NftTransaction, type NftFamily } from "../../shared/firewall/nftables/transaction.ts";
 import { formatIP, type CIDR, type IPFamily } from "../../shared/ip/ip.ts";
 import type { ForeignPort, ForwardedPort, PortmapFeature } from "./backend.ts";
-import { hasHostDst, hostText, mappingsForFamily, type PortmapConfig } from "./config.ts";
+import { forwardedPort, hasHostDst, hostText, mappingsForFamily, type PortmapConfig } from "./config.ts";
 import { sameHost } from "./conflicts.ts";
 import { ipPort } from "./iptables-rules.ts";
 
@@ -220,9 +220,26 @@ export function nftablesPortmap(nft: NftDriver, nodeAddresses: () => ReadonlyMap
       t.foreign?.(foreignPortsNftables(state, t.containerID));
       nft.run(buildForwardTx(t.conf, t.containerID, t.container, rulesWithComment(state, t.containerID), t.guard ?? false));
     },
-    /** Deletes the container's rules (by comment) in its families (both when unknown); returns the ports they forwarded. */
-    teardown(t) {
+    /**
+     * Deletes the container's rules (by comment) in its families (both when unknown); returns the
+     * ports they forwarded. When nftables is the `expected` backend and the mappings are known, the
+     * ports need no read of the rules: the rules are found chain by chain (handles and comments,
+     * from the kernel) and deleted in one batch, without running `nft`.
+     */
+    teardown(t, expected) {
       const removed: ForwardedPort[] = [];
+      const conf = t.conf;
+      if (expected && conf !== undefined && conf.mappings.length > 0) {
+        for (const family of t.families ?? ([4, 6] as const)) {
+          const tx = new NftTransaction(nftFamily(family), NFT_TABLE);
+          for (const chain of MAPPING_CHAINS) {
+            for (const r of nft.listChain(nftFamily(family), NFT_TABLE, chain) ?? []) if (r.comment === t.containerID) tx.deleteRule(chain, r.handle);
+          }
+          nft.run(tx);
+          removed.push(...mappingsForFamily(conf.mappings, family).map(forwardedPort));
+        }
+        return removed;
+      }
       for (const family of t.families ?? ([4, 6] as const)) {
         const mine = rulesWithComment(read(family), t.containerID);
         const tx = new NftTransaction(nftFamily(family), NFT_TABLE);
