@@ -17,7 +17,8 @@ import {
   nftRulesDelete,
   parseRuleRef,
 } from "./nftables.ts";
-import { NetlinkSocket, type NetlinkTransport } from "./socket.ts";
+import { NetlinkSocket } from "./socket.ts";
+import { fakeKernel } from "./testing.ts";
 import { SyscallError } from "../sys/errors.ts";
 
 // Expected bytes: what nft 1.0.6 sends for `nft list chain inet t c`, `nft delete rule inet t c
@@ -121,31 +122,9 @@ function reply(type: number, flags: number, seq: number, fill: (w: NlWriter) => 
 const ack = (seq: number, errno = 0) => reply(NLMSG_ERROR, 0x100, seq, (w) => w.i32(-errno).u32(16).u16(0).u16(0).u32(seq).u32(PORT));
 const cat = (parts: Uint8Array[]) => Uint8Array.from(parts.flatMap((p) => [...p]));
 
-/** Answers each datagram sent with what `answer` returns for its messages. */
-function fakeKernel(answer: (sent: { type: number; seq: number }[]) => Uint8Array[]): NetlinkTransport & { batches: { type: number; seq: number }[][] } {
-  const queue: Uint8Array[] = [];
-  const batches: { type: number; seq: number }[][] = [];
-  return {
-    portId: PORT,
-    fd: -1,
-    batches,
-    send(msg) {
-      const sent = parseMessages(msg).map((m) => ({ type: m.type, seq: m.seq, payload: m.payload }));
-      batches.push(sent);
-      queue.push(...answer(sent));
-    },
-    receive() {
-      const d = queue.shift();
-      if (d === undefined) throw new Error("fake kernel: nothing to receive");
-      return d;
-    },
-    close() {},
-  };
-}
-
 describe("nftRuleList", () => {
   test("keeps only the rules of the asked family, table and chain, in order", () => {
-    const k = fakeKernel(([req]) => [
+    const k = fakeKernel(PORT, ([req]) => [
       cat([
         reply((10 << 8) | NFT_MSG_NEWRULE, NLM_F_MULTI, req!.seq, rulePayload(1, "t", "c", 4, tlv(0, "x"))),
         reply((10 << 8) | NFT_MSG_NEWRULE, NLM_F_MULTI, req!.seq, rulePayload(1, "t", "other", 5)),
@@ -168,28 +147,28 @@ describe("nftRulesDelete", () => {
     { chain: "c", handle: 5 },
   ];
   test("one batch BEGIN, a DELRULE per rule, END; all acknowledged", () => {
-    const k = fakeKernel((sent) => [cat(sent.slice(1, -1).map((m) => ack(m.seq)))]);
+    const k = fakeKernel(PORT, (sent) => [cat(sent.slice(1, -1).map((m) => ack(m.seq)))]);
     expect(nftRulesDelete(NetlinkSocket.overTransport(k), "inet", "t", rules)).toBe(3);
-    expect(k.batches.map((b) => b.map((m) => m.type))).toEqual([[NFNL_MSG_BATCH_BEGIN, 0x0a08, 0x0a08, 0x0a08, NFNL_MSG_BATCH_END]]);
+    expect(k.sent.map((b) => b.map((m) => m.type))).toEqual([[NFNL_MSG_BATCH_BEGIN, 0x0a08, 0x0a08, 0x0a08, NFNL_MSG_BATCH_END]]);
   });
   test("a rule already gone aborts the batch; it is sent again without that rule", () => {
-    const k = fakeKernel((sent) => {
+    const k = fakeKernel(PORT, (sent) => {
       const ops = sent.slice(1, -1);
       return [cat(ops.map((m, i) => ack(m.seq, ops.length === 3 && i === 1 ? 2 /* ENOENT */ : 0)))];
     });
     expect(nftRulesDelete(NetlinkSocket.overTransport(k), "inet", "t", rules)).toBe(2);
-    expect(k.batches.map((b) => b.length)).toEqual([5, 4]);
+    expect(k.sent.map((b) => b.length)).toEqual([5, 4]);
   });
   test("every rule gone: nothing deleted, no error", () => {
-    const k = fakeKernel((sent) => [cat(sent.slice(1, -1).map((m) => ack(m.seq, 2)))]);
+    const k = fakeKernel(PORT, (sent) => [cat(sent.slice(1, -1).map((m) => ack(m.seq, 2)))]);
     expect(nftRulesDelete(NetlinkSocket.overTransport(k), "inet", "t", rules)).toBe(0);
   });
   test("another refusal throws, naming the rule", () => {
-    const k = fakeKernel((sent) => [cat(sent.slice(1, -1).map((m, i) => ack(m.seq, i === 2 ? 16 /* EBUSY */ : 0)))]);
+    const k = fakeKernel(PORT, (sent) => [cat(sent.slice(1, -1).map((m, i) => ack(m.seq, i === 2 ? 16 /* EBUSY */ : 0)))]);
     expect(() => nftRulesDelete(NetlinkSocket.overTransport(k), "inet", "t", rules)).toThrow("NFT_MSG_DELRULE inet t c handle 5: device or resource busy (EBUSY)");
   });
   test("a refused batch (error on BEGIN) throws, and counts as nf_tables missing when it is EOPNOTSUPP", () => {
-    const k = fakeKernel((sent) => [ack(sent[0]!.seq, 95)]);
+    const k = fakeKernel(PORT, (sent) => [ack(sent[0]!.seq, 95)]);
     let err: unknown;
     try {
       nftRulesDelete(NetlinkSocket.overTransport(k), "inet", "t", rules);
@@ -200,9 +179,9 @@ describe("nftRulesDelete", () => {
     expect(isNftablesMissing(err)).toBe(true);
   });
   test("nothing to delete sends nothing", () => {
-    const k = fakeKernel(() => []);
+    const k = fakeKernel(PORT, () => []);
     expect(nftRulesDelete(NetlinkSocket.overTransport(k), "inet", "t", [])).toBe(0);
-    expect(k.batches).toEqual([]);
+    expect(k.sent).toEqual([]);
   });
 });
 

@@ -112,58 +112,55 @@ function readBe64(b: Uint8Array): number {
   return Number(new DataView(b.buffer, b.byteOffset, b.byteLength).getBigUint64(0, false));
 }
 
+/** An nf_tables message: nfgenmsg for `family`, then what `fill` writes. */
+function nftMessage(cmd: number, flags: number, family: NftFamilyName, fill: (w: NlWriter) => void): Uint8Array {
+  return buildMessage(msgType(cmd), flags, (w) => {
+    writeNfgenmsg(w, NFPROTO[family]);
+    fill(w);
+  });
+}
+
+/** A chain message naming `<table> <chain>` (NFTA_CHAIN_TABLE, NFTA_CHAIN_NAME). */
+function chainMessage(cmd: number, family: NftFamilyName, table: string, chain: string): Uint8Array {
+  return nftMessage(cmd, NLM_F_REQUEST | NLM_F_ACK, family, (w) => w.attrString(NFTA_CHAIN_TABLE, table).attrString(NFTA_CHAIN_NAME, chain));
+}
+
+/** A rule message naming `<table> <chain>` and, when given, one rule's handle. */
+function ruleMessage(cmd: number, flags: number, family: NftFamilyName, table: string, chain: string, handle?: number): Uint8Array {
+  return nftMessage(cmd, flags, family, (w) => {
+    w.attrString(NFTA_RULE_TABLE, table).attrString(NFTA_RULE_CHAIN, chain);
+    if (handle !== undefined) w.attr(NFTA_RULE_HANDLE, be64(handle));
+  });
+}
+
 /** `nft list table <family> <table>` as a GET (NFT_MSG_GETTABLE): answered with the table or ENOENT. */
 export function buildGetTableRequest(family: NftFamilyName, table: string): Uint8Array {
-  return buildMessage(msgType(NFT_MSG_GETTABLE), NLM_F_REQUEST | NLM_F_ACK, (w) => {
-    writeNfgenmsg(w, NFPROTO[family]);
-    w.attrString(NFTA_TABLE_NAME, table);
-  });
+  return nftMessage(NFT_MSG_GETTABLE, NLM_F_REQUEST | NLM_F_ACK, family, (w) => w.attrString(NFTA_TABLE_NAME, table));
 }
 
 /** `nft list chain <family> <table> <chain>` as a GET (NFT_MSG_GETCHAIN): the chain or ENOENT. */
 export function buildGetChainRequest(family: NftFamilyName, table: string, chain: string): Uint8Array {
-  return buildMessage(msgType(NFT_MSG_GETCHAIN), NLM_F_REQUEST | NLM_F_ACK, (w) => {
-    writeNfgenmsg(w, NFPROTO[family]);
-    w.attrString(NFTA_CHAIN_TABLE, table);
-    w.attrString(NFTA_CHAIN_NAME, chain);
-  });
-}
-
-/** The rules of one chain (NFT_MSG_GETRULE dump, filtered by the kernel on table and chain). */
-export function buildRuleDumpRequest(family: NftFamilyName, table: string, chain: string): Uint8Array {
-  return buildMessage(msgType(NFT_MSG_GETRULE), NLM_F_REQUEST | NLM_F_DUMP, (w) => {
-    writeNfgenmsg(w, NFPROTO[family]);
-    w.attrString(NFTA_RULE_TABLE, table);
-    w.attrString(NFTA_RULE_CHAIN, chain);
-  });
-}
-
-/** `delete rule <family> <table> <chain> handle <n>` (NFT_MSG_DELRULE), for a batch. */
-export function buildDeleteRuleRequest(family: NftFamilyName, table: string, rule: { chain: string; handle: number }): Uint8Array {
-  return buildMessage(msgType(NFT_MSG_DELRULE), NLM_F_REQUEST | NLM_F_ACK, (w) => {
-    writeNfgenmsg(w, NFPROTO[family]);
-    w.attrString(NFTA_RULE_TABLE, table);
-    w.attrString(NFTA_RULE_CHAIN, rule.chain);
-    w.attr(NFTA_RULE_HANDLE, be64(rule.handle));
-  });
-}
-
-/** `flush chain <family> <table> <chain>`: NFT_MSG_DELRULE naming the chain and no handle, for a batch. */
-export function buildFlushChainRequest(family: NftFamilyName, table: string, chain: string): Uint8Array {
-  return buildMessage(msgType(NFT_MSG_DELRULE), NLM_F_REQUEST | NLM_F_ACK, (w) => {
-    writeNfgenmsg(w, NFPROTO[family]);
-    w.attrString(NFTA_RULE_TABLE, table);
-    w.attrString(NFTA_RULE_CHAIN, chain);
-  });
+  return chainMessage(NFT_MSG_GETCHAIN, family, table, chain);
 }
 
 /** `delete chain <family> <table> <chain>` (NFT_MSG_DELCHAIN), for a batch. */
 export function buildDeleteChainRequest(family: NftFamilyName, table: string, chain: string): Uint8Array {
-  return buildMessage(msgType(NFT_MSG_DELCHAIN), NLM_F_REQUEST | NLM_F_ACK, (w) => {
-    writeNfgenmsg(w, NFPROTO[family]);
-    w.attrString(NFTA_CHAIN_TABLE, table);
-    w.attrString(NFTA_CHAIN_NAME, chain);
-  });
+  return chainMessage(NFT_MSG_DELCHAIN, family, table, chain);
+}
+
+/** The rules of one chain (NFT_MSG_GETRULE dump, filtered by the kernel on table and chain). */
+export function buildRuleDumpRequest(family: NftFamilyName, table: string, chain: string): Uint8Array {
+  return ruleMessage(NFT_MSG_GETRULE, NLM_F_REQUEST | NLM_F_DUMP, family, table, chain);
+}
+
+/** `delete rule <family> <table> <chain> handle <n>` (NFT_MSG_DELRULE), for a batch. */
+export function buildDeleteRuleRequest(family: NftFamilyName, table: string, rule: { chain: string; handle: number }): Uint8Array {
+  return ruleMessage(NFT_MSG_DELRULE, NLM_F_REQUEST | NLM_F_ACK, family, table, rule.chain, rule.handle);
+}
+
+/** `flush chain <family> <table> <chain>`: NFT_MSG_DELRULE naming the chain and no handle, for a batch. */
+export function buildFlushChainRequest(family: NftFamilyName, table: string, chain: string): Uint8Array {
+  return ruleMessage(NFT_MSG_DELRULE, NLM_F_REQUEST | NLM_F_ACK, family, table, chain);
 }
 
 /** NFNL_MSG_BATCH_BEGIN or _END for the nf_tables subsystem. */

@@ -18,6 +18,7 @@ import { LinkNotFoundError, NetlinkDumpInterruptedError, NetlinkError, isExists,
 import { DUMP_RETRIES, NetlinkSocket, decodeErrorPayload, type NetlinkTransport } from "./socket.ts";
 import { EINTR } from "../sys/errno.ts";
 import { SyscallError } from "../sys/errors.ts";
+import { fakeKernel } from "./testing.ts";
 
 /** struct nlmsgerr { int error; struct nlmsghdr msg; [payload]; } + optional TLVs. */
 function errorPayload(errno: number, opts: { requestPayload?: number; msg?: string }): Uint8Array {
@@ -251,32 +252,11 @@ describe("NetlinkSocket reply handling", () => {
 });
 
 describe("NetlinkSocket.requestBatch", () => {
-  /** A transport that records each datagram and answers it with `answer(seqs)`. */
-  function batchKernel(answer: (msgs: Req[]) => Uint8Array[]): NetlinkTransport & { sent: Req[][] } {
-    const queue: Uint8Array[] = [];
-    const sent: Req[][] = [];
-    return {
-      portId: PORT,
-      fd: -1,
-      sent,
-      send(m: Uint8Array) {
-        const msgs = parseMessages(m).map((x) => ({ type: x.type, flags: x.flags, seq: x.seq, pid: x.pid }));
-        sent.push(msgs);
-        queue.push(...answer(msgs));
-      },
-      receive() {
-        const d = queue.shift();
-        if (d === undefined) throw new Error("fake kernel: nothing to receive");
-        return d;
-      },
-      close() {},
-    };
-  }
   const begin = () => buildMessage(0x10, NLM_F_REQUEST, (w) => w.u32(0));
   const op = () => buildMessage(0x0a08, NLM_F_REQUEST | NLM_F_ACK, (w) => w.u32(0));
 
   test("one datagram with consecutive sequence numbers; answers in order, across datagrams, foreign and stale replies skipped", () => {
-    const k = batchKernel((m) => [cat(ack(m[1]!.seq), ack(9999, 1)), cat(ack(m[2]!.seq, 2), ack(m[1]!.seq + 100, 5))]);
+    const k = fakeKernel(PORT, (m) => [cat(ack(m[1]!.seq), ack(9999, 1)), cat(ack(m[2]!.seq, 2), ack(m[1]!.seq + 100, 5))]);
     const answers = NetlinkSocket.overTransport(k).requestBatch([begin(), op(), op(), begin()], 0x0a08);
     expect(k.sent.length).toBe(1);
     expect(k.sent[0]!.map((m) => m.seq - k.sent[0]![0]!.seq)).toEqual([0, 1, 2, 3]);
@@ -284,7 +264,7 @@ describe("NetlinkSocket.requestBatch", () => {
   });
 
   test("an error answering a message sent without NLM_F_ACK refuses the whole batch", () => {
-    const k = batchKernel((m) => [ack(m[0]!.seq, 1)]);
+    const k = fakeKernel(PORT, (m) => [ack(m[0]!.seq, 1)]);
     expect(() => NetlinkSocket.overTransport(k).requestBatch([begin(), op(), begin()], 0x0a08, "inet t")).toThrow("NFT_MSG_DELRULE inet t (batch refused): operation not permitted (EPERM)");
   });
 });

@@ -231,10 +231,9 @@ export class NetlinkSocket {
     let at = 0;
     msgs.forEach((m, i) => {
       const seq = this.#nextSeq();
-      const copy = m.slice();
-      setSeqPid(copy, seq, portId);
-      out.set(copy, at);
-      at += copy.byteLength;
+      out.set(m, at);
+      setSeqPid(out.subarray(at), seq, portId);
+      at += m.byteLength;
       seqIndex.set(seq, i);
       if ((readU16(m, 6) & NLM_F_ACK) !== 0) pending++;
     });

@@ -26,8 +26,8 @@ export interface NftRuleState {
   expr?: unknown[];
 }
 
-/** What finding and deleting a rule needs: its chain, handle and comment (listChain's answer). */
-export type NftRuleRef = Pick<NftRuleState, "chain" | "handle" | "comment">;
+/** What finding and deleting a rule needs (listChain's answer), as the kernel lists it. */
+export type { NftRuleRef } from "../../netlink/nftables.ts";
 
 export interface NftSetState {
   name: string;

@@ -10,7 +10,9 @@
  *   delete rule inet t masq_checks handle 7
  */
 
-export type NftFamily = "ip" | "ip6" | "inet" | "arp" | "bridge" | "netdev";
+import type { NftFamilyName } from "../../netlink/nftables.ts";
+
+export type NftFamily = NftFamilyName;
 export type NftVerb = "add" | "create" | "insert" | "flush" | "delete";
 
 export interface NftTableSpec {
