@@ -7,12 +7,19 @@ BUN := node_modules/.bin/bun
 TSC := node_modules/.bin/tsc
 DIST := dist/bin
 BINARY := $(DIST)/cni-plugins
+# The exec shim (shim/cni-shim.c, docs/resident.md): what every plugin name in $(DIST) is a hard link to.
+SHIM := $(DIST)/cni-plugins-shim
+SHIM_SOURCE := shim/cni-shim.c
+CC ?= cc
+SHIM_CFLAGS := -static -Os -s -Wall -Wextra -Werror -fno-asynchronous-unwind-tables
 DESTDIR ?=
 BINDIR ?= /opt/cni/bin
 SYSTEMDDIR ?= /etc/systemd/system
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 PLUGINS = $(shell $(BUN) build/list-plugins.ts 2>/dev/null)
-SOURCES := $(shell find build operator shared plugins ipam meta -name '*.ts' ! -name '*.test.ts' 2>/dev/null)
+SOURCES := $(shell find build operator agent shared plugins ipam meta -name '*.ts' ! -name '*.test.ts' 2>/dev/null)
+# Shared by the shim and the agent of one build: the agent serves only shims of its own build.
+BUILD_ID := $(shell cat $(sort $(SOURCES)) $(SHIM_SOURCE) package-lock.json 2>/dev/null | sha256sum | cut -c1-16)
 # Release artifacts (deploy/): Debian/Go architecture names, as in upstream's tarball names.
 ARCH ?= $(shell uname -m | sed -e s/x86_64/amd64/ -e s/aarch64/arm64/)
 RELEASE_DIR := dist
@@ -35,14 +42,17 @@ deps: node_modules/.installed
 
 build: $(BINARY)
 
-$(BINARY): node_modules/.installed $(SOURCES) Makefile
+# The multi-call executable (entries: build/entry.ts, and agent/worker.ts for the agent's threads),
+# the shim, and one hard link to the shim per plugin name.
+$(BINARY): node_modules/.installed $(SOURCES) $(SHIM_SOURCE) Makefile
 	@mkdir -p $(DIST)
 	$(BUN) build $(COMPILE_FLAGS) \
-		--define 'CNI_BUILD_VERSION="$(VERSION)"' \
-		build/entry.ts --outfile $(BINARY)
-	@rm -f $(filter-out $(BINARY),$(wildcard $(DIST)/*))
-	@for p in $$($(BUN) build/list-plugins.ts); do ln -f $(BINARY) $(DIST)/$$p; done
-	@echo "built $(BINARY) with links: $$(cd $(DIST) && ls | grep -v '^cni-plugins$$' | tr '\n' ' ')"
+		--define 'CNI_BUILD_VERSION="$(VERSION)"' --define 'CNI_BUILD_ID="$(BUILD_ID)"' \
+		build/entry.ts agent/worker.ts --outfile $(BINARY)
+	$(CC) $(SHIM_CFLAGS) -DCNI_BUILD_ID='"$(BUILD_ID)"' -o $(SHIM) $(SHIM_SOURCE)
+	@rm -f $(filter-out $(BINARY) $(SHIM),$(wildcard $(DIST)/*))
+	@for p in $$($(BUN) build/list-plugins.ts); do ln -f $(SHIM) $(DIST)/$$p; done
+	@echo "built $(BINARY) and $(SHIM) (build $(BUILD_ID)) with links: $$(cd $(DIST) && ls | grep -v '^cni-plugins' | tr '\n' ' ')"
 
 install: build
 	install -d $(DESTDIR)$(BINDIR)

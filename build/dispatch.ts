@@ -1,19 +1,62 @@
 /**
  * Everything the multi-call executable does after build/entry.ts, which answers VERSION by itself:
- * it dispatches on the name the process was invoked by (the plugins; `cni-plugins` with `install`,
- * `inspect`, `gc` or nothing; `dhcp daemon`).
+ * it routes on the name the process was invoked by (the plugins; `cni-plugins` with `install`,
+ * `inspect`, `gc`, `serve` or nothing; `dhcp daemon`) and runs the call.
+ *
+ * The resident agent (agent/, `cni-plugins serve`) runs its requests through the same two pieces
+ * with the request's name, arguments, environment and streams: {@link routeOf} decides, and
+ * {@link runPluginCall} runs a plugin call; it serves only plugin routes (everything else falls back
+ * to this executable).
  *
  * Start-up is most of a short plugin call (docs/performance.md), so this file imports only what
  * every call needs: node:fs and node:path are not loaded here, and a plugin's code is loaded only
  * for that plugin.
  */
-import { versionText } from "../shared/cni/version.ts";
+import type { PluginIO } from "../shared/cni/skel.ts";
 import { mark, phasesReport } from "../shared/sys/phases.ts";
-import { lookupPlugin, pluginEntry, pluginNames } from "./registry.ts";
+import { lookupPlugin, pluginEntry, pluginNames, type PluginEntry } from "./registry.ts";
 import { buildVersion } from "./version.ts";
 
 /** stdin/stdout (through libc), loaded when needed. */
 const stdio = () => import("../shared/cni/stdio.ts");
+
+/** What a call runs, from the name it was invoked by and its arguments (after argv[0]). */
+export type Route =
+  | { kind: "plugin"; name: string; entry: PluginEntry }
+  | { kind: "dhcp-daemon"; args: string[] }
+  | { kind: "install"; args: string[] }
+  | { kind: "operator"; verb: "inspect" | "gc"; args: string[] }
+  | { kind: "serve"; args: string[] }
+  | { kind: "help"; name: string };
+
+/** The route of a call by `name` (the last component of argv[0]) with `args` (argv[1..]). */
+export function routeOf(name: string, args: readonly string[]): Route {
+  const [verb, ...rest] = args;
+  if (name === "dhcp" && verb === "daemon") return { kind: "dhcp-daemon", args: rest };
+  const entry = pluginEntry(name);
+  if (entry !== undefined) return { kind: "plugin", name, entry };
+  if (name === "cni-plugins") {
+    if (verb === "install") return { kind: "install", args: rest };
+    if (verb === "inspect" || verb === "gc") return { kind: "operator", verb, args: rest };
+    if (verb === "serve") return { kind: "serve", args: rest };
+  }
+  return { kind: "help", name };
+}
+
+/**
+ * One plugin call with `io` as its environment and streams: the process's own, or a request of the
+ * resident agent. Returns the exit status.
+ */
+export async function runPluginCall(route: Extract<Route, { kind: "plugin" }>, io: PluginIO): Promise<number> {
+  const [spec, skel, inProcess] = await Promise.all([
+    route.entry.load(),
+    import("../shared/cni/skel.ts"),
+    import("../shared/cni/in-process.ts"),
+  ]);
+  mark("plugin loaded");
+  inProcess.enableInProcessDelegation(lookupPlugin, buildVersion());
+  return skel.runPlugin(spec, io, buildVersion());
+}
 
 /** The name this process was started as: `fromArgv0` (entry.ts), else from /proc/self/cmdline. */
 function invokedName(fromArgv0: string): string {
@@ -34,61 +77,56 @@ function multiCallHelp(name: string): string {
     `Run through a link named after a plugin. Plugins in this build:\n` +
     pluginNames().map((p) => `  ${p}\n`).join("") +
     `Install into a CNI bin directory: cni-plugins install --dest /opt/cni/bin\n` +
-    `Find and collect what dead containers left behind: cni-plugins inspect | gc [--apply] (--help)\n`
+    `Find and collect what dead containers left behind: cni-plugins inspect | gc [--apply] (--help)\n` +
+    `Serve plugin calls from a resident agent: cni-plugins serve [--socket PATH] (--help)\n`
   );
 }
 
 /** Runs the call; the exit status. `argv0Name`: the last component of argv0 (entry.ts). */
 async function dispatch(argv0Name: string): Promise<number> {
   mark("entry");
-  const name = invokedName(argv0Name);
-  if (name === "dhcp" && process.argv[2] === "daemon") {
-    // `dhcp daemon [flags]`: the long-running lease daemon (ipam/dhcp/daemon), as upstream.
-    const daemon = require("../ipam/dhcp/daemon/main.ts") as typeof import("../ipam/dhcp/daemon/main.ts");
-    return daemon.runDhcpDaemon(process.argv.slice(3), process.env);
-  }
-  const entry = pluginEntry(name);
-  if (entry !== undefined && process.env.CNI_COMMAND === "VERSION") {
-    // Only when entry.ts could not tell the name from argv0: skel's answer, from the registry.
-    console.log(versionText(entry.versions).slice(0, -1));
-    return 0;
+  const route = routeOf(invokedName(argv0Name), process.argv.slice(2));
+  switch (route.kind) {
+    case "dhcp-daemon": {
+      // `dhcp daemon [flags]`: the long-running lease daemon (ipam/dhcp/daemon), as upstream.
+      const daemon = require("../ipam/dhcp/daemon/main.ts") as typeof import("../ipam/dhcp/daemon/main.ts");
+      return daemon.runDhcpDaemon(route.args, process.env);
+    }
+    case "serve": {
+      // `cni-plugins serve`: the resident agent (agent/, docs/resident.md).
+      const agent = await import("../agent/serve.ts");
+      return agent.runServeCommand(route.args, process.env);
+    }
+    default:
   }
   const { readAllSync, writeAllSync } = await stdio();
-  if (name === "cni-plugins" && process.argv[2] === "install") {
-    // `cni-plugins install --dest DIR`: the installer of deploy/daemonset.yaml (build/install.ts).
-    const installer = require("./install.ts") as typeof import("./install.ts");
-    return installer.runInstallCommand(process.argv.slice(3), pluginNames(), (t) => writeAllSync(1, t), (t) => writeAllSync(2, t));
+  const out = (t: string) => writeAllSync(1, t);
+  const err = (t: string) => writeAllSync(2, t);
+  switch (route.kind) {
+    case "plugin":
+      return runPluginCall(route, {
+        env: process.env,
+        readStdin: () => readAllSync(0),
+        stdout: (text) => {
+          out(text);
+          mark("result written");
+        },
+        stderr: err,
+      });
+    case "install": {
+      // `cni-plugins install --dest DIR`: the installer of deploy/daemonset.yaml (build/install.ts).
+      const installer = require("./install.ts") as typeof import("./install.ts");
+      return installer.runInstallCommand(route.args, pluginNames(), out, err);
+    }
+    case "operator": {
+      // `cni-plugins inspect|gc`: the operator's view of stale attachments (operator/, docs/operator.md).
+      const operator = await import("../operator/command.ts");
+      return operator.runOperatorCommand(route.verb, route.args, out, err);
+    }
+    case "help":
+      err(multiCallHelp(route.name));
+      return route.name === "cni-plugins" ? 0 : 1;
   }
-  const verb = process.argv[2];
-  if (name === "cni-plugins" && (verb === "inspect" || verb === "gc")) {
-    // `cni-plugins inspect|gc`: the operator's view of stale attachments (operator/, docs/operator.md).
-    const operator = await import("../operator/command.ts");
-    return operator.runOperatorCommand(verb, process.argv.slice(3), (t) => writeAllSync(1, t), (t) => writeAllSync(2, t));
-  }
-  if (entry === undefined) {
-    writeAllSync(2, multiCallHelp(name));
-    return name === "cni-plugins" ? 0 : 1;
-  }
-  const [spec, skel, inProcess] = await Promise.all([
-    entry.load(),
-    import("../shared/cni/skel.ts"),
-    import("../shared/cni/in-process.ts"),
-  ]);
-  mark("plugin loaded");
-  inProcess.enableInProcessDelegation(lookupPlugin, buildVersion());
-  return skel.runPlugin(
-    spec,
-    {
-      env: process.env,
-      readStdin: () => readAllSync(0),
-      stdout: (text) => {
-        writeAllSync(1, text);
-        mark("result written");
-      },
-      stderr: (text) => writeAllSync(2, text),
-    },
-    buildVersion(),
-  );
 }
 
 /** Runs the call and exits with its status (an unexpected exception: status 2, its stack on stderr). */

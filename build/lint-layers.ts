@@ -10,7 +10,12 @@
  *   milliseconds and megabytes at load, docs/performance.md): files go through shared/sys/file.ts
  *   (LAZY_NODE_MODULES lists the exceptions);
  * - no async/await in shared/netns, shared/netlink, shared/sysctl;
- * - plugin code never reads process.env, process.stdout or process.stdin;
+ * - plugin code (plugins/, ipam/, meta/, and shared/ but for shared/sys/phases.ts, a per-process
+ *   profiling switch) never reads process.env, process.stdout or process.stdin, nor writes to file
+ *   descriptor 2 or the console: an invocation's environment and stderr come in CmdArgs, because
+ *   the resident agent serves many invocations in one process (the dhcp daemon is exempt: it is a
+ *   process of its own or a part of the agent, never an invocation);
+ * - agent/ imports only shared/, build/ (the dispatch) and the dhcp daemon;
  * - test support modules (`testing.ts`) are imported only by tests.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -60,7 +65,10 @@ function walk(dir: string, out: string[] = []): string[] {
 
 const IMPORT = /(?:import|export)\s[^"']*?from\s*["']([^"']+)["']|require\(\s*["']([^"']+)["']\s*\)|import\(\s*["']([^"']+)["']\s*\)/g;
 
-for (const top of ["plugins", "ipam", "meta", "shared"]) {
+/** Plugin code that may use process.env or fd 2 itself (see the header). */
+const OWN_PROCESS = [/^shared\/sys\/phases\.ts$/, /^ipam\/dhcp\/daemon\//];
+
+for (const top of ["plugins", "ipam", "meta", "shared", "agent"]) {
   let files: string[] = [];
   try {
     files = walk(join(root, top));
@@ -96,6 +104,11 @@ for (const top of ["plugins", "ipam", "meta", "shared"]) {
           problems.push(`${rel}: shared/${from} (rank ${fromRank}) must not import shared/${to} (rank ${toRank ?? "none"})`);
         }
       }
+      if (top === "agent") {
+        const allowed = targetTop === "shared" || targetTop === "build" || targetTop === "agent" || target.startsWith("ipam/dhcp/daemon/");
+        if (!allowed && !(isTest && targetTop === "test")) problems.push(`${rel}: agent/ must not import ${target}`);
+        continue;
+      }
       if (top !== "shared" && targetTop !== "shared") {
         const ownFolder = rel.split("/").slice(0, 2).join("/");
         if (!target.startsWith(ownFolder + "/") && !(isTest && targetTop === "test")) {
@@ -111,8 +124,12 @@ for (const top of ["plugins", "ipam", "meta", "shared"]) {
     if (/^shared\/(netns|netlink|sysctl)\//.test(rel) && /\b(async|await)\b/.test(text.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, ""))) {
       problems.push(`${rel}: async/await in a netns-safe layer`);
     }
-    if (top !== "shared" && /process\.(env|stdout|stdin)\b/.test(text)) {
-      problems.push(`${rel}: reads process.env/stdout/stdin (use CmdArgs)`);
+    if (top !== "agent" && !OWN_PROCESS.some((ok) => ok.test(rel))) {
+      const code = text.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "");
+      if (/process\.(env|stdout|stdin|stderr)\b/.test(code)) problems.push(`${rel}: uses process.env/stdout/stdin/stderr (use CmdArgs)`);
+      if (/writeAllSync\(\s*2\b|console\.(log|error|warn|info)\(/.test(code) && rel !== "shared/cni/stdio.ts") {
+        problems.push(`${rel}: writes to stderr itself (use CmdArgs.stderr)`);
+      }
     }
   }
 }

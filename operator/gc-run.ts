@@ -45,6 +45,8 @@ export async function runGc(net: NetworkList, valid: readonly GcAttachment[], bi
       config,
       cniVersion: String(config.cniVersion),
       env,
+      // The command's own process: a plugin's diagnostics go to its stderr.
+      stderr: (text) => void process.stderr.write(text),
     };
     try {
       await execDelegate(type, args, "GC");

@@ -68,17 +68,17 @@ export const systemReaders: SourceReaders = {
   readDir: (p) => readdirSync(p),
   readFile: (p) => readFileSync(p, "utf8"),
   iptablesSave(family, table) {
-    const mode = hostIptablesMode();
+    const mode = hostIptablesMode(process.env);
     if (mode === undefined) return undefined;
     // A legacy table that does not exist is not read: reading it would create it.
     if (mode === "legacy" && !legacyTableNames(family).includes(table)) return "";
     const save = toolsFor(mode, family).save;
-    if (findExecutable(save) === undefined) return undefined;
-    return runCommand([save, "-t", table]).stdout;
+    if (findExecutable(save, process.env) === undefined) return undefined;
+    return runCommand([save, "-t", table], process.env).stdout;
   },
   nftRuleset() {
-    if (findExecutable("nft") === undefined) return undefined;
-    return runCommand(["nft", "-j", "list", "ruleset"]).stdout;
+    if (findExecutable("nft", process.env) === undefined) return undefined;
+    return runCommand(["nft", "-j", "list", "ruleset"], process.env).stdout;
   },
   ifbs() {
     using nl = Handle.open();

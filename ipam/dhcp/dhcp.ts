@@ -21,7 +21,6 @@
  */
 import { isAbsolute, resolve } from "node:path";
 import { InternalError, PluginUnavailableError, TryAgainLaterError, messageOf } from "../../shared/cni/errors.ts";
-import { writeAllSync } from "../../shared/cni/stdio.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { loadDhcpConfig, socketPathOf } from "./config.ts";
@@ -121,7 +120,7 @@ async function del(args: CmdArgs): Promise<void> {
     await withDaemon(socketPathOf(args.config), (c) => call(c, METHOD_RELEASE, args));
   } catch (err) {
     if (!(err instanceof DaemonUnreachableError)) throw err;
-    writeAllSync(2, `dhcp: DEL: the DHCP daemon is not reachable (${err.message}); nothing released, the lease will expire at the server\n`);
+    args.stderr(`dhcp: DEL: the DHCP daemon is not reachable (${err.message}); nothing released, the lease will expire at the server\n`);
   }
 }
 
@@ -130,7 +129,7 @@ async function gc(args: CmdArgs): Promise<void> {
   try {
     await withDaemon(socketPathOf(args.config), (c) =>
       callOurs(c, METHOD_GC, args, async () => {
-        writeAllSync(2, "dhcp: GC: the DHCP daemon does not implement DHCP.GC (a Go daemon); nothing collected\n");
+        args.stderr("dhcp: GC: the DHCP daemon does not implement DHCP.GC (a Go daemon); nothing collected\n");
       }),
     );
   } catch (err) {

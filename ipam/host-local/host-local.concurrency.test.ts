@@ -12,7 +12,7 @@ import { DiskStore } from "./store/disk.ts";
 
 const GO_PLUGIN = "/usr/lib/cni/host-local";
 const BUN = process.execPath;
-const WORKER = join(import.meta.dir, "_add-worker.ts");
+const WORKER = join(import.meta.dir, "..", "..", "test", "harness", "host-local-add-worker.ts");
 const N = 24;
 let root: string;
 

@@ -67,6 +67,7 @@ function ts(command: Command, conf: Record<string, unknown>, id: string, ifName 
     config: conf,
     cniVersion: String(conf["cniVersion"]),
     env: {},
+    stderr: () => {},
   };
   switch (command) {
     case "ADD":

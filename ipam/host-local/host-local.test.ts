@@ -37,6 +37,7 @@ function cmdArgs(command: Command, config: Record<string, unknown>, call: Call =
     config,
     cniVersion: typeof config["cniVersion"] === "string" ? config["cniVersion"] : "0.1.0",
     env: {},
+    stderr: () => {},
   };
 }
 

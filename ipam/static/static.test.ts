@@ -23,6 +23,7 @@ function cmdArgs(conf: Record<string, unknown>, opts: { args?: string; command?:
     config: JSON.parse(text) as Record<string, unknown>,
     cniVersion: v,
     env: {},
+    stderr: () => {},
   };
 }
 

@@ -22,6 +22,7 @@ function args(config: Record<string, unknown>): CmdArgs {
     config: { cniVersion: "1.0.0", name: "net", type: "bandwidth", ...config },
     cniVersion: "1.0.0",
     env: {},
+    stderr: () => {},
   };
 }
 

@@ -82,7 +82,7 @@ async function add(args: CmdArgs): Promise<Result> {
   const site = findSite(containerLink(containerNl, args.ifName), containerNl, hostNl, prev.interfaces ?? []);
   const shapings = shapingsOf(site.where, conf.bandwidth);
   refuseUnshapeable(site, shapings);
-  const undo = new Undo([{ name: "shaping", run: () => unshape(site.nl, site.dev, shapesRoot(site.where, conf), conf, args) }]);
+  const undo = new Undo([{ name: "shaping", run: () => unshape(site.nl, site.dev, shapesRoot(site.where, conf), conf, args) }], args.stderr);
   let ifb: Link | undefined;
   try {
     undo.reached("shaping");

@@ -32,6 +32,7 @@ function cmd(command: Command, conf: Record<string, unknown>, env: Record<string
     config,
     cniVersion: config.cniVersion as string,
     env,
+    stderr: () => {},
   };
 }
 

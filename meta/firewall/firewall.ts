@@ -30,7 +30,8 @@ import { bridgeNameFor, hostAddresses, policyFamilies } from "./target.ts";
 
 /** What the plugin talks to; tests pass fakes. */
 export interface FirewallDeps {
-  drivers(): FirewallDrivers;
+  /** The firewall tools for one invocation, run with its environment. */
+  drivers(env: CmdArgs["env"]): FirewallDrivers;
   /** The firewalld backend for a bus address. */
   firewalld(address: string): FirewalldBackend;
   /** Upstream isFirewalldRunning. */
@@ -58,7 +59,7 @@ export function firewallFeatures(d: FirewallDrivers): Record<BackendName, Firewa
 export async function selectBackend(requested: FirewallBackendName | undefined, args: CmdArgs, deps: FirewallDeps): Promise<FirewallBackend> {
   const address = systemBusAddress(args.env);
   if (requested === "firewalld" || (requested === undefined && (await deps.firewalldRunning(address)))) return deps.firewalld(address);
-  const d = deps.drivers();
+  const d = deps.drivers(args.env);
   return firewallFeatures(d)[chooseBackend(requested, d)];
 }
 
@@ -98,7 +99,7 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
     }
     await backend.setup(t);
     // As upstream, the ingress policy of the firewalld backend is enforced with iptables.
-    if (backend.backend === "firewalld" && t.policy !== "open") addIsolationIptables(deps.drivers().iptables, t);
+    if (backend.backend === "firewalld" && t.policy !== "open") addIsolationIptables(deps.drivers(args.env).iptables, t);
     return prev;
   }
 
@@ -128,7 +129,7 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
     const keep = validAttachmentsOf(args.config);
     if (keep === undefined) return; // absent or malformed: collect nothing
     const firewalld = (): FirewalldBackend => deps.firewalld(systemBusAddress(args.env));
-    await collectFirewall(conf, keep, { features: firewallFeatures(deps.drivers()), firewalld, stateDir: deps.stateDir, nodeAddresses: deps.nodeAddresses });
+    await collectFirewall(conf, keep, { features: firewallFeatures(deps.drivers(args.env)), firewalld, stateDir: deps.stateDir, nodeAddresses: deps.nodeAddresses });
   }
 
   return {

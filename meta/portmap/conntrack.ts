@@ -2,14 +2,14 @@
  * Deletes UDP conntrack entries whose original destination port is a mapped host port, so a UDP
  * stream that kept a stale entry (DNAT to an old container, or no NAT at all) is re-evaluated
  * against the current rules (upstream #123 on ADD; #1190 on DEL). Failures are only reported on
- * stderr, as upstream does: the port mapping itself is in place.
+ * the invocation's stderr (`warn`), as upstream does: the port mapping itself is in place.
  */
 import { IPPROTO_UDP } from "../../shared/netlink/constants/nfnetlink-conntrack.ts";
 import { conntrackDelete, conntrackList, openConntrackSocket } from "../../shared/netlink/nfnetlink-conntrack.ts";
 import type { IPFamily } from "../../shared/ip/ip.ts";
 
 /** Deletes the UDP entries of `family` whose original destination port is in `ports`; returns how many. */
-export function flushUdpConntrack(family: IPFamily, ports: readonly number[]): number {
+export function flushUdpConntrack(family: IPFamily, ports: readonly number[], warn: (text: string) => void): number {
   if (ports.length === 0) return 0;
   const wanted = new Set(ports);
   let n = 0;
@@ -19,7 +19,7 @@ export function flushUdpConntrack(family: IPFamily, ports: readonly number[]): n
       if (f.proto === IPPROTO_UDP && wanted.has(f.dstPort) && conntrackDelete(sock, f)) n++;
     }
   } catch (err) {
-    console.error(`failed to delete stale UDP conntrack entries (IPv${family}, ports ${ports.join(",")}): ${err instanceof Error ? err.message : String(err)}`);
+    warn(`failed to delete stale UDP conntrack entries (IPv${family}, ports ${ports.join(",")}): ${err instanceof Error ? err.message : String(err)}\n`);
   }
   return n;
 }

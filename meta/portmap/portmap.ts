@@ -18,7 +18,6 @@ import {
   type FirewallDrivers,
 } from "../../shared/firewall/backend.ts";
 import type { CIDR } from "../../shared/ip/ip.ts";
-import { writeAllSync } from "../../shared/cni/stdio.ts";
 import type { ForeignPort, PortmapDelTarget, PortmapFeature } from "./backend.ts";
 import { containerIPs, loadPortmapConfig, mappingsForFamily, requirePrevResult, type PortmapConfig } from "./config.ts";
 import { duplicateMappings, shadowedPorts } from "./conflicts.ts";
@@ -40,9 +39,10 @@ function udpPorts(ports: readonly { protocol: string; hostPort: number }[]): num
   return [...new Set(ports.filter((p) => p.protocol === "udp").map((p) => p.hostPort))];
 }
 
-export function makePortmapPlugin(getDrivers: () => FirewallDrivers = systemFirewallDrivers): PluginSpec {
+export function makePortmapPlugin(getDrivers: (env: CmdArgs["env"]) => FirewallDrivers = systemFirewallDrivers): PluginSpec {
   /** ADD for one container address in the chosen backend. */
-  function forward(f: PortmapFeature, conf: PortmapConfig, containerID: string, container: CIDR, guard: boolean): void {
+  function forward(f: PortmapFeature, conf: PortmapConfig, args: CmdArgs, container: CIDR, guard: boolean): void {
+    const containerID = args.containerID;
     const family = container.ip.family;
     const mine = mappingsForFamily(conf.mappings, family);
     const duplicates = duplicateMappings(mine, family);
@@ -53,7 +53,7 @@ export function makePortmapPlugin(getDrivers: () => FirewallDrivers = systemFire
       for (const line of shadowedPorts(mine, ports)) {
         if (told.has(line)) continue;
         told.add(line);
-        writeAllSync(2, `portmap: ${line}; container ${JSON.stringify(containerID)} now takes precedence (the older rules were most likely leaked by a container removed without DEL)\n`);
+        args.stderr(`portmap: ${line}; container ${JSON.stringify(containerID)} now takes precedence (the older rules were most likely leaked by a container removed without DEL)\n`);
       }
     };
     annotate(`unable to set up ${f.backend} rules for port mappings`, () => f.setup({ conf, containerID, container, guard, foreign }));
@@ -63,15 +63,15 @@ export function makePortmapPlugin(getDrivers: () => FirewallDrivers = systemFire
     const conf = loadPortmapConfig(args);
     const prev = requirePrevResult(args, "must be called as chained plugin");
     if (conf.mappings.length === 0) return prev;
-    const d = getDrivers();
+    const d = getDrivers(args.env);
     const f = portmapFeatures(d)[chooseBackend(conf.backend, d)];
     const ips = containerIPs(prev, args.ifName);
     const localhost = conf.snat;
     for (const ip of [ips.v4, ips.v6]) {
       if (ip === undefined) continue;
-      forward(f, conf, args.containerID, ip, localhost);
+      forward(f, conf, args, ip, localhost);
       // After the rules: new packets of stale UDP flows then hit the new DNAT (#123).
-      flushUdpConntrack(ip.ip.family, udpPorts(mappingsForFamily(conf.mappings, ip.ip.family)));
+      flushUdpConntrack(ip.ip.family, udpPorts(mappingsForFamily(conf.mappings, ip.ip.family)), args.stderr);
     }
     if (ips.v4 !== undefined && localhost) {
       const ifName = routeInterface(ips.v4.ip);
@@ -89,10 +89,10 @@ export function makePortmapPlugin(getDrivers: () => FirewallDrivers = systemFire
       const ips = containerIPs(prev, args.ifName);
       target.families = ([4, 6] as const).filter((f) => (f === 4 ? ips.v4 : ips.v6) !== undefined);
     }
-    const d = getDrivers();
+    const d = getDrivers(args.env);
     const removed = annotate("failed to remove port mappings", () => teardownEverywhere(Object.values(portmapFeatures(d)), target, chooseBackend(conf.backend, d)));
     const ports = udpPorts([...removed.flat(), ...conf.mappings]);
-    for (const family of [4, 6] as const) flushUdpConntrack(family, ports);
+    for (const family of [4, 6] as const) flushUdpConntrack(family, ports, args.stderr);
     releaseRouteLocalnet(attachmentKey(conf, args.containerID));
   }
 
@@ -100,7 +100,7 @@ export function makePortmapPlugin(getDrivers: () => FirewallDrivers = systemFire
     const conf = loadPortmapConfig(args);
     const prev = requirePrevResult(args, "Required prevResult missing");
     if (conf.mappings.length === 0) return;
-    const d = getDrivers();
+    const d = getDrivers(args.env);
     const f = portmapFeatures(d)[chooseBackend(conf.backend, d)];
     const ips = containerIPs(prev, args.ifName);
     const problems: string[] = [];
@@ -115,7 +115,7 @@ export function makePortmapPlugin(getDrivers: () => FirewallDrivers = systemFire
     const conf = loadPortmapConfig(args);
     const keep = validAttachmentsOf(args.config);
     if (keep === undefined) return; // absent or malformed: collect nothing
-    annotate("failed to garbage-collect port mappings", () => collectEverywhere(Object.values(portmapFeatures(getDrivers())), conf.name, keep));
+    annotate("failed to garbage-collect port mappings", () => collectEverywhere(Object.values(portmapFeatures(getDrivers(args.env))), conf.name, keep));
   }
 
   return { name: "portmap", versions: ALL_VERSIONS, add, del, check, gc, status: () => undefined };

@@ -19,7 +19,6 @@
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
 import { InternalError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
 import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
-import { writeAllSync } from "../../shared/cni/stdio.ts";
 import { teardown, TeardownError, Undo, type TeardownStep } from "../../shared/cni/teardown.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
@@ -185,7 +184,7 @@ async function add(args: CmdArgs): Promise<Result> {
   const backup: LinkBackup = { network: conf.network };
   const target: { index?: number } = {};
   // The backup file goes too: ADD leaves nothing for DEL to restore.
-  const undo = new Undo([...restoreSteps(ns, nl, target, backup), { name: BACKUP_FILE_STEP, run: () => removeBackup(file) }]);
+  const undo = new Undo([...restoreSteps(ns, nl, target, backup), { name: BACKUP_FILE_STEP, run: () => removeBackup(file) }], args.stderr);
   try {
     const changedSysctls: [string, string][] = [];
     backup.sysctlRestore = changedSysctls;
@@ -277,7 +276,7 @@ async function del(args: CmdArgs): Promise<void> {
   } catch (err) {
     // As upstream, a restore that fails does not fail DEL; unlike upstream, the file goes anyway:
     // a restore that failed once (lo's MAC) fails again, and the file would stay forever.
-    writeAllSync(2, `tuning: restoring ${args.ifName} from ${file} failed: ${messageOf(err)}\n`);
+    args.stderr(`tuning: restoring ${args.ifName} from ${file} failed: ${messageOf(err)}\n`);
   }
   annotate("failed to remove the backup file", () => removeBackup(file));
 }

@@ -22,6 +22,8 @@ import { ipamStep, IPAM_STEP, teardown, Undo, type TeardownStep } from "../../sh
 import type { CmdArgs, Interface, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { annotate } from "../../shared/error/annotate.ts";
+import { systemFirewallDrivers } from "../../shared/firewall/backend.ts";
+import { systemNft } from "../../shared/firewall/nftables/driver.ts";
 import { parseMasqBackend, setupIPMasq, teardownIPMasq } from "../../shared/firewall/ipmasq.ts";
 import { configureIface } from "../../shared/iface/configure.ts";
 import {
@@ -97,14 +99,21 @@ const MASQUERADE_STEP = "masquerade rules";
  */
 function teardownSteps(conf: BridgeConf, args: CmdArgs, created?: CreatedLink): TeardownStep[] {
   const attachment = { containerID: args.containerID, ifName: args.ifName };
+  const d = systemFirewallDrivers(args.env);
   let addrs: string[] = [];
   return [
     ipamStep(conf.ipamType, args),
     { name: CONTAINER_LINK_STEP, run: () => void (addrs = deleteContainerLink(args, created)) },
-    { name: SPOOFCHECK_STEP, run: () => (conf.macspoofchk ? teardownSpoofCheck(attachment) : undefined) },
+    { name: SPOOFCHECK_STEP, run: () => (conf.macspoofchk ? teardownSpoofCheck(attachment, d.nftables) : undefined) },
     {
       name: MASQUERADE_STEP,
-      run: () => (conf.ipMasq ? teardownIPMasq({ network: conf.name, ...attachment, backend: conf.ipMasqBackend, ...(addrs.length > 0 ? { ips: addrs } : {}) }) : undefined),
+      run: () =>
+        conf.ipMasq
+          ? teardownIPMasq(
+              { network: conf.name, ...attachment, backend: conf.ipMasqBackend, ...(addrs.length > 0 ? { ips: addrs } : {}) },
+              d,
+            )
+          : undefined,
     },
   ];
 }
@@ -126,7 +135,7 @@ async function add(args: CmdArgs): Promise<Result> {
   using ns = openContainerNetns(args.netns);
   using contNl = Handle.open(ns);
   const created: CreatedLink = { nl: contNl };
-  const undo = new Undo(teardownSteps(conf, args, created));
+  const undo = new Undo(teardownSteps(conf, args, created), args.stderr);
   try {
     const veth = setupVeth({
       containerNl: contNl,
@@ -157,7 +166,10 @@ async function add(args: CmdArgs): Promise<Result> {
 
     if (conf.macspoofchk) {
       undo.reached(SPOOFCHECK_STEP);
-      setupSpoofCheck({ hostVeth: veth.host.name, containerMac: veth.container.mac, containerID: args.containerID, ifName: args.ifName });
+      setupSpoofCheck(
+        { hostVeth: veth.host.name, containerMac: veth.container.mac, containerID: args.containerID, ifName: args.ifName },
+        systemNft(args.env),
+      );
     }
 
     if (conf.ipamType !== "") {
@@ -174,7 +186,7 @@ async function add(args: CmdArgs): Promise<Result> {
         : [[`net/ipv6/conf/${args.ifName}/accept_dad`, "0"]];
       setSysctlsQuietly(ns, dad);
       enableNeighbourNotify(ns, args.ifName, { ndisc: false });
-      configureIface({ nl: contNl, ns, ifName: args.ifName, result });
+      configureIface({ nl: contNl, ns, ifName: args.ifName, result, warn: args.stderr });
 
       if (conf.isGateway) {
         let target = br;
@@ -191,7 +203,11 @@ async function add(args: CmdArgs): Promise<Result> {
 
       if (conf.ipMasq) {
         undo.reached(MASQUERADE_STEP);
-        setupIPMasq({ network: conf.name, containerID: args.containerID, ifName: args.ifName, ips: result.ips.map((i) => i.address) }, masqBackend);
+        setupIPMasq(
+          { network: conf.name, containerID: args.containerID, ifName: args.ifName, ips: result.ips.map((i) => i.address) },
+          masqBackend,
+          systemFirewallDrivers(args.env),
+        );
       }
     } else if (!conf.disableContainerInterface) {
       annotate(`failed to set ${JSON.stringify(args.ifName)} up`, () => contNl.linkSetUp(veth.container.index));

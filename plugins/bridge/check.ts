@@ -11,6 +11,7 @@ import { Handle, type Link } from "../../shared/netlink/index.ts";
 import { IFF_PROMISC } from "../../shared/netlink/constants/if-link.ts";
 import type { NetNS } from "../../shared/netns/index.ts";
 import { requirePrevResult, validateExpectedInterfaceIPs, validateExpectedRoutes } from "../../shared/iface/check.ts";
+import { systemFirewallDrivers } from "../../shared/firewall/backend.ts";
 import { checkIPMasq, parseMasqBackend } from "../../shared/firewall/ipmasq.ts";
 import type { BridgeConf } from "./config.ts";
 
@@ -102,6 +103,10 @@ export function checkBridge(args: CmdArgs, conf: BridgeConf, ns: NetNS): void {
   // Beyond upstream: the masquerade rules of this attachment must be in place too.
   const ips = (prev.ips ?? []).map((i) => i.address);
   if (conf.ipMasq && conf.ipamType !== "" && ips.length > 0) {
-    checkIPMasq({ network: conf.name, containerID: args.containerID, ifName: args.ifName, ips }, parseMasqBackend(conf.ipMasqBackend));
+    checkIPMasq(
+      { network: conf.name, containerID: args.containerID, ifName: args.ifName, ips },
+      parseMasqBackend(conf.ipMasqBackend),
+      systemFirewallDrivers(args.env),
+    );
   }
 }

@@ -16,6 +16,7 @@ function argsFor(config: Record<string, unknown>, cniArgs = ""): CmdArgs {
     config: JSON.parse(text),
     cniVersion: (config.cniVersion as string) ?? "0.1.0",
     env: {},
+    stderr: () => {},
   };
 }
 

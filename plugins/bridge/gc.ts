@@ -9,6 +9,7 @@ import { delegateToIpam } from "../../shared/cni/invoke.ts";
 import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
 import { teardown, type TeardownStep } from "../../shared/cni/teardown.ts";
 import type { CmdArgs } from "../../shared/cni/types.ts";
+import { systemFirewallDrivers } from "../../shared/firewall/backend.ts";
 import { gcIPMasq } from "../../shared/firewall/ipmasq.ts";
 import { Handle } from "../../shared/netlink/index.ts";
 import type { BridgeConf } from "./config.ts";
@@ -33,7 +34,10 @@ export async function collectGarbage(conf: BridgeConf, args: CmdArgs): Promise<v
       },
     },
   ];
-  if (keep !== undefined && conf.ipMasq) steps.push({ name: "masquerade rules", run: () => gcIPMasq(conf.name, keep) });
-  if (keep !== undefined && conf.macspoofchk) steps.push({ name: "spoof-check rules", run: () => gcSpoofCheck(keep, portOfBridgeOrGone(conf.bridge)) });
+  const d = systemFirewallDrivers(args.env);
+  if (keep !== undefined && conf.ipMasq) steps.push({ name: "masquerade rules", run: () => gcIPMasq(conf.name, keep, d) });
+  if (keep !== undefined && conf.macspoofchk) {
+    steps.push({ name: "spoof-check rules", run: () => gcSpoofCheck(keep, portOfBridgeOrGone(conf.bridge), d.nftables) });
+  }
   await teardown(steps);
 }

@@ -19,7 +19,7 @@
  * duplicate, and GC ({@link gcSpoofCheck}) collects the rules of attachments that are gone.
  */
 import { annotate } from "../../shared/error/annotate.ts";
-import { systemNft, type NftDriver } from "../../shared/firewall/nftables/driver.ts";
+import type { NftDriver } from "../../shared/firewall/nftables/driver.ts";
 import { normalizeRule, type NftRuleRef } from "../../shared/firewall/nftables/state.ts";
 import { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
 
@@ -78,7 +78,7 @@ export function buildSpoofCheckSetup(s: SpoofCheckSetup, existing: NftTransactio
 }
 
 /** Installs the spoof-check rules for one attachment. */
-export function setupSpoofCheck(s: SpoofCheckSetup, driver: NftDriver = systemNft): void {
+export function setupSpoofCheck(s: SpoofCheckSetup, driver: NftDriver): void {
   annotate("failed to setup spoof-check", () => {
     const tx = new NftTransaction("bridge", SPOOFCHECK_TABLE);
     deleteBaseRules(tx, driver.listChain("bridge", SPOOFCHECK_TABLE, SPOOFCHECK_BASE_CHAIN), spoofCheckNames(s).comment);
@@ -94,7 +94,7 @@ function deleteChains(tx: NftTransaction, chains: Set<string>, t: SpoofCheckTarg
 }
 
 /** Removes the spoof-check rules and chains of one attachment; a no-op when there are none. */
-export function teardownSpoofCheck(t: SpoofCheckTarget, driver: NftDriver = systemNft): void {
+export function teardownSpoofCheck(t: SpoofCheckTarget, driver: NftDriver): void {
   annotate("failed to teardown spoof-check", () => {
     const table = driver.listTable("bridge", SPOOFCHECK_TABLE);
     if (table === undefined) return;
@@ -113,7 +113,7 @@ export function teardownSpoofCheck(t: SpoofCheckTarget, driver: NftDriver = syst
  * longer exists — then the rules match nothing and serve no network). Jumps that do not read
  * `iifname "<veth>" jump cni-br-iface-<id>` are left alone.
  */
-export function gcSpoofCheck(keep: readonly SpoofCheckTarget[], owned: (hostVeth: string) => boolean, driver: NftDriver = systemNft): void {
+export function gcSpoofCheck(keep: readonly SpoofCheckTarget[], owned: (hostVeth: string) => boolean, driver: NftDriver): void {
   annotate("failed to garbage-collect spoof-check", () => {
     const table = driver.listTable("bridge", SPOOFCHECK_TABLE);
     if (table === undefined) return;

@@ -31,6 +31,7 @@ function args(config: Record<string, unknown>): CmdArgs {
     config: full,
     cniVersion: "1.0.0",
     env: {},
+    stderr: () => {},
   };
 }
 

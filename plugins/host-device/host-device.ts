@@ -22,7 +22,6 @@ import { t } from "../../shared/cni/decode.ts";
 import { InternalError, messageOf } from "../../shared/cni/errors.ts";
 import { delegate, delegateAdd, delegateToIpam } from "../../shared/cni/invoke.ts";
 import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
-import { writeAllSync } from "../../shared/cni/stdio.ts";
 import { ipamStep, IPAM_STEP, teardown, Undo, type TeardownStep } from "../../shared/cni/teardown.ts";
 import type { CmdArgs, Interface, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
@@ -68,7 +67,7 @@ async function attach(
   const pciID = netdevPciAddress(sysfs, hostDev.name);
   using containerNl = Handle.open(containerNs);
   try {
-    const link = await moveLinkIn({ hostNl, hostNs, containerNl, containerNs, hostDev, ifName: args.ifName });
+    const link = await moveLinkIn({ hostNl, hostNs, containerNl, containerNs, hostDev, ifName: args.ifName, warn: args.stderr });
     return { link, hostWasUp: (hostDev.flags & IFF_UP) !== 0, pciID };
   } catch (err) {
     // Upstream's text has no separator here: "failed to move link <cause>".
@@ -80,9 +79,9 @@ async function attach(
 async function moveBack(args: CmdArgs, containerNs: NetNS, upAgain: boolean): Promise<void> {
   using hostNs = NetNS.current();
   using containerNl = Handle.open(containerNs);
-  const outcome = await moveLinkOut({ hostNs, containerNl, containerNs, ifName: args.ifName });
+  const outcome = await moveLinkOut({ hostNs, containerNl, containerNs, ifName: args.ifName, warn: args.stderr });
   if (outcome.status === "not-ours") {
-    writeAllSync(2, `host-device: ${JSON.stringify(args.ifName)} in the container has no alias (not moved in by host-device); left in place\n`);
+    args.stderr(`host-device: ${JSON.stringify(args.ifName)} in the container has no alias (not moved in by host-device); left in place\n`);
   }
   if (outcome.status === "moved" && upAgain) {
     using hostNl = Handle.open(hostNs);
@@ -115,7 +114,7 @@ function makeAdd(env: HostDeviceEnvironment) {
     refuseL2ForOldVersions(conf.ipamType !== "", args.cniVersion);
 
     const moved: Moved = { containerNs, hostWasUp: false };
-    const undo = new Undo(teardownSteps(conf, args, moved));
+    const undo = new Undo(teardownSteps(conf, args, moved), args.stderr);
     try {
       const interfaces: Interface[] = [];
       if (!conf.dpdkMode) {
@@ -140,7 +139,7 @@ function makeAdd(env: HostDeviceEnvironment) {
       else delete result.interfaces;
       if (!conf.dpdkMode) {
         using nl = Handle.open(containerNs);
-        configureIface({ nl, ns: containerNs, ifName: args.ifName, result });
+        configureIface({ nl, ns: containerNs, ifName: args.ifName, result, warn: args.stderr });
       }
       if (conf.dns !== undefined) result.dns = conf.dns;
       else delete result.dns;

@@ -44,6 +44,8 @@ export interface MoveInOptions {
   hostDev: Link;
   /** CNI_IFNAME: its name in the container. */
   ifName: string;
+  /** Where a failed rollback step is reported (the invocation's stderr). */
+  warn(text: string): void;
 }
 
 /** Moves `hostDev` into the container as `ifName`, alias = its host name, UP. Returns the container link. */
@@ -68,7 +70,7 @@ export async function moveLinkIn(o: MoveInOptions): Promise<Link> {
     { name: "in tempNS", run: () => tempNl.linkSetNetnsFd(inTemp(), hostNs.fd) },
     // Moving between namespaces takes a link down: the host's UP state comes back last.
     { name: "down", run: () => hostNl.linkSetUp(hostNl.linkByName(hostName).index) },
-  ]);
+  ], o.warn);
   try {
     if ((o.hostDev.flags & IFF_UP) !== 0) undo.reached("down");
     annotate(`failed to move ${JSON.stringify(hostName)} to tempNS`, () => hostNl.linkSetNetnsFd(o.hostDev.index, temp.fd));
@@ -96,6 +98,8 @@ export interface MoveOutOptions {
   containerNl: Handle;
   containerNs: NetNS;
   ifName: string;
+  /** Where a failed rollback step is reported (the invocation's stderr). */
+  warn(text: string): void;
 }
 
 /** What {@link moveLinkOut} found and did. */
@@ -130,7 +134,7 @@ export async function moveLinkOut(o: MoveOutOptions): Promise<MoveOutOutcome> {
     },
     { name: "in tempNS", run: () => tempNl.linkSetNetnsFd(inTemp(), containerNs.fd) },
     { name: "down", run: () => containerNl.linkSetUp(containerNl.linkByName(ifName).index) },
-  ]);
+  ], o.warn);
   try {
     if ((dev.flags & IFF_UP) !== 0) undo.reached("down");
     annotate(`failed to move ${JSON.stringify(ifName)} to tempNS`, () => containerNl.linkSetNetnsFd(dev.index, temp.fd));

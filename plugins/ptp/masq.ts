@@ -4,6 +4,7 @@
  * teardown never needs the container's addresses.
  */
 import type { CmdArgs, IPConfig } from "../../shared/cni/types.ts";
+import { systemFirewallDrivers } from "../../shared/firewall/backend.ts";
 import { checkIPMasq, gcIPMasq, parseMasqBackend, setupIPMasq, teardownIPMasq } from "../../shared/firewall/ipmasq.ts";
 import type { PtpConfig } from "./config.ts";
 
@@ -17,7 +18,11 @@ export function masqBackendOf(conf: PtpConfig): MasqBackend {
 
 /** Masquerades traffic from every result address leaving its subnet. */
 export function setupMasq(conf: PtpConfig, args: CmdArgs, ips: readonly IPConfig[], backend: MasqBackend): void {
-  setupIPMasq({ network: conf.name, containerID: args.containerID, ifName: args.ifName, ips: ips.map((i) => i.address) }, backend);
+  setupIPMasq(
+    { network: conf.name, containerID: args.containerID, ifName: args.ifName, ips: ips.map((i) => i.address) },
+    backend,
+    systemFirewallDrivers(args.env),
+  );
 }
 
 /**
@@ -31,7 +36,7 @@ export function teardownMasq(conf: PtpConfig, args: CmdArgs, ips: readonly strin
     ifName: args.ifName,
     backend: conf.ipMasqBackend,
     ...(ips !== undefined && ips.length > 0 ? { ips: [...ips] } : {}),
-  });
+  }, systemFirewallDrivers(args.env));
 }
 
 /** CHECK: the attachment's masquerade rules exist for `ips` (CIDRs). */
@@ -39,6 +44,7 @@ export function checkMasq(conf: PtpConfig, args: CmdArgs, ips: readonly string[]
   checkIPMasq(
     { network: conf.name, containerID: args.containerID, ifName: args.ifName, ips: [...ips] },
     masqBackendOf(conf),
+    systemFirewallDrivers(args.env),
   );
 }
 
@@ -46,6 +52,6 @@ export function checkMasq(conf: PtpConfig, args: CmdArgs, ips: readonly string[]
  * GC (beyond upstream ptp): drops this network's masquerade rules, in both backends, of attachments
  * the runtime no longer lists (see gcIPMasq).
  */
-export function gcMasq(conf: PtpConfig, keep: readonly { containerID: string; ifName: string }[]): void {
-  gcIPMasq(conf.name, keep);
+export function gcMasq(conf: PtpConfig, args: CmdArgs, keep: readonly { containerID: string; ifName: string }[]): void {
+  gcIPMasq(conf.name, keep, systemFirewallDrivers(args.env));
 }

@@ -109,7 +109,7 @@ async function add(args: CmdArgs): Promise<Result> {
   using containerNl = Handle.open(ns);
   using hostNl = Handle.open(hostNs);
   const created: CreatedLink = { nl: containerNl };
-  const undo = new Undo(teardownSteps(conf, args, created));
+  const undo = new Undo(teardownSteps(conf, args, created), args.stderr);
   try {
     const result = await delegateAdd(conf.ipamType, args);
     undo.reached(IPAM_STEP);
@@ -141,7 +141,7 @@ async function add(args: CmdArgs): Promise<Result> {
       { name: veth.host.name, mac: veth.host.mac, ...mtu },
       { name: veth.container.name, mac: veth.container.mac, sandbox: args.netns, ...mtu },
     ];
-    configureIface({ nl: containerNl, ns, ifName: args.ifName, result });
+    configureIface({ nl: containerNl, ns, ifName: args.ifName, result, warn: args.stderr });
     routeThroughGateway(containerNl, args.ifName, veth.container.index, addrs);
     setupHostVeth(hostNl, veth.host, addrs);
     if (conf.ipMasq) {
@@ -181,7 +181,7 @@ async function gc(args: CmdArgs): Promise<void> {
   await delegateToIpam(conf.ipamType, args, "GC");
   if (conf.ipMasq) {
     const keep = validAttachmentsOf(args.config);
-    if (keep !== undefined) gcMasq(conf, keep);
+    if (keep !== undefined) gcMasq(conf, args, keep);
   }
 }
 

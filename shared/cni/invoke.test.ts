@@ -32,6 +32,7 @@ function cmdArgs(path: string, config: Record<string, unknown> = { cniVersion: "
     config,
     cniVersion: String(config.cniVersion ?? "0.1.0"),
     env: { CNI_COMMAND: "ADD", CNI_CONTAINERID: "c1", CNI_NETNS: "/var/run/netns/x", CNI_IFNAME: "eth0", CNI_ARGS: "IgnoreUnknown=1", CNI_PATH: path, KEEP: "me" },
+    stderr: () => {},
   };
 }
 

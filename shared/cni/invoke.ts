@@ -3,9 +3,9 @@
  * find `<type>` in CNI_PATH, run it with the complete config on stdin and the caller's environment
  * with CNI_COMMAND overridden, pass its stderr through, and re-emit its error JSON unchanged.
  *
- * Fast path: when the file found is this very executable (same device and inode — a hard link of the
- * multi-call binary), the delegate runs in-process through skel with identical inputs and outputs,
- * saving a whole process start per pod.
+ * Fast path: when the file found is this very executable or the exec shim installed beside it (same
+ * device and inode: a hard link of either, see {@link isOurs}), the delegate runs in-process through
+ * skel with identical inputs and outputs, saving a whole process start per pod.
  */
 import type { spawnSync as SpawnSync } from "node:child_process";
 import { joinPath, stat, type FileStat } from "../sys/file.ts";
@@ -14,10 +14,10 @@ import { DelegateError, InternalError, InvalidConfigError, InvalidEnvError } fro
 import { inProcessPlugins } from "./in-process.ts";
 import { parseResult } from "./result/index.ts";
 import { runPlugin } from "./skel.ts";
-import { writeAllSync } from "./stdio.ts";
 import type { CmdArgs, Command, PluginSpec, Result } from "./types.ts";
 
-let selfStat: FileStat | null | undefined;
+/** The name of the exec shim in a CNI bin directory (shim/cni-shim.c; docs/resident.md). */
+export const SHIM_NAME = "cni-plugins-shim";
 
 /** Rejects plugin names that could escape CNI_PATH (CVE-2021-20206). */
 export function validatePluginName(type: string): void {
@@ -43,21 +43,30 @@ export function findInPath(type: string, cniPath: string): string {
   throw new InternalError(`failed to find plugin ${JSON.stringify(type)} in path [${dirs.join(" ")}]`);
 }
 
-function isThisExecutable(file: string): boolean {
-  if (selfStat === undefined) {
-    try {
-      selfStat = stat(process.execPath);
-    } catch {
-      selfStat = null;
-    }
-  }
-  if (selfStat === null) return false;
+/** stat(2), or undefined when the path cannot be examined at all. */
+function statOrUndefined(path: string): FileStat | undefined {
   try {
-    const st = stat(file);
-    return st.dev === selfStat.dev && st.ino === selfStat.ino;
+    return stat(path);
   } catch {
-    return false;
+    return undefined;
   }
+}
+
+function sameFile(a: FileStat | undefined, b: FileStat | undefined): boolean {
+  return a !== undefined && b !== undefined && a.dev === b.dev && a.ino === b.ino;
+}
+
+/**
+ * True when `file` runs this build: it is this very executable, or the exec shim of the directory
+ * this executable was started from (the shim forwards to this build's agent or execs this file).
+ * Looked up on every call (a cache would go stale in the resident agent when files are replaced).
+ */
+function isOurs(file: string): boolean {
+  const target = statOrUndefined(file);
+  if (target === undefined) return false;
+  const self = process.execPath;
+  if (sameFile(target, statOrUndefined(self))) return true;
+  return sameFile(target, statOrUndefined(joinPath(self.slice(0, self.lastIndexOf("/") + 1), SHIM_NAME)));
 }
 
 interface DelegateOutput {
@@ -77,9 +86,10 @@ async function runInProcess(spec: PluginSpec, args: CmdArgs, command: Command): 
       stdout: (text) => {
         stdout += text;
       },
-      stderr: (text) => writeAllSync(2, text),
+      stderr: args.stderr,
     },
     inProcessPlugins()?.buildVersion,
+    { delegated: true },
   );
   return { status, stdout, stderr: "", exitDescription: `exit status ${status}` };
 }
@@ -106,7 +116,7 @@ function runExternal(file: string, args: CmdArgs, command: Command): DelegateOut
     }
     if (err) throw new InternalError(`failed to exec ${file}: ${err.message}`, { cause: err });
     const stderr = child.stderr?.toString("utf8") ?? "";
-    if (stderr !== "") writeAllSync(2, stderr);
+    if (stderr !== "") args.stderr(stderr);
     const status = child.status ?? 1;
     const exitDescription = child.signal ? `signal: ${child.signal}` : `exit status ${status}`;
     return { status, stdout: child.stdout?.toString("utf8") ?? "", stderr, exitDescription };
@@ -138,7 +148,7 @@ export async function execDelegate(type: string, args: CmdArgs, command: Command
   const started = spanStart();
   const file = findInPath(type, args.path);
   const inProcess = inProcessPlugins();
-  const spec = inProcess && isThisExecutable(file) ? await inProcess.lookup(type) : undefined;
+  const spec = inProcess && isOurs(file) ? await inProcess.lookup(type) : undefined;
   const out = spec ? await runInProcess(spec, args, command) : runExternal(file, args, command);
   spanEnd("delegate", started);
   if (out.status !== 0) throw delegateFailure(out);

@@ -28,10 +28,13 @@ import { goJsonMarshalIndent } from "./result/go-json.ts";
 import { PRINT_AS_IS, type CmdArgs, type Command, type PluginSpec } from "./types.ts";
 import { goQuoteList, versionGte, versionText } from "./version.ts";
 
-/** Where one invocation reads and writes; the real process or an in-process delegate call. */
+/**
+ * Where one invocation reads and writes: the real process, an in-process delegate call, or a
+ * request of the resident agent (whose stdin arrives from the caller on demand, hence a promise).
+ */
 export interface PluginIO {
   env: Readonly<Record<string, string | undefined>>;
-  readStdin(): Uint8Array;
+  readStdin(): Uint8Array | Promise<Uint8Array>;
   stdout(text: string): void;
   stderr(text: string): void;
 }
@@ -180,12 +183,13 @@ export const CALL_LOG_ENV = "CNI_PLUGINS_CALL_LOG";
 export const CALL_LOG_KEY = "callLog";
 const CALL_LOG_KEY_BYTES = Buffer.from(JSON.stringify(CALL_LOG_KEY));
 
-/** How many runPlugin calls are active (an in-process delegate runs inside its caller's). */
-let nesting = 0;
+/** Records a phase mark (shared/sys/phases.ts): the outermost invocation's, a delegate's none. */
+type PhaseMark = (label: string) => void;
+const noMark: PhaseMark = () => {};
 
-/** A phase mark (shared/sys/phases.ts) of the outermost invocation only, not of a delegate. */
-function markOuter(label: string): void {
-  if (nesting === 1) mark(label);
+export interface RunOptions {
+  /** This is a delegate running in-process inside another invocation (its phases are not marked). */
+  delegated?: boolean;
 }
 
 /**
@@ -194,29 +198,29 @@ function markOuter(label: string): void {
  * variable, or the key in the config bytes: both cheap checks), one line is appended afterwards by
  * ./call-log.ts, loaded only then.
  */
-export async function runPlugin(spec: PluginSpec, io: PluginIO, buildVersion = "version unknown"): Promise<number> {
+export async function runPlugin(
+  spec: PluginSpec,
+  io: PluginIO,
+  buildVersion = "version unknown",
+  opts: RunOptions = {},
+): Promise<number> {
   const started = performance.now();
   let stdin: Uint8Array | undefined;
   let stdout = "";
-  nesting++;
-  let status: number;
-  try {
-    status = await runPluginOnce(
-      spec,
-      {
-        env: io.env,
-        readStdin: () => (stdin = io.readStdin()),
-        stdout: (text) => {
-          stdout += text;
-          io.stdout(text);
-        },
-        stderr: io.stderr,
+  const status = await runPluginOnce(
+    spec,
+    {
+      env: io.env,
+      readStdin: async () => (stdin = await io.readStdin()),
+      stdout: (text) => {
+        stdout += text;
+        io.stdout(text);
       },
-      buildVersion,
-    );
-  } finally {
-    nesting--;
-  }
+      stderr: io.stderr,
+    },
+    buildVersion,
+    opts.delegated === true ? noMark : mark,
+  );
   const keyed = stdin !== undefined && Buffer.from(stdin.buffer, stdin.byteOffset, stdin.byteLength).includes(CALL_LOG_KEY_BYTES);
   if (keyed || (io.env[CALL_LOG_ENV] ?? "") !== "") {
     const log = require("./call-log.ts") as typeof import("./call-log.ts");
@@ -225,7 +229,7 @@ export async function runPlugin(spec: PluginSpec, io: PluginIO, buildVersion = "
   return status;
 }
 
-async function runPluginOnce(spec: PluginSpec, io: PluginIO, buildVersion: string): Promise<number> {
+async function runPluginOnce(spec: PluginSpec, io: PluginIO, buildVersion: string, markPhase: PhaseMark): Promise<number> {
   let env: CniEnv;
   try {
     env = readCniEnv(io.env);
@@ -243,7 +247,7 @@ async function runPluginOnce(spec: PluginSpec, io: PluginIO, buildVersion: strin
   }
   const request: Request = {};
   try {
-    const result = await dispatch(spec, io, env, request);
+    const result = await dispatch(spec, io, env, request, markPhase);
     if (result !== undefined) io.stdout(result);
     return 0;
   } catch (err) {
@@ -258,16 +262,22 @@ interface Request {
   cniVersion?: string;
 }
 
-async function dispatch(spec: PluginSpec, io: PluginIO, env: CniEnv, request: Request): Promise<string | undefined> {
+async function dispatch(
+  spec: PluginSpec,
+  io: PluginIO,
+  env: CniEnv,
+  request: Request,
+  markPhase: PhaseMark,
+): Promise<string | undefined> {
   let stdinData: Uint8Array;
   try {
-    stdinData = io.readStdin();
+    stdinData = await io.readStdin();
   } catch (err) {
     throw new CniError(5, `error reading from stdin: ${(err as Error).message}`, { cause: err });
   }
-  markOuter("stdin read");
+  markPhase("stdin read");
   const config = parseNetworkConfig(stdinData);
-  markOuter("config parsed");
+  markPhase("config parsed");
   const rawVersion = configVersionOf(config);
   const version = rawVersion === "" ? "0.1.0" : rawVersion;
   request.cniVersion = version;
@@ -282,27 +292,28 @@ async function dispatch(spec: PluginSpec, io: PluginIO, env: CniEnv, request: Re
     config,
     cniVersion: version,
     env: io.env,
+    stderr: io.stderr,
   });
   switch (env.command) {
     case "ADD": {
       requireSupported(spec, version);
       guardOwnNetns(env);
       const result = await spec.add(args("ADD"));
-      markOuter("handler done");
+      markPhase("handler done");
       // Loaded only when there is a result to print (start-up cost of the converters).
       const printer = require("./result/index.ts") as typeof import("./result/index.ts");
       const text =
         result[PRINT_AS_IS] && rawVersion !== ""
           ? printer.formatResultRelabelled(result, rawVersion)
           : printer.formatResult(result, rawVersion);
-      markOuter("result formatted");
+      markPhase("result formatted");
       return text;
     }
     case "DEL":
       requireSupported(spec, version);
       guardOwnNetns(env);
       await spec.del(args("DEL"));
-      markOuter("handler done");
+      markPhase("handler done");
       return undefined;
     case "CHECK":
       requireAtLeast(spec, version, "0.4.0", "CHECK");

@@ -42,29 +42,32 @@ describe("teardown (DEL)", () => {
 describe("Undo (ADD)", () => {
   test("runs only reached steps, in teardown order, and rethrows the original error", async () => {
     const { steps, ran } = recorder({ link: new Error("undo failed") });
-    const undo = new Undo(steps);
+    const warnings: string[] = [];
+    const undo = new Undo(steps, (text) => warnings.push(text));
     undo.reached("rules");
     undo.reached("link");
     const cause = new InvalidConfigError("the real problem");
     await expect(undo.rollback(cause)).rejects.toBe(cause);
     expect(ran).toEqual(["link", "rules"]);
+    // The failed step is reported to the invocation's stderr, not in place of the cause.
+    expect(warnings).toEqual(["rollback of link failed: undo failed\n"]);
   });
 
   test("nothing reached: nothing runs", async () => {
     const { steps, ran } = recorder();
     const cause = new Error("early");
-    await expect(new Undo(steps).rollback(cause)).rejects.toBe(cause);
+    await expect(new Undo(steps, () => {}).rollback(cause)).rejects.toBe(cause);
     expect(ran).toEqual([]);
   });
 
   test("an unknown step name is a programming error", () => {
     const { steps } = recorder();
-    expect(() => new Undo(steps).reached("nope")).toThrow(TypeError);
+    expect(() => new Undo(steps, () => {}).reached("nope")).toThrow(TypeError);
   });
 });
 
 describe("ipamStep", () => {
-  const args = { command: "DEL", containerID: "c", netns: "", ifName: "eth0", args: "", path: "", stdinData: new Uint8Array(), config: {}, cniVersion: "1.0.0", env: {} } satisfies CmdArgs;
+  const args = { command: "DEL", containerID: "c", netns: "", ifName: "eth0", args: "", path: "", stdinData: new Uint8Array(), config: {}, cniVersion: "1.0.0", env: {}, stderr: () => {} } satisfies CmdArgs;
 
   test("without an IPAM type it does nothing", async () => {
     const step = ipamStep("", args);

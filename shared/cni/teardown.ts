@@ -20,7 +20,7 @@
  *   { name: "container link", run: () => deleteContainerLink(args, created) },
  * ];
  * // DEL:  await teardown(steps());
- * // ADD:  const undo = new Undo(steps(created)); … undo.reached("container link"); …
+ * // ADD:  const undo = new Undo(steps(created), args.stderr); … undo.reached("container link"); …
  * //       catch (err) { return await undo.rollback(err); }
  * ```
  *
@@ -29,7 +29,6 @@
  */
 import { messageOf } from "../error/annotate.ts";
 import { delegate } from "./invoke.ts";
-import { writeAllSync } from "./stdio.ts";
 import type { CmdArgs } from "./types.ts";
 
 /** One thing to remove. `name` says what, for messages ("container link", "IPAM address"). */
@@ -79,10 +78,13 @@ export async function teardown(steps: readonly TeardownStep[]): Promise<void> {
 /** ADD's half of undo-is-teardown: which steps were reached, and the rollback. */
 export class Undo {
   readonly #steps: readonly TeardownStep[];
+  readonly #warn: (text: string) => void;
   readonly #reached = new Set<string>();
 
-  constructor(steps: readonly TeardownStep[]) {
+  /** `warn`: where a failed rollback step is reported (the invocation's stderr, CmdArgs.stderr). */
+  constructor(steps: readonly TeardownStep[], warn: (text: string) => void) {
     this.#steps = steps;
+    this.#warn = warn;
   }
 
   /** Marks steps (by name) as needed on rollback; an unknown name is a programming error. */
@@ -100,7 +102,7 @@ export class Undo {
       try {
         await step.run();
       } catch (err) {
-        writeAllSync(2, `rollback of ${step.name} failed: ${messageOf(err)}\n`);
+        this.#warn(`rollback of ${step.name} failed: ${messageOf(err)}\n`);
       }
     }
     this.#reached.clear();

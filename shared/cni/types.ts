@@ -91,6 +91,11 @@ export interface CmdArgs {
   cniVersion: string;
   /** The full environment of this invocation (for delegation: passed to delegates unchanged). */
   env: Readonly<Record<string, string | undefined>>;
+  /**
+   * Where this invocation's diagnostics go: the process's stderr, or the resident agent's reply to
+   * the caller. Plugin code never writes to file descriptor 2 itself.
+   */
+  stderr(text: string): void;
 }
 
 /** A handler may be synchronous; async handlers are allowed but must not enter a netns across await. */

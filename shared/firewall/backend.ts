@@ -17,7 +17,7 @@
 import { annotateError } from "../error/annotate.ts";
 import type { ValidAttachment } from "../cni/netconf.ts";
 import { TeardownError } from "../cni/teardown.ts";
-import { CommandNotFoundError } from "./exec.ts";
+import { CommandNotFoundError, type ToolEnv } from "./exec.ts";
 import { systemIptables, type IptablesDriver } from "./iptables/driver.ts";
 import { isNftUnsupported, systemNft, type NftDriver } from "./nftables/driver.ts";
 
@@ -29,11 +29,9 @@ export interface FirewallDrivers {
   nftables: NftDriver;
 }
 
-let system: FirewallDrivers | undefined;
-/** The host's iptables (detected variant) and nft, created on first use. */
-export function systemFirewallDrivers(): FirewallDrivers {
-  system ??= { iptables: systemIptables(), nftables: systemNft };
-  return system;
+/** The host's iptables (variant detected on first use) and nft, for one invocation with environment `env`. */
+export function systemFirewallDrivers(env: ToolEnv): FirewallDrivers {
+  return { iptables: systemIptables(env), nftables: systemNft(env) };
 }
 
 /** Upstream's default: iptables, unless iptables is unusable and nftables usable. */

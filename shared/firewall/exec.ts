@@ -5,8 +5,12 @@
  * Synchronous (a firewall change may be made from a netns-switched section), argv arrays only —
  * never a shell — and every failure carries the argv, the exit status and the tool's stderr. The
  * errors are plain (not CNI errors): the callers add context, shared/cni/errors.ts picks the code.
- * Binaries are resolved on PATH and then in the usual sbin directories, because runtimes often
- * exec plugins with a PATH that lacks /usr/sbin.
+ * Binaries are resolved on the invocation's PATH and then in the usual sbin directories, because
+ * runtimes often exec plugins with a PATH that lacks /usr/sbin.
+ *
+ * The environment is always the invocation's own ({@link ToolEnv}, from CmdArgs.env), never this
+ * process's: in the resident agent one process serves calls with different environments. Nothing
+ * is cached here for the same reason (a tool installed since is found by the next call).
  */
 import { exists } from "../sys/file.ts";
 
@@ -49,48 +53,41 @@ export interface RunOptions {
   timeoutMs?: number;
 }
 
-const FALLBACK_DIRS = ["/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/bin", "/bin"];
-const resolved = new Map<string, string | undefined>();
+/** The environment of the invocation a tool runs for (CmdArgs.env). */
+export type ToolEnv = Readonly<Record<string, string | undefined>>;
 
-/** Absolute path of `tool` (PATH first, then the sbin/bin directories), cached per process. */
-export function findExecutable(tool: string): string | undefined {
-  if (resolved.has(tool)) return resolved.get(tool);
-  let found: string | undefined = Bun.which(tool) ?? undefined;
-  if (found === undefined) {
-    for (const dir of FALLBACK_DIRS) {
-      if (exists(`${dir}/${tool}`)) {
-        found = `${dir}/${tool}`;
-        break;
-      }
-    }
-  }
-  resolved.set(tool, found);
-  return found;
+const FALLBACK_DIRS = ["/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/bin", "/bin"];
+
+/** Absolute path of `tool` (the invocation's PATH first, then the sbin/bin directories). */
+export function findExecutable(tool: string, env: ToolEnv): string | undefined {
+  const found = Bun.which(tool, { PATH: env.PATH ?? "" });
+  if (found !== null) return found;
+  return FALLBACK_DIRS.map((dir) => `${dir}/${tool}`).find(exists);
 }
 
-function childEnv(): Record<string, string> {
+function childEnv(invocation: ToolEnv): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+  for (const [k, v] of Object.entries(invocation)) if (v !== undefined) env[k] = v;
   env.PATH = env.PATH ? `${env.PATH}:${FALLBACK_DIRS.join(":")}` : FALLBACK_DIRS.join(":");
   env.LC_ALL = "C";
   return env;
 }
 
 /**
- * Runs `argv` synchronously. `argv[0]` is a tool name (resolved with {@link findExecutable}) or
- * an absolute path. Throws {@link CommandNotFoundError} when the tool is missing and
- * {@link CommandError} on a non-zero exit unless `allowFailure`.
+ * Runs `argv` synchronously with the invocation's environment `env`. `argv[0]` is a tool name
+ * (resolved with {@link findExecutable}) or an absolute path. Throws {@link CommandNotFoundError}
+ * when the tool is missing and {@link CommandError} on a non-zero exit unless `allowFailure`.
  */
-export function runCommand(argv: readonly string[], opts: RunOptions = {}): CommandResult {
+export function runCommand(argv: readonly string[], env: ToolEnv, opts: RunOptions = {}): CommandResult {
   const tool = argv[0];
   if (tool === undefined) throw new TypeError("runCommand: empty argv");
-  const path = tool.startsWith("/") ? (exists(tool) ? tool : undefined) : findExecutable(tool);
+  const path = tool.startsWith("/") ? (exists(tool) ? tool : undefined) : findExecutable(tool, env);
   if (path === undefined) throw new CommandNotFoundError(tool);
   let proc: ReturnType<typeof Bun.spawnSync>;
   try {
     proc = Bun.spawnSync({
       cmd: [path, ...argv.slice(1)],
-      env: childEnv(),
+      env: childEnv(env),
       stdin: opts.input === undefined ? "ignore" : Buffer.from(opts.input),
       stdout: "pipe",
       stderr: "pipe",

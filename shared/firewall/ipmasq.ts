@@ -12,7 +12,6 @@ import { parseCIDR, type CIDR } from "../ip/ip.ts";
 import {
   chooseBackend,
   collectEverywhere,
-  systemFirewallDrivers,
   teardownEverywhere,
   type BackendName,
   type FirewallDrivers,
@@ -66,7 +65,7 @@ function instance(t: MasqTarget): MasqInstance {
 }
 
 /** Masquerades traffic from `t.ips` leaving their subnets, in the chosen (or default) backend. */
-export function setupIPMasq(t: MasqTarget, backend: MasqBackendName | undefined, d: FirewallDrivers = systemFirewallDrivers()): void {
+export function setupIPMasq(t: MasqTarget, backend: MasqBackendName | undefined, d: FirewallDrivers): void {
   const inst = instance(t);
   if (inst.ips.length === 0) return;
   annotate(`failed to set up IP masquerade for ${t.network}`, () => features(d)[chooseBackend(backend, d)].setup(inst));
@@ -81,7 +80,7 @@ export function setupIPMasq(t: MasqTarget, backend: MasqBackendName | undefined,
  */
 export function teardownIPMasq(
   t: { network: string; containerID: string; ifName: string; ips?: string[]; backend?: string | undefined },
-  d: FirewallDrivers = systemFirewallDrivers(),
+  d: FirewallDrivers,
 ): void {
   const ips = t.ips?.map((s) => parseCIDR(s)).filter((c): c is CIDR => c !== null);
   const likely = t.backend === "iptables" || t.backend === "nftables" ? t.backend : undefined;
@@ -90,7 +89,7 @@ export function teardownIPMasq(
 }
 
 /** CHECK: the rules for `t.ips` exist in the backend in use; throws describing what is missing. */
-export function checkIPMasq(t: MasqTarget, backend: MasqBackendName | undefined, d: FirewallDrivers = systemFirewallDrivers()): void {
+export function checkIPMasq(t: MasqTarget, backend: MasqBackendName | undefined, d: FirewallDrivers): void {
   const inst = instance(t);
   if (inst.ips.length === 0) return;
   const problems = annotate(`failed to check IP masquerade for ${t.network}`, () => features(d)[chooseBackend(backend, d)].check(inst));
@@ -102,6 +101,6 @@ export function checkIPMasq(t: MasqTarget, backend: MasqBackendName | undefined,
  * in `keep`, in nftables (by the instance comment) and, beyond upstream, in iptables (by the owner
  * comment of the POSTROUTING jumps; there the container ID alone is the key, as in the chain name).
  */
-export function gcIPMasq(network: string, keep: readonly ValidAttachment[], d: FirewallDrivers = systemFirewallDrivers()): void {
+export function gcIPMasq(network: string, keep: readonly ValidAttachment[], d: FirewallDrivers): void {
   annotate(`failed to garbage-collect IP masquerade for ${network}`, () => collectEverywhere(Object.values(features(d)), network, keep));
 }

@@ -16,6 +16,7 @@ function argsWith(prevResult: unknown): CmdArgs {
     config,
     cniVersion: "1.0.0",
     env: {},
+    stderr: () => {},
   };
 }
 

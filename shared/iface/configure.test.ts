@@ -57,7 +57,7 @@ describe.skipIf(SKIP)("configureIface + CHECK helpers", () => {
 
   test("addresses, sysctls, link up, routes with gateway fallback, metric, table and scope", () => {
     const result = dual();
-    configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result });
+    configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result, warn: () => {} });
     const eth0 = ip("addr", "show", "dev", "eth0")[0];
     expect(eth0.flags).toContain("UP");
     const addrs = eth0.addr_info.map((a: any) => `${a.local}/${a.prefixlen}`);
@@ -83,7 +83,7 @@ describe.skipIf(SKIP)("configureIface + CHECK helpers", () => {
   });
 
   test("IPv6 addresses survive link down (keep_addr_on_down)", () => {
-    configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result: dual() });
+    configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result: dual(), warn: () => {} });
     runIn(cont, ["ip", "link", "set", "eth0", "down"]);
     const addrs = ip("addr", "show", "dev", "eth0")[0].addr_info.map((a: any) => a.local);
     expect(addrs).toContain("fd20::5");
@@ -98,7 +98,7 @@ describe.skipIf(SKIP)("configureIface + CHECK helpers", () => {
         { dst: "172.30.0.0/16", gw: "10.21.0.2" },
       ],
     };
-    configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result });
+    configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result, warn: () => {} });
     const r = ip("-4", "route", "show", "172.30.0.0/16");
     const text = JSON.stringify(r);
     expect(text).toContain("10.21.0.1");
@@ -106,22 +106,22 @@ describe.skipIf(SKIP)("configureIface + CHECK helpers", () => {
   });
 
   test("upstream errors: no interfaces, wrong index, index out of range, missing IP index skipped", () => {
-    expect(errorText(() => configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result: { ips: [] } }))).toBe(
+    expect(errorText(() => configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result: { ips: [] }, warn: () => {} }))).toBe(
       "no interfaces to configure",
     );
     const wrong: Result = { interfaces: [{ name: "eth0" }, { name: "other" }], ips: [{ address: "10.1.1.2/24", interface: 1 }] };
-    expect(errorText(() => configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result: wrong }))).toMatch(
+    expect(errorText(() => configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result: wrong, warn: () => {} }))).toMatch(
       /^failed to add IP addr \{Interface:1 Address:\{IP:10\.1\.1\.2 Mask:ffffff00\} Gateway:<nil>\} to "eth0": invalid interface index$/,
     );
     for (const idx of [-1, 2]) {
       const bad: Result = { interfaces: [{ name: "eth0" }, { name: "x" }], ips: [{ address: "10.1.1.2/24", interface: idx }] };
-      expect(errorText(() => configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result: bad }))).toContain("invalid interface index");
+      expect(errorText(() => configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result: bad, warn: () => {} }))).toContain("invalid interface index");
     }
-    expect(errorText(() => configureIface({ nl: contNl, ns: cont.ns, ifName: "nope0", result: { interfaces: [{ name: "nope0" }] } }))).toBe(
+    expect(errorText(() => configureIface({ nl: contNl, ns: cont.ns, ifName: "nope0", result: { interfaces: [{ name: "nope0" }] }, warn: () => {} }))).toBe(
       'failed to lookup "nope0": Link not found',
     );
     // An IP without `interface` is skipped, not an error.
-    configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result: { interfaces: [{ name: "eth0" }], ips: [{ address: "10.1.1.2/24" }] } });
+    configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result: { interfaces: [{ name: "eth0" }], ips: [{ address: "10.1.1.2/24" }] }, warn: () => {} });
     expect(ip("addr", "show", "dev", "eth0")[0].addr_info.some((a: any) => a.local === "10.1.1.2")).toBe(false);
   });
 
@@ -131,7 +131,7 @@ describe.skipIf(SKIP)("configureIface + CHECK helpers", () => {
       ips: [{ address: "10.23.0.5/24", gateway: "10.23.0.1", interface: 0 }],
       routes: [{ dst: "192.168.70.0/24", scope: 253 }],
     };
-    expect(errorText(() => configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result }))).toMatch(
+    expect(errorText(() => configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result, warn: () => {} }))).toMatch(
       /^failed to add route '\{192\.168\.70\.0 ffffff00\} via 10\.23\.0\.1 dev eth0 metric 0 \(Scope: link, Table: 0\)': .*Nexthop has invalid gateway/,
     );
   });
@@ -142,14 +142,14 @@ describe.skipIf(SKIP)("configureIface + CHECK helpers", () => {
       ips: [{ address: "10.22.0.5/24", gateway: "10.22.0.1", interface: 0 }],
       routes: [{ dst: "172.31.0.0/16", gw: "192.0.2.1" }],
     };
-    expect(errorText(() => configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result }))).toMatch(
+    expect(errorText(() => configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result, warn: () => {} }))).toMatch(
       /^failed to add route '\{172\.31\.0\.0 ffff0000\} via 192\.0\.2\.1 dev eth0 metric 0 \(Scope: universe, Table: 0\)': /,
     );
   });
 
   test("CHECK helpers fail with upstream's messages when state is missing", () => {
     const result = dual();
-    configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result });
+    configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result, warn: () => {} });
     runIn(cont, ["ip", "addr", "del", "10.20.0.5/24", "dev", "eth0"]);
     expect(errorText(() => validateExpectedInterfaceIPs(contNl, "eth0", result.ips!))).toBe(
       "Failed to match addr 10.20.0.5/24 on interface eth0",
@@ -182,7 +182,7 @@ describe.skipIf(SKIP)("configureIface + CHECK helpers", () => {
     runIn(host, ["ip", "addr", "add", "fd30::5/64", "dev", "hveth0", "nodad"]);
     runIn(cont, ["sysctl", "-qw", "net.ipv6.conf.eth0.accept_dad=1"]);
     const result: Result = { interfaces: [{ name: "eth0" }], ips: [{ address: "fd30::5/64", gateway: "fd30::1", interface: 0 }] };
-    expect(errorText(() => configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result }))).toMatch(
+    expect(errorText(() => configureIface({ nl: contNl, ns: cont.ns, ifName: "eth0", result, warn: () => {} }))).toMatch(
       /^failed while waiting for addresses to settle: link eth0 has address fd30::5 in DADFAILED state$/,
     );
   });

@@ -10,7 +10,6 @@
  */
 import { annotate, annotateError } from "../error/annotate.ts";
 import { InternalError, messageOf } from "../cni/errors.ts";
-import { writeAllSync } from "../cni/stdio.ts";
 import type { Result } from "../cni/types.ts";
 import { Handle, type Link, type RouteSpec } from "../netlink/index.ts";
 import { RT_SCOPE_UNIVERSE } from "../netlink/constants/rtnetlink.ts";
@@ -31,6 +30,8 @@ export interface ConfigureIfaceOptions {
   ns: NetNS;
   ifName: string;
   result: Result;
+  /** Where a warning goes (the invocation's stderr, CmdArgs.stderr). */
+  warn(text: string): void;
 }
 
 function parseAddress(text: string, what: string): CIDR {
@@ -40,14 +41,14 @@ function parseAddress(text: string, what: string): CIDR {
 }
 
 /** `sysctl net.ipv6.conf.{lo,IF}.disable_ipv6=0` and `net.ipv6.conf.IF.keep_addr_on_down=1`, inside `ns`. */
-function enableIPv6(ns: NetNS, ifName: string): void {
+function enableIPv6(ns: NetNS, ifName: string, warn: (text: string) => void): void {
   for (const iface of ["lo", ifName]) {
     const key = `net/ipv6/conf/${iface}/disable_ipv6`;
     let value: string;
     try {
       value = withNetNS(ns, () => sysctlGet(key));
     } catch (err) {
-      writeAllSync(2, `ipam_linux: failed to read sysctl ${JSON.stringify(key.replaceAll("/", "."))}: ${messageOf(err)}\n`);
+      warn(`ipam_linux: failed to read sysctl ${JSON.stringify(key.replaceAll("/", "."))}: ${messageOf(err)}\n`);
       continue;
     }
     if (value === "0") continue;
@@ -88,7 +89,7 @@ export function configureIface(o: ConfigureIfaceOptions): void {
     }
     const addr = parseAddress(ipc.address, "address");
     if (addr.ip.family === 6 && !ipv6Enabled) {
-      enableIPv6(ns, ifName);
+      enableIPv6(ns, ifName, o.warn);
       ipv6Enabled = true;
     }
     try {

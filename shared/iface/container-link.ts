@@ -194,7 +194,7 @@ export interface ContainerNetns {
 export async function addContainerLink(args: CmdArgs, container: ContainerNetns, spec: ContainerLinkSpec): Promise<Result> {
   const { ns, nl } = container;
   const created: CreatedLink = { nl };
-  const undo = new Undo(containerLinkTeardown(args, spec.ipamType, created));
+  const undo = new Undo(containerLinkTeardown(args, spec.ipamType, created), args.stderr);
   try {
     const tmpName = randomVethName();
     annotate(`failed to create ${spec.kind}`, () => spec.create(tmpName));
@@ -220,7 +220,7 @@ export async function addContainerLink(args: CmdArgs, container: ContainerNetns,
       result.ips = ips.map((ip) => ({ ...ip, interface: 0 }));
       if (source.routes !== undefined) result.routes = source.routes;
       if (spec.neighbourNotify !== undefined) enableNeighbourNotify(ns, args.ifName, spec.neighbourNotify);
-      configureIface({ nl, ns, ifName: args.ifName, result });
+      configureIface({ nl, ns, ifName: args.ifName, result, warn: args.stderr });
     }
     const dns = spec.dns === "ipam" ? source?.dns : spec.dns;
     if (dns !== undefined) result.dns = dns;

@@ -14,7 +14,7 @@ import { makeTempDir } from "../harness/tempdir.ts";
 import { systemFirewallDrivers, type FirewallDrivers } from "../../shared/firewall/backend.ts";
 import { checkIPMasq, gcIPMasq, setupIPMasq, teardownIPMasq } from "../../shared/firewall/ipmasq.ts";
 import { formatChainName, masqInstanceHash } from "../../shared/firewall/naming.ts";
-import { hostIptablesMode, resetIptablesModeCache, systemIptables } from "../../shared/firewall/iptables/driver.ts";
+import { hostIptablesMode, systemIptables } from "../../shared/firewall/iptables/driver.ts";
 import { systemNft } from "../../shared/firewall/nftables/driver.ts";
 
 function sh(argv: string[], input?: string): string {
@@ -50,12 +50,10 @@ describe.skipIf(!sandboxed())("firewall ipMasq (real iptables / nft)", () => {
         Bun.spawnSync({ cmd: [tool, "-w", "-t", table, "-X"] });
       }
     }
-    resetIptablesModeCache();
   });
 
   test("detection: no legacy rules here → the nf_tables variant", () => {
-    resetIptablesModeCache();
-    expect(hostIptablesMode()).toBe("nft");
+    expect(hostIptablesMode(process.env)).toBe("nft");
   });
 
   test("iptables backend: exact upstream rules for v4 and v6, idempotent, CHECK, teardown without ips", () => {
@@ -63,7 +61,7 @@ describe.skipIf(!sandboxed())("firewall ipMasq (real iptables / nft)", () => {
     const cid = "ctr-ipt-1";
     const chain = formatChainName(net, cid);
     const t = { network: net, containerID: cid, ifName: "eth0", ips: ["10.77.0.2/24", "fd77::2/64"] };
-    setupIPMasq(t, "iptables", systemFirewallDrivers());
+    setupIPMasq(t, "iptables", systemFirewallDrivers(process.env));
     const c = `"name: \\"${net}\\" id: \\"${cid}\\""`;
     expect(linesWith(save("iptables-nft-save"), chain)).toEqual([
       `:${chain} - [0:0]`,
@@ -80,22 +78,22 @@ describe.skipIf(!sandboxed())("firewall ipMasq (real iptables / nft)", () => {
     // Nothing went to the other variant.
     expect(iptLines("legacy", net, cid)).toEqual([]);
     const before = iptLines("nft", net, cid);
-    setupIPMasq(t, undefined, systemFirewallDrivers());
+    setupIPMasq(t, undefined, systemFirewallDrivers(process.env));
     expect(iptLines("nft", net, cid)).toEqual(before);
-    checkIPMasq(t, "iptables", systemFirewallDrivers());
-    expect(() => checkIPMasq({ ...t, ips: ["10.77.0.9/24"] }, "iptables", systemFirewallDrivers())).toThrow("10.77.0.9/32");
-    teardownIPMasq({ network: net, containerID: cid, ifName: "eth0" });
+    checkIPMasq(t, "iptables", systemFirewallDrivers(process.env));
+    expect(() => checkIPMasq({ ...t, ips: ["10.77.0.9/24"] }, "iptables", systemFirewallDrivers(process.env))).toThrow("10.77.0.9/32");
+    teardownIPMasq({ network: net, containerID: cid, ifName: "eth0" }, systemFirewallDrivers(process.env));
     expect(iptLines("nft", net, cid)).toEqual([]);
-    teardownIPMasq({ network: net, containerID: cid, ifName: "eth0" });
-    expect(() => checkIPMasq(t, "iptables", systemFirewallDrivers())).toThrow("not found");
+    teardownIPMasq({ network: net, containerID: cid, ifName: "eth0" }, systemFirewallDrivers(process.env));
+    expect(() => checkIPMasq(t, "iptables", systemFirewallDrivers(process.env))).toThrow("not found");
   });
 
   test("nftables backend: v4 and v6 rules with upstream comments, idempotent, CHECK, teardown without ips", () => {
     const net = "fw-nft";
     const cid = "ctr-nft-1";
     const t = { network: net, containerID: cid, ifName: "eth0", ips: ["10.78.0.2/24", "fd78::2/64"] };
-    setupIPMasq(t, "nftables");
-    setupIPMasq(t, "nftables");
+    setupIPMasq(t, "nftables", systemFirewallDrivers(process.env));
+    setupIPMasq(t, "nftables", systemFirewallDrivers(process.env));
     const mine = ourNftRules(net, "eth0", cid) as any[];
     expect(mine).toHaveLength(2);
     expect(mine.map((r) => r.comment)).toEqual([
@@ -107,12 +105,12 @@ describe.skipIf(!sandboxed())("firewall ipMasq (real iptables / nft)", () => {
     expect(text).toContain("ip6 saddr fd78::2 ip6 daddr != fd78::/64 masquerade");
     expect(text).toContain("type nat hook postrouting priority srcnat; policy accept;");
     expect(text).toContain("goto masq_checks");
-    checkIPMasq(t, "nftables");
-    expect(() => checkIPMasq({ ...t, ips: ["10.78.0.3/24"] }, "nftables")).toThrow("10.78.0.3");
+    checkIPMasq(t, "nftables", systemFirewallDrivers(process.env));
+    expect(() => checkIPMasq({ ...t, ips: ["10.78.0.3/24"] }, "nftables", systemFirewallDrivers(process.env))).toThrow("10.78.0.3");
     expect(iptLines("nft", net, cid)).toEqual([]);
-    teardownIPMasq({ network: net, containerID: cid, ifName: "eth0" });
+    teardownIPMasq({ network: net, containerID: cid, ifName: "eth0" }, systemFirewallDrivers(process.env));
     expect(ourNftRules(net, "eth0", cid)).toEqual([]);
-    teardownIPMasq({ network: net, containerID: cid, ifName: "eth0" });
+    teardownIPMasq({ network: net, containerID: cid, ifName: "eth0" }, systemFirewallDrivers(process.env));
   });
 
   for (const backend of ["iptables", "nftables"] as const) {
@@ -120,12 +118,12 @@ describe.skipIf(!sandboxed())("firewall ipMasq (real iptables / nft)", () => {
       const net = `fw-two-${backend}`;
       const a = { network: net, containerID: "ctr-a", ifName: "eth0", ips: ["10.79.0.2/24"] };
       const b = { network: net, containerID: "ctr-b", ifName: "eth0", ips: ["10.79.0.3/24"] };
-      setupIPMasq(a, backend);
-      setupIPMasq(b, backend);
-      teardownIPMasq({ network: net, containerID: "ctr-a", ifName: "eth0" });
-      checkIPMasq(b, backend);
-      expect(() => checkIPMasq(a, backend)).toThrow();
-      teardownIPMasq(b);
+      setupIPMasq(a, backend, systemFirewallDrivers(process.env));
+      setupIPMasq(b, backend, systemFirewallDrivers(process.env));
+      teardownIPMasq({ network: net, containerID: "ctr-a", ifName: "eth0" }, systemFirewallDrivers(process.env));
+      checkIPMasq(b, backend, systemFirewallDrivers(process.env));
+      expect(() => checkIPMasq(a, backend, systemFirewallDrivers(process.env))).toThrow();
+      teardownIPMasq(b, systemFirewallDrivers(process.env));
       expect(iptLines("nft", net, "ctr-b")).toEqual([]);
       expect(ourNftRules(net, "eth0", "ctr-b")).toEqual([]);
     });
@@ -133,7 +131,7 @@ describe.skipIf(!sandboxed())("firewall ipMasq (real iptables / nft)", () => {
 
   for (const variant of ["nft", "legacy"] as const) {
     test(`GC [iptables-${variant}, and nftables]: stale attachments of this network go; valid, other networks' and foreign rules stay byte-identical`, () => {
-      const drivers: FirewallDrivers = { iptables: systemIptables(variant), nftables: systemNft };
+      const drivers: FirewallDrivers = { iptables: systemIptables(process.env, variant), nftables: systemNft(process.env) };
       const tool = `iptables-${variant}`;
       const put = (network: string, containerID: string, ip: string, backend: "iptables" | "nftables"): void =>
         setupIPMasq({ network, containerID, ifName: "eth0", ips: [ip] }, backend, drivers);
@@ -166,7 +164,7 @@ describe.skipIf(!sandboxed())("firewall ipMasq (real iptables / nft)", () => {
   }
 
   test("legacy variant: explicit legacy tools write only to x_tables; detection then prefers legacy", () => {
-    const drivers: FirewallDrivers = { iptables: systemIptables("legacy"), nftables: systemNft };
+    const drivers: FirewallDrivers = { iptables: systemIptables(process.env, "legacy"), nftables: systemNft(process.env) };
     const net = "fw-legacy";
     const cid = "ctr-leg";
     const t = { network: net, containerID: cid, ifName: "eth0", ips: ["10.80.0.2/24", "fd80::2/64"] };
@@ -174,9 +172,7 @@ describe.skipIf(!sandboxed())("firewall ipMasq (real iptables / nft)", () => {
     expect(iptLines("legacy", net, cid)).toHaveLength(8);
     expect(iptLines("nft", net, cid)).toEqual([]);
     checkIPMasq(t, "iptables", drivers);
-    resetIptablesModeCache();
-    expect(hostIptablesMode()).toBe("legacy");
-    resetIptablesModeCache();
+    expect(hostIptablesMode(process.env)).toBe("legacy");
     teardownIPMasq(t, drivers);
     expect(iptLines("legacy", net, cid)).toEqual([]);
   });
@@ -191,7 +187,6 @@ describe.skipIf(!sandboxed())("firewall ipMasq (real iptables / nft)", () => {
     });
 
     test("Go ADD → our teardownIPMasq removes exactly Go's rules", async () => {
-      resetIptablesModeCache();
       const ns = await createContainerNetns();
       const dataDir = makeTempDir("fw-go-");
       const cid = "ctr-go-add";
@@ -203,7 +198,7 @@ describe.skipIf(!sandboxed())("firewall ipMasq (real iptables / nft)", () => {
       const v4 = save("iptables-save");
       expect(linesWith(v4, chain)).toContain(`-A POSTROUTING -s ${ip.split("/")[0]}/32 -m comment --comment "name: \\"n\\" id: \\"${cid}\\"" -j ${chain}`);
       const other = save("iptables-save").split("\n").filter((l) => !l.includes(chain) && !l.startsWith("#"));
-      teardownIPMasq({ network: "n", containerID: cid, ifName: "eth0" });
+      teardownIPMasq({ network: "n", containerID: cid, ifName: "eth0" }, systemFirewallDrivers(process.env));
       const after = save("iptables-save");
       expect(linesWith(after, chain)).toEqual([]);
       expect(after.split("\n").filter((l) => !l.startsWith("#"))).toEqual(other);
@@ -219,7 +214,6 @@ describe.skipIf(!sandboxed())("firewall ipMasq (real iptables / nft)", () => {
     });
 
     test("our setupIPMasq → Go DEL removes our rules, leaving nothing", async () => {
-      resetIptablesModeCache();
       const ns = await createContainerNetns();
       const dataDir = makeTempDir("fw-go-");
       const cid = "ctr-go-del";
@@ -229,7 +223,7 @@ describe.skipIf(!sandboxed())("firewall ipMasq (real iptables / nft)", () => {
       expect(add.status, describeRun(add)).toBe(0);
       const ip = add.json.ips[0].address as string;
       expect(linesWith(save("iptables-save"), chain)).toEqual([]);
-      setupIPMasq({ network: "n", containerID: cid, ifName: "eth0", ips: [ip] }, undefined);
+      setupIPMasq({ network: "n", containerID: cid, ifName: "eth0", ips: [ip] }, undefined, systemFirewallDrivers(process.env));
       expect(linesWith(save("iptables-save"), chain)).toHaveLength(4);
       const check = await execGoPlugin("ptp", { ...inv, command: "CHECK", config: { ...conf(dataDir, true), prevResult: add.json } });
       expect(check.status, describeRun(check)).toBe(0);

@@ -39,6 +39,7 @@ function cmd(command: Command, netns: string, config: Record<string, unknown>, i
     config,
     cniVersion: config.cniVersion as string,
     env: { CNI_COMMAND: command, CNI_CONTAINERID: `hd-sysfs-${process.pid}-${config.name as string}`, CNI_NETNS: netns, CNI_IFNAME: ifName, CNI_PATH: DIST_BIN },
+    stderr: () => {},
   };
 }
 

@@ -71,21 +71,21 @@ describe.skipIf(!sandboxed())("nf_tables over netlink (real kernel)", () => {
     }
     expect(listNftChain("inet", TABLE, "missing")).toBeUndefined();
     expect(listNftChain("inet", "no_such_table", "c")).toBeUndefined();
-    expect(listNftTable("inet", "no_such_table")).toBeUndefined();
-    expect(listNftTable("inet", TABLE)?.rules.length).toBe(4);
+    expect(listNftTable("inet", "no_such_table", process.env)).toBeUndefined();
+    expect(listNftTable("inet", TABLE, process.env)?.rules.length).toBe(4);
   });
 
   test("a transaction of rule deletions goes by netlink: exactly those rules go, one already gone is no error", () => {
     const before = nftListed("inet", TABLE, "c");
     const [first, , third] = before;
     sh(["nft", "delete", "rule", "inet", TABLE, "c", "handle", String(third!.handle)]);
-    applyNft(new NftTransaction("inet", TABLE).deleteRule("c", first!.handle).deleteRule("c", third!.handle));
+    applyNft(new NftTransaction("inet", TABLE).deleteRule("c", first!.handle).deleteRule("c", third!.handle), process.env);
     expect(nftListed("inet", TABLE, "c")).toEqual([before[1]!]);
     expect(nftListed("inet", TABLE, "other").map((r) => r.comment)).toEqual(["elsewhere"]);
     // Everything already gone, or the chain itself: still no error (DEL is idempotent).
-    applyNft(new NftTransaction("inet", TABLE).deleteRule("c", first!.handle).deleteRule("missing", 99));
+    applyNft(new NftTransaction("inet", TABLE).deleteRule("c", first!.handle).deleteRule("missing", 99), process.env);
     // A mixed transaction still runs through nft.
-    applyNft(new NftTransaction("inet", TABLE).deleteRule("c", before[1]!.handle).addRule({ chain: "c", rule: "counter", comment: "via nft" }));
+    applyNft(new NftTransaction("inet", TABLE).deleteRule("c", before[1]!.handle).addRule({ chain: "c", rule: "counter", comment: "via nft" }), process.env);
     expect(nftListed("inet", TABLE, "c").map((r) => r.comment)).toEqual(["via nft"]);
   });
 
@@ -95,7 +95,7 @@ describe.skipIf(!sandboxed())("nf_tables over netlink (real kernel)", () => {
     expect(nftChainPresent("ip", "nat", "CNI-NL-TEST")).toBe(true);
     expect(nftChainPresent("ip", "nat", "CNI-NL-MISSING")).toBe(false);
     expect(nftChainPresent("ip6", "no_such_table", "CNI-NL-TEST")).toBe(false);
-    const ipt = systemIptables("nft");
+    const ipt = systemIptables(process.env, "nft");
     expect(ipt.listChain(4, "nat", "CNI-NL-TEST")).toEqual([["-d", "10.9.0.0/16", "-m", "comment", "--comment", "nl test", "-j", "ACCEPT"]]);
     expect(ipt.listChain(4, "nat", "CNI-NL-MISSING")).toBeUndefined();
     expect(ipt.listChain(4, "no_such_table_x", "CNI-NL-TEST")).toBeUndefined();
@@ -110,7 +110,7 @@ describe.skipIf(!sandboxed())("nf_tables over netlink (real kernel)", () => {
     ipt("-A", "POSTROUTING", ...KEEP_RULE);
     ipt("-A", "POSTROUTING", ...JUMP_RULE);
     ipt("-A", "POSTROUTING", "-s", "10.77.0.6/32", "-g", "CNI-NL-RM");
-    const driver = systemIptables("nft");
+    const driver = systemIptables(process.env, "nft");
     // A jump from a chain that is not named as a referrer: the kernel refuses; nothing changed.
     ipt("-N", "CNI-NL-OTHER");
     ipt("-A", "CNI-NL-OTHER", "-j", "CNI-NL-RM");
@@ -126,6 +126,6 @@ describe.skipIf(!sandboxed())("nf_tables over netlink (real kernel)", () => {
     expect(driver.listChain(4, "nat", "CNI-NL-RM")).toBeUndefined();
     // Nothing left to remove: still done.
     expect(driver.removeChains!(4, "nat", [{ chain: "CNI-NL-RM", referrers: ["POSTROUTING"] }])).toBe(true);
-    expect(systemIptables("legacy").removeChains!(4, "nat", [{ chain: "CNI-NL-RM", referrers: ["POSTROUTING"] }])).toBe(false);
+    expect(systemIptables(process.env, "legacy").removeChains!(4, "nat", [{ chain: "CNI-NL-RM", referrers: ["POSTROUTING"] }])).toBe(false);
   });
 });

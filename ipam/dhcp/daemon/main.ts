@@ -12,10 +12,11 @@
  * answered (SO_PEERCRED, peer-cred.ts).
  * Leases persisted under `-leasedir` are resumed at start.
  */
-import { mkdirSync, rmSync, lstatSync, chmodSync, writeFileSync } from "node:fs";
-import { createConnection, createServer, type Server } from "node:net";
-import { dirname, isAbsolute } from "node:path";
+import { rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { isAbsolute } from "node:path";
 import { writeAllSync } from "../../../shared/cni/stdio.ts";
+import { listenPrivately, SocketPathError } from "../../../shared/sys/socket-file.ts";
 import { FlagError, parseDaemonFlags, usage, type DaemonFlags } from "./flags.ts";
 import { Lease4 } from "./lease4.ts";
 import { Lease6 } from "./lease6.ts";
@@ -41,18 +42,6 @@ function log(line: string): void {
   writeAllSync(2, `${stamp} ${line}\n`);
 }
 
-/** True when something accepts connections on the unix socket at `path`. */
-function socketIsLive(path: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const c = createConnection({ path });
-    c.on("connect", () => {
-      c.destroy();
-      resolve(true);
-    });
-    c.on("error", () => resolve(false));
-  });
-}
-
 function listenOn(server: Server, target: { fd: number } | { path: string }): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: Error): void => reject(err);
@@ -64,8 +53,24 @@ function listenOn(server: Server, target: { fd: number } | { path: string }): Pr
   });
 }
 
+/**
+ * How the daemon runs inside another process (the resident agent, `cni-plugins serve --dhcp`):
+ * that process owns the listening socket and the signals.
+ */
+export interface HostedDaemon {
+  /** The listening socket, already bound (the daemon neither creates nor removes a socket file). */
+  listenFd: number;
+  /** Resolves with the reason to shut down (instead of SIGTERM/SIGINT). */
+  stop: Promise<string>;
+}
+
 /** Socket activation or our own socket file; returns the path we own (undefined when activated). */
-async function openListener(server: Server, flags: DaemonFlags, env: Readonly<Record<string, string | undefined>>): Promise<string | undefined> {
+async function openListener(server: Server, flags: DaemonFlags, env: Readonly<Record<string, string | undefined>>, hosted: HostedDaemon | undefined): Promise<string | undefined> {
+  if (hosted !== undefined) {
+    await listenOn(server, { fd: hosted.listenFd });
+    log("listening on the socket of the process it runs in");
+    return undefined;
+  }
   const pidMatches = env["LISTEN_PID"] === undefined || env["LISTEN_PID"] === String(process.pid);
   const fds = pidMatches ? Number(env["LISTEN_FDS"] ?? "0") || 0 : 0;
   if (fds > 1) throw new DaemonStartError(`Too many (${fds}) FDs passed through socket activation`);
@@ -75,40 +80,21 @@ async function openListener(server: Server, flags: DaemonFlags, env: Readonly<Re
     return undefined;
   }
   const path = flags.hostPrefix + flags.socketPath;
-  if (!isAbsolute(path)) throw new DaemonStartError(`socket path ${JSON.stringify(path)} is not absolute`);
   try {
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    await listenPrivately(path, () => listenOn(server, { path }), log);
   } catch (err) {
-    throw new DaemonStartError(`failed to create the socket directory ${JSON.stringify(dirname(path))}: ${(err as Error).message}`, { cause: err });
+    throw err instanceof SocketPathError ? new DaemonStartError(err.message, { cause: err }) : err;
   }
-  let existing;
-  try {
-    existing = lstatSync(path);
-  } catch {
-    existing = undefined;
-  }
-  if (existing !== undefined) {
-    if (!existing.isSocket()) throw new DaemonStartError(`${path} exists and is not a socket; refusing to replace it`);
-    if (await socketIsLive(path)) throw new DaemonStartError(`another dhcp daemon is already listening on ${path}`);
-    log(`removing stale socket ${path} (connection refused: its daemon is gone)`);
-    rmSync(path, { force: true });
-  }
-  // The socket is born 0600 (umask), so no client can ever see it wider; chmod below is belt and braces.
-  const oldMask = process.umask(0o177);
-  try {
-    await listenOn(server, { path });
-  } catch (err) {
-    throw new DaemonStartError(`failed to listen on ${path}: ${(err as Error).message}`, { cause: err });
-  } finally {
-    process.umask(oldMask);
-  }
-  chmodSync(path, 0o600);
   log(`listening on ${path}`);
   return path;
 }
 
-/** Runs the daemon until SIGTERM/SIGINT; resolves with the exit status. */
-export async function runDhcpDaemon(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): Promise<number> {
+/** Runs the daemon until SIGTERM/SIGINT (or `hosted.stop`); resolves with the exit status. */
+export async function runDhcpDaemon(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+  hosted?: HostedDaemon,
+): Promise<number> {
   let flags: DaemonFlags;
   try {
     flags = parseDaemonFlags(argv);
@@ -134,7 +120,7 @@ export async function runDhcpDaemon(argv: readonly string[], env: Readonly<Recor
   serveConnections(server, daemonMethods(manager), log, process.getuid?.() ?? 0);
   let ownedPath: string | undefined;
   try {
-    ownedPath = await openListener(server, flags, env);
+    ownedPath = await openListener(server, flags, env, hosted);
     if (flags.pidFile !== "") writeFileSync(flags.pidFile, String(process.pid), { mode: 0o644 });
   } catch (err) {
     log(`${(err as Error).message}`);
@@ -154,10 +140,11 @@ export async function runDhcpDaemon(argv: readonly string[], env: Readonly<Recor
     }
   }
 
-  const signal = await new Promise<string>((resolve) => {
-    process.once("SIGTERM", () => resolve("SIGTERM"));
-    process.once("SIGINT", () => resolve("SIGINT"));
-  });
+  const signal = await (hosted?.stop ??
+    new Promise<string>((resolve) => {
+      process.once("SIGTERM", () => resolve("SIGTERM"));
+      process.once("SIGINT", () => resolve("SIGINT"));
+    }));
   log(`${signal}: shutting down; ${manager.size} lease(s) kept for the next start`);
   await manager.stopAll();
   server.close(); // in-flight calls get no answer; their plugins report the broken connection

@@ -9,7 +9,7 @@
  */
 import { readTextFile } from "../../sys/file.ts";
 import type { IPFamily } from "../../ip/ip.ts";
-import { CommandError, CommandNotFoundError, findExecutable, runCommand } from "../exec.ts";
+import { CommandError, CommandNotFoundError, findExecutable, runCommand, type ToolEnv } from "../exec.ts";
 import { nftChainPresent, removeChainsInKernel } from "../nftables/driver.ts";
 import { BUILTIN_CHAINS, tokenize } from "./save-format.ts";
 import { detectIptablesMode, toolsFor, type IptablesMode, type VariantProbe } from "./variant.ts";
@@ -65,37 +65,39 @@ export function legacyTableNames(family: IPFamily): string[] {
   }
 }
 
-const hostProbe: VariantProbe = {
-  exists: (tool) => findExecutable(tool) !== undefined,
-  run: (tool, args) => {
-    try {
-      return runCommand([tool, ...args], { allowFailure: true }).stdout;
-    } catch {
-      return "";
-    }
-  },
-  legacyTables: legacyTableNames,
-};
-
-let cachedMode: IptablesMode | undefined | null = null;
-
-/** The host's iptables variant, detected once per process. */
-export function hostIptablesMode(): IptablesMode | undefined {
-  if (cachedMode === null) cachedMode = detectIptablesMode(hostProbe);
-  return cachedMode;
+/** The host's tools as variant detection sees them, run with the invocation's environment. */
+function hostProbe(env: ToolEnv): VariantProbe {
+  return {
+    exists: (tool) => findExecutable(tool, env) !== undefined,
+    run: (tool, args) => {
+      try {
+        return runCommand([tool, ...args], env, { allowFailure: true }).stdout;
+      } catch {
+        return "";
+      }
+    },
+    legacyTables: legacyTableNames,
+  };
 }
 
-/** Forgets the cached detection (tests that change the host's rules between checks). */
-export function resetIptablesModeCache(): void {
-  cachedMode = null;
+/** The host's iptables variant now (detected afresh on every call). */
+export function hostIptablesMode(env: ToolEnv): IptablesMode | undefined {
+  return detectIptablesMode(hostProbe(env));
 }
 
 /**
- * The real host iptables, through `mode` or (by default) the variant {@link hostIptablesMode}
- * picks on first use.
+ * The real host iptables for one invocation (tools run with its environment `env`), through `mode`
+ * or (by default) the variant {@link hostIptablesMode} picks on first use by this driver. One driver
+ * serves one invocation: a resident process detects again for the next, since the host may have
+ * changed variant meanwhile (kube-proxy started, a distribution switched).
  */
-export function systemIptables(mode?: IptablesMode): IptablesDriver {
-  const currentMode = (): IptablesMode | undefined => mode ?? hostIptablesMode();
+export function systemIptables(env: ToolEnv, mode?: IptablesMode): IptablesDriver {
+  let detected: IptablesMode | undefined | null = null;
+  const currentMode = (): IptablesMode | undefined => {
+    if (mode !== undefined) return mode;
+    if (detected === null) detected = hostIptablesMode(env);
+    return detected;
+  };
   const tools = (family: IPFamily): ReturnType<typeof toolsFor> => {
     const m = currentMode();
     if (m === undefined) throw new CommandNotFoundError(family === 6 ? "ip6tables" : "iptables");
@@ -111,13 +113,13 @@ export function systemIptables(mode?: IptablesMode): IptablesDriver {
       // case on DEL, where the other backend's chain is looked for) costs no iptables run.
       if (currentMode() === "nft" && !builtin && nftChainPresent(family === 6 ? "ip6" : "ip", table, chain) === false) return undefined;
       const argv = [tools(family).iptables, "--wait", "-t", table, "-S", chain];
-      const res = runCommand(argv, { allowFailure: true });
+      const res = runCommand(argv, env, { allowFailure: true });
       if (res.status === 0) return parseChainListing(res.stdout, chain);
       if (res.status === 1 && !builtin && NO_CHAIN.test(res.stderr)) return undefined;
       throw new CommandError(argv, res.status, res.stderr);
     },
     restore(family, text) {
-      runCommand([tools(family).restore, "--noflush", "--wait"], { input: text });
+      runCommand([tools(family).restore, "--noflush", "--wait"], env, { input: text });
     },
     removeChains(family, table, removals) {
       return currentMode() === "nft" && removeChainsInKernel(family === 6 ? "ip6" : "ip", table, removals);

@@ -11,7 +11,7 @@
 import { NetlinkError } from "../../netlink/errors.ts";
 import { isNftablesMissing, nftChainExists, nftRemoveChains, type ChainRemoval, nftRuleList, nftRulesDelete, nftTableExists, openNftablesSocket } from "../../netlink/nftables.ts";
 import type { NetlinkSocket } from "../../netlink/socket.ts";
-import { CommandError, findExecutable, runCommand } from "../exec.ts";
+import { CommandError, findExecutable, runCommand, type ToolEnv } from "../exec.ts";
 import { tableStateFromJson, type NftRuleRef, type NftTableState } from "./state.ts";
 import type { NftFamily, NftTransaction } from "./transaction.ts";
 
@@ -88,9 +88,9 @@ export function isNftNotFound(err: unknown): boolean {
   return err instanceof CommandError && /No such file or directory/.test(err.stderr);
 }
 
-/** True when the `nft` tool is installed. */
-export function nftAvailable(): boolean {
-  return findExecutable("nft") !== undefined;
+/** True when the `nft` tool is installed (on the invocation's PATH or in the sbin directories). */
+export function nftAvailable(env: ToolEnv): boolean {
+  return findExecutable("nft", env) !== undefined;
 }
 
 /**
@@ -98,20 +98,20 @@ export function nftAvailable(): boolean {
  * one netlink batch (a rule already gone is no error, as for DEL); any other runs as one
  * `nft -f -`.
  */
-export function applyNft(tx: NftTransaction): void {
+export function applyNft(tx: NftTransaction, env: ToolEnv): void {
   if (tx.empty) return;
   const deletes = tx.ops.flatMap((op) => (op.kind === "rule" && op.verb === "delete" ? [{ chain: op.chain, handle: op.handle }] : []));
   if (deletes.length === tx.ops.length) {
     withNftablesSocket((sock) => nftRulesDelete(sock, tx.family, tx.table, deletes));
     return;
   }
-  runCommand(["nft", "-f", "-"], { input: tx.render() });
+  runCommand(["nft", "-f", "-"], env, { input: tx.render() });
 }
 
 /** `nft -j list <what…>` of one table, normalised; undefined when the object does not exist. */
-function listNft(what: readonly string[], family: NftFamily, table: string): NftTableState | undefined {
+function listNft(what: readonly string[], family: NftFamily, table: string, env: ToolEnv): NftTableState | undefined {
   const argv = ["nft", "-j", "list", ...what];
-  const res = runCommand(argv, { allowFailure: true });
+  const res = runCommand(argv, env, { allowFailure: true });
   if (res.status !== 0) {
     const err = new CommandError(argv, res.status, res.stderr);
     if (isNftNotFound(err)) return undefined;
@@ -130,9 +130,9 @@ function listNft(what: readonly string[], family: NftFamily, table: string): Nft
  * `nft -j list table <family> <table>`, normalised; undefined when the table does not exist (asked
  * of the kernel first, so a missing table costs no `nft` run).
  */
-export function listNftTable(family: NftFamily, table: string): NftTableState | undefined {
+export function listNftTable(family: NftFamily, table: string, env: ToolEnv): NftTableState | undefined {
   if (!withNftablesSocket((sock) => nftTableExists(sock, family, table))) return undefined;
-  return listNft(["table", family, table], family, table);
+  return listNft(["table", family, table], family, table, env);
 }
 
 /** The rules of `<family> <table> <chain>` as the kernel lists them; undefined when the chain or table does not exist. */
@@ -140,10 +140,12 @@ export function listNftChain(family: NftFamily, table: string, chain: string): N
   return withNftablesSocket((sock) => (nftChainExists(sock, family, table, chain) ? nftRuleList(sock, family, table, chain) : undefined));
 }
 
-/** The host's nftables through the `nft` tool. */
-export const systemNft: NftDriver = {
-  available: nftAvailable,
-  run: applyNft,
-  listTable: listNftTable,
-  listChain: listNftChain,
-};
+/** The host's nftables for one invocation, through the `nft` tool run with its environment `env`. */
+export function systemNft(env: ToolEnv): NftDriver {
+  return {
+    available: () => nftAvailable(env),
+    run: (tx) => applyNft(tx, env),
+    listTable: (family, table) => listNftTable(family, table, env),
+    listChain: listNftChain,
+  };
+}

@@ -1,9 +1,9 @@
 /**
  * Test helper for the concurrency test: one host-local ADD in its own process, like a runtime
- * invocation. Usage: `bun _add-worker.ts <config-json> <containerID>`; prints the Result as JSON.
+ * invocation. Usage: `bun test/harness/host-local-add-worker.ts <config-json> <containerID>`; prints the Result as JSON.
  */
 import type { CmdArgs } from "../../shared/cni/types.ts";
-import { hostLocalPlugin } from "./host-local.ts";
+import { hostLocalPlugin } from "../../ipam/host-local/host-local.ts";
 
 const [conf, id] = process.argv.slice(2) as [string, string];
 const config = JSON.parse(conf) as Record<string, unknown>;
@@ -18,5 +18,6 @@ const args: CmdArgs = {
   config,
   cniVersion: String(config["cniVersion"]),
   env: {},
+  stderr: (text) => process.stderr.write(text),
 };
 console.log(JSON.stringify(await hostLocalPlugin.add(args)));

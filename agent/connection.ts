@@ -1,0 +1,182 @@
+/**
+ * One shim's connection, on the agent's main thread: assemble the request (protocol.ts), decide
+ * whether to serve it (decide), then relay stdin on demand and send the answer. A broken or
+ * malformed peer closes this connection only; the call it started, if any, still runs to its end
+ * and its answer is dropped (as a process whose caller went away).
+ */
+import type { Socket } from "bun";
+import type { StdinError } from "./messages.ts";
+import type { Job } from "./pool.ts";
+import {
+  encodeChunks,
+  encodeExit,
+  encodeFrame,
+  envFrom,
+  Frame,
+  FrameDecoder,
+  MAX_STDIN_BYTES,
+  ProtocolError,
+  RequestAssembler,
+  type RawFrame,
+  type ShimRequest,
+} from "./protocol.ts";
+
+/** A request the agent takes (`run` it) or refuses (the shim then runs the standalone executable). */
+export type Decision = { serve: true; run(job: Job): void } | { serve: false; reason: string };
+
+export interface ConnectionHooks {
+  /** Whether to serve `request` from the peer on `fd` (and how to run it). */
+  decide(request: ShimRequest, fd: number): Decision;
+  /** A connection ended badly (protocol error, timeout): for the log. */
+  problem(reason: string): void;
+}
+
+/** A peer that sends no complete request within this time is dropped. */
+export const REQUEST_TIMEOUT_MS = 10_000;
+
+/** The state of one connection; Bun's socket handlers call the methods. */
+export class Connection {
+  readonly #socket: Socket<unknown>;
+  readonly #hooks: ConnectionHooks;
+  readonly #decoder = new FrameDecoder();
+  readonly #request = new RequestAssembler();
+  #accepted = false;
+  #closed = false;
+  /** Output not yet taken by the socket (backpressure). */
+  #pending: Uint8Array[] = [];
+  #endAfterFlush = false;
+  #stdin: { chunks: Uint8Array[]; bytes: number; wanted: boolean; done: ((got: Uint8Array | StdinError) => void) | undefined } = {
+    chunks: [],
+    bytes: 0,
+    wanted: false,
+    done: undefined,
+  };
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(socket: Socket<unknown>, hooks: ConnectionHooks) {
+    this.#socket = socket;
+    this.#hooks = hooks;
+    this.#timer = setTimeout(() => this.#fail("no complete request in time"), REQUEST_TIMEOUT_MS);
+  }
+
+  data(bytes: Uint8Array): void {
+    if (this.#closed) return;
+    let frames: RawFrame[];
+    try {
+      frames = this.#decoder.push(bytes);
+      for (const frame of frames) this.#frame(frame);
+    } catch (err) {
+      this.#fail(err instanceof ProtocolError ? err.message : `internal error: ${(err as Error).message}`);
+    }
+  }
+
+  /** The socket can take more output. */
+  drain(): void {
+    this.#flush();
+  }
+
+  /** The peer went away (or the socket failed). */
+  closed(): void {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#stdin.done?.({ message: "the caller closed the connection" });
+    this.#stdin.done = undefined;
+  }
+
+  #frame(frame: RawFrame): void {
+    if (!this.#accepted) {
+      const request = this.#request.add(frame);
+      if (request !== undefined) this.#decide(request);
+      return;
+    }
+    const stdin = this.#stdin;
+    switch (frame.type) {
+      case Frame.STDIN:
+        if (!stdin.wanted) throw new ProtocolError("stdin that was not asked for");
+        stdin.bytes += frame.payload.length;
+        if (stdin.bytes <= MAX_STDIN_BYTES) stdin.chunks.push(frame.payload);
+        return;
+      case Frame.STDIN_END:
+      case Frame.STDIN_ERROR: {
+        if (!stdin.wanted) throw new ProtocolError("stdin that was not asked for");
+        stdin.wanted = false;
+        const done = stdin.done;
+        stdin.done = undefined;
+        if (frame.type === Frame.STDIN_ERROR) {
+          if (frame.payload.length !== 4) throw new ProtocolError("malformed STDIN_ERROR");
+          done?.({ errno: new DataView(frame.payload.buffer, frame.payload.byteOffset).getUint32(0, true) });
+        } else if (stdin.bytes > MAX_STDIN_BYTES) {
+          done?.({ message: `stdin of ${stdin.bytes} bytes exceeds the agent's limit of ${MAX_STDIN_BYTES}` });
+        } else {
+          done?.(Buffer.concat(stdin.chunks));
+        }
+        stdin.chunks = [];
+        return;
+      }
+      default:
+        throw new ProtocolError(`unexpected frame type ${frame.type} during a call`);
+    }
+  }
+
+  #decide(request: ShimRequest): void {
+    clearTimeout(this.#timer);
+    // Bun's socket has its fd at run time; its type declarations do not say so.
+    const decision = this.#hooks.decide(request, (this.#socket as unknown as { fd: number }).fd);
+    if (!decision.serve) {
+      this.#send([encodeFrame(Frame.REFUSED, decision.reason)], true);
+      return;
+    }
+    this.#accepted = true;
+    this.#send([encodeFrame(Frame.ACCEPTED)], false);
+    decision.run({
+      argv: request.argv,
+      env: envFrom(request.envEntries),
+      pid: request.pid,
+      umask: request.umask,
+      stdin: () => this.#askStdin(),
+      finish: (out) => {
+        const enc = new TextEncoder();
+        this.#send([...encodeChunks(Frame.STDOUT, enc.encode(out.stdout)), ...encodeChunks(Frame.STDERR, enc.encode(out.stderr)), encodeExit(out.status)], true);
+      },
+    });
+  }
+
+  #askStdin(): Promise<Uint8Array | StdinError> {
+    if (this.#closed) return Promise.resolve({ message: "the caller closed the connection" });
+    return new Promise((resolve) => {
+      this.#stdin = { chunks: [], bytes: 0, wanted: true, done: resolve };
+      this.#send([encodeFrame(Frame.SEND_STDIN)], false);
+    });
+  }
+
+  #send(frames: Uint8Array[], thenEnd: boolean): void {
+    if (this.#closed) return;
+    this.#pending.push(...frames);
+    this.#endAfterFlush ||= thenEnd;
+    this.#flush();
+  }
+
+  #flush(): void {
+    while (this.#pending.length > 0 && !this.#closed) {
+      const head = this.#pending[0]!;
+      const n = this.#socket.write(head);
+      if (n < 0) return this.#fail("write failed");
+      if (n < head.length) {
+        this.#pending[0] = head.subarray(n);
+        return; // drain() continues
+      }
+      this.#pending.shift();
+    }
+    if (this.#pending.length === 0 && this.#endAfterFlush && !this.#closed) {
+      this.#closed = true;
+      this.#socket.end();
+    }
+  }
+
+  #fail(reason: string): void {
+    if (this.#closed) return;
+    this.#hooks.problem(reason);
+    this.closed();
+    this.#socket.end();
+  }
+}

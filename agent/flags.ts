@@ -1,0 +1,103 @@
+/** Command line of `cni-plugins serve` (docs/resident.md). */
+
+export interface ServeFlags {
+  /** The unix socket (`--socket`); ignored when systemd passes one. */
+  socket: string;
+  /** Worker threads kept running (`--min-workers`). */
+  minWorkers: number;
+  /** Most worker threads, i.e. calls running at once (`--max-workers`); more wait. */
+  maxWorkers: number;
+  /** Restart after this many calls (`--max-requests`; 0: never). */
+  maxRequests: number;
+  /** Restart when the resident set exceeds this many MiB (`--max-rss`; 0: never). */
+  maxRssMiB: number;
+  /** Exit after this many seconds without a call (`--idle-exit`; 0: never); for socket activation. */
+  idleExitS: number;
+  /** Also serve the dhcp daemon (`--dhcp`), with these `dhcp daemon` flags (after `--`). */
+  dhcp: string[] | undefined;
+}
+
+export const DEFAULT_SOCKET = "/run/cni/plugins.sock";
+
+export const SERVE_USAGE = `usage: cni-plugins serve [flags] [--dhcp [-- DHCP-DAEMON-FLAGS]]
+Serves plugin calls forwarded by the exec shims of the CNI bin directory, so a call costs no
+process start (docs/resident.md). Shims fall back to the standalone executable whenever this agent
+cannot serve a call, so stopping it never breaks a call.
+flags:
+  --socket PATH        the unix socket (default ${DEFAULT_SOCKET}; shims read CNI_PLUGINS_SOCKET);
+                       a socket passed by systemd (LISTEN_FDS) is used instead
+  --min-workers N      worker threads kept running (default 2)
+  --max-workers N      most calls running at once (default 16); more calls wait
+  --max-requests N     restart gracefully after N calls (default 100000; 0: never)
+  --max-rss MIB        restart gracefully when the resident set exceeds MIB MiB (default 512; 0: never)
+  --idle-exit SECONDS  exit after SECONDS without a call (default 0: never); with socket activation
+  --dhcp               also run the dhcp IPAM daemon (\`dhcp daemon\`) in this process; the flags
+                       after -- are its own (e.g. -- -socketpath /run/cni/dhcp.sock)
+`;
+
+export class ServeUsageError extends Error {
+  override name = "ServeUsageError";
+}
+
+function count(flag: string, text: string | undefined, min: number): number {
+  if (text === undefined || !/^\d+$/.test(text)) throw new ServeUsageError(`${flag} needs a whole number, got ${JSON.stringify(text ?? "")}`);
+  const n = Number(text);
+  if (n < min) throw new ServeUsageError(`${flag} must be at least ${min}`);
+  return n;
+}
+
+/** Parses the arguments after `serve`; throws ServeUsageError ("help" for --help). */
+export function parseServeFlags(args: readonly string[]): ServeFlags {
+  const flags: ServeFlags = {
+    socket: DEFAULT_SOCKET,
+    minWorkers: 2,
+    maxWorkers: 16,
+    maxRequests: 100_000,
+    maxRssMiB: 512,
+    idleExitS: 0,
+    dhcp: undefined,
+  };
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const [name, inline] = arg.startsWith("--") && arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
+    const value = (): string | undefined => inline ?? args[++i];
+    switch (name) {
+      case "--help":
+      case "-h":
+        throw new ServeUsageError("help");
+      case "--socket": {
+        const v = value();
+        if (v === undefined || !v.startsWith("/")) throw new ServeUsageError(`--socket needs an absolute path, got ${JSON.stringify(v ?? "")}`);
+        flags.socket = v;
+        break;
+      }
+      case "--min-workers":
+        flags.minWorkers = count(name, value(), 1);
+        break;
+      case "--max-workers":
+        flags.maxWorkers = count(name, value(), 1);
+        break;
+      case "--max-requests":
+        flags.maxRequests = count(name, value(), 0);
+        break;
+      case "--max-rss":
+        flags.maxRssMiB = count(name, value(), 0);
+        break;
+      case "--idle-exit":
+        flags.idleExitS = count(name, value(), 0);
+        break;
+      case "--dhcp":
+        flags.dhcp = [];
+        break;
+      case "--":
+        if (flags.dhcp === undefined) throw new ServeUsageError("flags after -- are the dhcp daemon's: give --dhcp first");
+        flags.dhcp = args.slice(i + 1);
+        i = args.length;
+        break;
+      default:
+        throw new ServeUsageError(`unknown flag ${JSON.stringify(arg)}`);
+    }
+  }
+  if (flags.maxWorkers < flags.minWorkers) throw new ServeUsageError(`--max-workers (${flags.maxWorkers}) is below --min-workers (${flags.minWorkers})`);
+  return flags;
+}

@@ -1,0 +1,21 @@
+/** The messages between the agent's main thread (pool.ts) and its worker threads (worker.ts). */
+
+/** main → worker */
+export type ToWorker =
+  /** Run one plugin call, as a process started with `argv` and `env` by `pid` would. */
+  | { t: "run"; id: number; argv: string[]; env: Record<string, string>; pid: number; umask: number }
+  /** The call's stdin, or why it cannot be had (`error`). */
+  | { t: "stdin"; id: number; data: Uint8Array }
+  | { t: "stdin-error"; id: number; error: StdinError };
+
+/** worker → main */
+export type FromWorker =
+  /** Started, plugins loaded: ready for calls. */
+  | { t: "ready" }
+  /** The call reads its stdin. */
+  | { t: "stdin"; id: number }
+  /** The call ended; `retire`: this worker saw an uncaught error and should not serve again. */
+  | { t: "done"; id: number; stdout: string; stderr: string; status: number; retire: boolean };
+
+/** Why stdin could not be read: the caller's read(2) failed (`errno`), or it was too large. */
+export type StdinError = { errno: number } | { message: string };

@@ -1,0 +1,271 @@
+/**
+ * `cni-plugins serve`: the resident agent (docs/resident.md). It listens on a unix socket for the
+ * exec shims of the CNI bin directory (shim/cni-shim.c) and runs each call they forward through the
+ * same dispatch a plugin process runs, on a pool of worker threads (pool.ts, worker.ts).
+ *
+ * It serves a call only when a fresh process would see the same thing (peer.ts) and the shim is of
+ * this very build; otherwise it refuses and the shim runs the standalone executable.
+ *
+ * Lifecycle: SIGTERM/SIGINT drain (calls already accepted finish, new ones are refused and fall
+ * back) and exit 0; SIGHUP, `--max-requests` calls or `--max-rss` MiB restart gracefully: drain,
+ * then execve(2) of this executable with the listening sockets kept open, so the new image answers
+ * the calls queued meanwhile. `--idle-exit` ends an idle agent (socket activation starts it again).
+ * With `--dhcp` the dhcp daemon runs in this process too, on its own socket.
+ */
+import type { Socket } from "bun";
+import { routeOf } from "../build/dispatch.ts";
+import { buildId } from "../build/version.ts";
+import { writeAllSync } from "../shared/cni/stdio.ts";
+import { readTextFile } from "../shared/sys/file.ts";
+import { execve } from "../shared/sys/process.ts";
+import { Connection, type Decision } from "./connection.ts";
+import { parseServeFlags, SERVE_USAGE, ServeUsageError, type ServeFlags } from "./flags.ts";
+import { createListener, inheritedListeners, passAcrossExec, removeSocketFile, type Listener } from "./listeners.ts";
+import { identityOf, refusalFor, type Self } from "./peer.ts";
+import { WorkerPool } from "./pool.ts";
+import { PROTOCOL_VERSION, type ShimRequest } from "./protocol.ts";
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** Threads beyond --min-workers end after this long without a call. */
+const WORKER_IDLE_MS = 30_000;
+/** At a stop or restart, answers still being written get this long. */
+const FLUSH_LIMIT_MS = 5_000;
+
+function pad(n: number): string {
+  return String(n).padStart(2, "0");
+}
+
+/** A line on stderr, Go `log` style as the dhcp daemon's: `2006/01/02 15:04:05 cni-plugins serve: msg`. */
+function log(line: string): void {
+  const d = new Date();
+  const stamp = `${d.getFullYear()}/${pad(d.getMonth() + 1)}/${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  writeAllSync(2, `${stamp} cni-plugins serve: ${line}\n`);
+}
+
+/** The worker thread's module: a separate entry point of the compiled executable (Makefile). */
+function workerSpecifier(): string {
+  return buildId() !== "" ? "./agent/worker.ts" : new URL("./worker.ts", import.meta.url).href;
+}
+
+/** Resident set size in MiB (/proc/self/statm, 4 KiB pages). */
+function rssMiB(): number {
+  const pages = Number(readTextFile("/proc/self/statm").split(" ")[1] ?? "0");
+  return (pages * 4096) / (1024 * 1024);
+}
+
+/** Where the dhcp daemon's socket is, from its flags (`-hostprefix` + `-socketpath`). */
+async function dhcpSocketPath(dhcpArgs: readonly string[]): Promise<string> {
+  const { parseDaemonFlags } = await import("../ipam/dhcp/daemon/flags.ts");
+  const f = parseDaemonFlags(dhcpArgs);
+  return f.hostPrefix + f.socketPath;
+}
+
+type State = "serving" | "restarting" | "stopping";
+
+class Agent {
+  #state: State = "serving";
+  readonly #flags: ServeFlags;
+  readonly #env: Env;
+  readonly #self: Self;
+  readonly #build = buildId();
+  readonly #listeners: Listener[];
+  readonly #pool: WorkerPool;
+  readonly #connections = new Set<Connection>();
+  #server: ReturnType<typeof Bun.listen<Connection>> | undefined;
+  #served = 0;
+  #refused = 0;
+  #idleTimer: ReturnType<typeof setTimeout> | undefined;
+  #dhcp: { stop(reason: string): void; done: Promise<number> } | undefined;
+  #ended: (how: { restart: boolean; reason: string }) => void = () => {};
+  readonly ended: Promise<{ restart: boolean; reason: string }>;
+
+  constructor(flags: ServeFlags, env: Env, listeners: Listener[]) {
+    this.#flags = flags;
+    this.#env = env;
+    this.#listeners = listeners;
+    this.#self = { identity: identityOf("self"), uid: process.getuid?.() ?? 0 };
+    this.ended = new Promise((resolve) => {
+      this.#ended = resolve;
+    });
+    this.#pool = new WorkerPool({
+      min: flags.minWorkers,
+      max: flags.maxWorkers,
+      idleMs: WORKER_IDLE_MS,
+      spawn: () => new Worker(workerSpecifier()),
+      log,
+    });
+  }
+
+  start(): void {
+    const agent = this.#listeners.find((l) => l.name === "agent")!;
+    const connections = this.#connections;
+    const hooks = { decide: (r: ShimRequest, fd: number) => this.#decide(r, fd), problem: (why: string) => log(`connection dropped: ${why}`) };
+    this.#server = Bun.listen<Connection>({
+      fd: agent.fd,
+      socket: {
+        open(socket: Socket<Connection>) {
+          socket.data = new Connection(socket as Socket<unknown>, hooks);
+          connections.add(socket.data);
+        },
+        data(socket: Socket<Connection>, bytes: Uint8Array) {
+          socket.data.data(bytes);
+        },
+        drain(socket: Socket<Connection>) {
+          socket.data.drain();
+        },
+        close(socket: Socket<Connection>) {
+          socket.data.closed();
+          connections.delete(socket.data);
+        },
+        error(socket: Socket<Connection>) {
+          socket.data.closed();
+          connections.delete(socket.data);
+        },
+      },
+      // Listening on an inherited fd: Bun supports it; its type declarations know only hostname or unix.
+    } as unknown as Parameters<typeof Bun.listen<Connection>>[0]);
+    const dhcp = this.#listeners.find((l) => l.name === "dhcp");
+    if (dhcp !== undefined && this.#flags.dhcp !== undefined) void this.#startDhcp(dhcp, this.#flags.dhcp);
+    process.on("SIGTERM", () => void this.#end(false, "SIGTERM"));
+    process.on("SIGINT", () => void this.#end(false, "SIGINT"));
+    process.on("SIGHUP", () => void this.#end(true, "SIGHUP"));
+    this.#armIdle();
+    log(
+      `serving on ${agent.ownedPath ?? `inherited fd ${agent.fd}`} (build ${this.#build || "unknown"}, ` +
+        `${this.#flags.minWorkers}-${this.#flags.maxWorkers} worker threads${dhcp ? ", dhcp daemon" : ""})`,
+    );
+  }
+
+  async #startDhcp(l: Listener, args: string[]): Promise<void> {
+    const { runDhcpDaemon } = await import("../ipam/dhcp/daemon/main.ts");
+    let stop: (reason: string) => void = () => {};
+    const stopped = new Promise<string>((resolve) => {
+      stop = resolve;
+    });
+    // The daemon closes what it listens on: it gets a copy, this process keeps the original.
+    const { dupAbove } = await import("../shared/sys/process.ts");
+    const done = runDhcpDaemon(args, this.#env, { listenFd: dupAbove(l.fd, 3), stop: stopped });
+    this.#dhcp = { stop, done };
+    const status = await done;
+    if (this.#state === "serving") {
+      log(`the dhcp daemon ended (status ${status}); stopping`);
+      void this.#end(false, "dhcp daemon ended");
+    }
+  }
+
+  #decide(request: ShimRequest, fd: number): Decision {
+    const refuse = (reason: string): Decision => {
+      this.#refused++;
+      return { serve: false, reason };
+    };
+    if (this.#state !== "serving") return refuse(`the agent is ${this.#state}`);
+    if (request.protocol !== PROTOCOL_VERSION) return refuse(`protocol ${request.protocol}, the agent speaks ${PROTOCOL_VERSION}`);
+    if (request.buildId !== this.#build || this.#build === "") return refuse(`shim of build ${request.buildId}, the agent is ${this.#build || "unknown"}`);
+    const argv0 = request.argv[0] ?? "";
+    if (routeOf(argv0.slice(argv0.lastIndexOf("/") + 1), request.argv.slice(1)).kind !== "plugin") return refuse(`not a plugin call: ${argv0}`);
+    const why = refusalFor(fd, request.pid, this.#self);
+    if (why !== "") return refuse(why);
+    this.#armIdle();
+    return {
+      serve: true,
+      run: (job) =>
+        this.#pool.run({
+          ...job,
+          finish: (out) => {
+            job.finish(out);
+            this.#served++;
+            this.#checkLimits();
+          },
+        }),
+    };
+  }
+
+  #checkLimits(): void {
+    if (this.#state !== "serving") return;
+    const { maxRequests, maxRssMiB } = this.#flags;
+    if (maxRequests > 0 && this.#served >= maxRequests) {
+      void this.#end(true, `${this.#served} calls served (--max-requests ${maxRequests})`);
+      return;
+    }
+    if (maxRssMiB > 0) {
+      const rss = rssMiB();
+      if (rss > maxRssMiB) void this.#end(true, `resident set ${rss.toFixed(0)} MiB exceeds --max-rss ${maxRssMiB}`);
+    }
+  }
+
+  #armIdle(): void {
+    if (this.#flags.idleExitS === 0) return;
+    clearTimeout(this.#idleTimer);
+    this.#idleTimer = setTimeout(() => {
+      if (this.#pool.inFlight === 0) void this.#end(false, `idle for ${this.#flags.idleExitS} s`);
+      else this.#armIdle();
+    }, this.#flags.idleExitS * 1000);
+  }
+
+  /** Drains (new calls are refused and fall back), then ends: a restart or a stop. */
+  async #end(restart: boolean, reason: string): Promise<void> {
+    if (this.#state !== "serving") return;
+    this.#state = restart ? "restarting" : "stopping";
+    clearTimeout(this.#idleTimer);
+    log(`${restart ? "restarting" : "stopping"}: ${reason}; draining ${this.#pool.inFlight} call(s)`);
+    await this.#pool.drained();
+    const deadline = Date.now() + FLUSH_LIMIT_MS;
+    while ([...this.#connections].length > 0 && Date.now() < deadline) await Bun.sleep(5);
+    if (this.#dhcp !== undefined) {
+      this.#dhcp.stop(restart ? "restart" : reason);
+      await this.#dhcp.done;
+    }
+    this.#pool.close();
+    log(`served ${this.#served} call(s), refused ${this.#refused}`);
+    this.#ended({ restart, reason });
+  }
+
+  /** After a stop: closes the listeners and removes the socket files this process created. */
+  close(): void {
+    this.#server?.stop(true);
+    for (const l of this.#listeners) removeSocketFile(l);
+  }
+
+  /** After a restart: this executable again, same arguments, the listeners kept open. */
+  reexec(): never {
+    const inherit = passAcrossExec(this.#listeners, process.pid);
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(this.#env)) if (v !== undefined && !k.startsWith("LISTEN_")) env[k] = v;
+    Object.assign(env, inherit);
+    execve("/proc/self/exe", [process.argv0, ...process.argv.slice(2)], env);
+  }
+}
+
+/** `cni-plugins serve [flags]`; resolves with the exit status (never returns after a restart). */
+export async function runServeCommand(args: readonly string[], env: Env): Promise<number> {
+  let flags: ServeFlags;
+  try {
+    flags = parseServeFlags(args);
+  } catch (err) {
+    if (!(err instanceof ServeUsageError)) throw err;
+    if (err.message === "help") {
+      writeAllSync(1, SERVE_USAGE);
+      return 0;
+    }
+    writeAllSync(2, `cni-plugins serve: ${err.message}\n${SERVE_USAGE}`);
+    return 2;
+  }
+  const paths = { agent: flags.socket, dhcp: flags.dhcp === undefined ? "" : await dhcpSocketPath(flags.dhcp) };
+  const inherited = inheritedListeners(env, process.pid, paths);
+  const listeners: Listener[] = [];
+  try {
+    listeners.push(inherited.get("agent") ?? (await createListener("agent", flags.socket, log)));
+    if (flags.dhcp !== undefined) listeners.push(inherited.get("dhcp") ?? (await createListener("dhcp", paths.dhcp, log)));
+  } catch (err) {
+    log((err as Error).message);
+    for (const l of listeners) removeSocketFile(l);
+    return 1;
+  }
+  const agent = new Agent(flags, env, listeners);
+  agent.start();
+  const how = await agent.ended;
+  if (how.restart) agent.reexec();
+  agent.close();
+  return 0;
+}

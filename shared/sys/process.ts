@@ -1,0 +1,131 @@
+/**
+ * libc calls only the resident agent makes (agent/): who is at the other end of a unix socket, a
+ * thread's own working directory and umask, and re-executing the process with a socket kept open.
+ * Bound in their own dlopen group on first use, so a plugin process never pays for them.
+ */
+import type * as Ffi from "bun:ffi";
+import { AF_UNIX, O_CLOEXEC, SOCK_CLOEXEC, SOCK_STREAM, SOL_SOCKET } from "./constants.ts";
+import { SyscallError } from "./errors.ts";
+import { bind, close, getsockopt, socket } from "./libc.ts";
+
+/** getsockopt option: the credentials of a unix socket's peer at connect(2) (struct ucred). */
+export const SO_PEERCRED = 17;
+/** unshare(2): give the calling thread its own root, working directory and umask. */
+export const CLONE_FS = 0x00000200;
+const F_DUPFD_CLOEXEC = 1030;
+const F_GETFD = 1;
+const F_SETFD = 2;
+const FD_CLOEXEC = 1;
+/** The same on x86_64 and arm64 (unlike O_DIRECTORY; fchdir refuses a non-directory anyway). */
+const O_PATH = 0o10000000;
+
+let ffi: typeof Ffi | undefined;
+
+function load() {
+  ffi = require("bun:ffi") as typeof Ffi;
+  return ffi.dlopen("libc.so.6", {
+    __errno_location: { args: [], returns: "ptr" },
+    open: { args: ["ptr", "i32", "u32"], returns: "i32" },
+    close: { args: ["i32"], returns: "i32" },
+    fchdir: { args: ["i32"], returns: "i32" },
+    umask: { args: ["u32"], returns: "u32" },
+    fcntl: { args: ["i32", "i32", "i32"], returns: "i32" },
+    dup2: { args: ["i32", "i32"], returns: "i32" },
+    listen: { args: ["i32", "i32"], returns: "i32" },
+    execve: { args: ["ptr", "ptr", "ptr"], returns: "i32" },
+  }).symbols;
+}
+
+let bound: ReturnType<typeof load> | undefined;
+const sym = () => (bound ??= load());
+
+function fail(call: string, detail: string): never {
+  const loc = sym().__errno_location();
+  throw new SyscallError(call, loc === null ? 0 : ffi!.read.i32(loc, 0), detail);
+}
+
+function cstr(s: string): Buffer {
+  return Buffer.from(`${s}\0`);
+}
+
+/** A unix socket peer's process and user at connect time (SO_PEERCRED; the kernel's word, not the peer's). */
+export interface PeerCredentials {
+  pid: number;
+  uid: number;
+  gid: number;
+}
+
+/** SO_PEERCRED of a connected unix socket. */
+export function peerCredentials(fd: number): PeerCredentials {
+  const cred = new Uint8Array(12);
+  getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred);
+  const v = new DataView(cred.buffer);
+  return { pid: v.getInt32(0, true), uid: v.getUint32(4, true), gid: v.getUint32(8, true) };
+}
+
+/** Sets the calling thread's working directory to `path` (a directory; O_PATH, no read access needed). */
+export function chdirThread(path: string): void {
+  const fd = sym().open(cstr(path), O_PATH | O_CLOEXEC, 0);
+  if (fd < 0) fail("open", JSON.stringify(path));
+  try {
+    if (sym().fchdir(fd) !== 0) fail("fchdir", JSON.stringify(path));
+  } finally {
+    sym().close(fd);
+  }
+}
+
+/** umask(2): sets the calling thread's (or process's) file mode mask; returns the previous one. */
+export function setUmask(mask: number): number {
+  return sym().umask(mask & 0o777);
+}
+
+/** The most pending connections a listening socket queues (the kernel caps it at somaxconn). */
+const LISTEN_BACKLOG = 4096;
+
+/**
+ * A listening unix stream socket bound at `path` (which must not exist; the file's mode follows the
+ * umask). Returns its fd (close-on-exec).
+ */
+export function listenUnix(path: string): number {
+  const name = Buffer.from(path);
+  // struct sockaddr_un: sa_family_t, then sun_path[108] NUL-terminated.
+  if (name.length >= 108) throw new SyscallError("bind", 36 /* ENAMETOOLONG */, JSON.stringify(path));
+  const addr = new Uint8Array(2 + name.length + 1);
+  new DataView(addr.buffer).setUint16(0, AF_UNIX, true);
+  addr.set(name, 2);
+  const fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  try {
+    bind(fd, addr);
+    if (sym().listen(fd, LISTEN_BACKLOG) !== 0) fail("listen", JSON.stringify(path));
+  } catch (err) {
+    close(fd);
+    throw err;
+  }
+  return fd;
+}
+
+/** A close-on-exec duplicate of `fd` numbered at least `min` (fcntl F_DUPFD_CLOEXEC). */
+export function dupAbove(fd: number, min: number): number {
+  const copy = sym().fcntl(fd, F_DUPFD_CLOEXEC, min);
+  if (copy < 0) fail("fcntl", `F_DUPFD_CLOEXEC fd=${fd}`);
+  return copy;
+}
+
+/** Makes `fd` survive execve(2) as `target` (dup2 when the numbers differ; FD_CLOEXEC cleared). */
+export function keepAcrossExec(fd: number, target: number): void {
+  if (fd !== target && sym().dup2(fd, target) < 0) fail("dup2", `${fd} -> ${target}`);
+  const flags = sym().fcntl(target, F_GETFD, 0);
+  if (flags < 0) fail("fcntl", `F_GETFD fd=${target}`);
+  if (sym().fcntl(target, F_SETFD, flags & ~FD_CLOEXEC) < 0) fail("fcntl", `F_SETFD fd=${target}`);
+}
+
+/** execve(2): replaces the process image; returns only by throwing. */
+export function execve(path: string, argv: readonly string[], env: Readonly<Record<string, string>>): never {
+  const calls = sym();
+  const argvStrings = argv.map(cstr);
+  const envStrings = Object.entries(env).map(([k, v]) => cstr(`${k}=${v}`));
+  // NULL-terminated tables of pointers into the strings above (alive until execve returns).
+  const table = (list: Buffer[]) => BigUint64Array.from([...list.map((b) => BigInt(ffi!.ptr(b))), 0n]);
+  calls.execve(cstr(path), table(argvStrings), table(envStrings));
+  fail("execve", `${JSON.stringify(path)} (${argvStrings.length} args, ${envStrings.length} variables)`);
+}

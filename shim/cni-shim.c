@@ -1,0 +1,292 @@
+/*
+ * cni-plugins-shim: what the CNI bin directory holds under every plugin name (docs/resident.md).
+ *
+ * It contains no CNI logic. Run by a container runtime as, say, /opt/cni/bin/bridge, it
+ *   1. connects to the resident agent (`cni-plugins serve`) on the unix socket named by
+ *      CNI_PLUGINS_SOCKET, else /run/cni/plugins.sock;
+ *   2. sends what it was given: its build id, pid and umask, its arguments (argv[0] first) and its
+ *      whole environment;
+ *   3. when the agent accepts, relays the rest exactly: stdin when the agent asks for it, the
+ *      agent's stdout and stderr bytes as they come, and exits with the agent's exit status;
+ *   4. otherwise (no socket, nobody listening, another build, a refusal, no answer within
+ *      ACCEPT_TIMEOUT_MS, any failure before the agent accepted) it execve(2)s the standalone
+ *      multi-call executable `cni-plugins` next to itself with the same argv, environment and
+ *      untouched stdin, so a call never depends on the agent being up.
+ * When the agent fails after it accepted (killed mid-request), stdin may already be consumed, so
+ * there is no fallback: the shim prints a CNI error with code 11 ("try again later") naming the
+ * agent's socket and exits 1; the runtime's DEL then cleans up as after any failed ADD.
+ *
+ * Run under its own name as `cni-plugins-shim --host-namespaces PROGRAM ARGS...`, it joins the
+ * mount, UTS, IPC and cgroup namespaces of PID 1 and execs PROGRAM there: how the DaemonSet's agent
+ * container (deploy/daemonset.yaml, hostPID and hostNetwork) runs the agent in the host's
+ * namespaces, where the callers are. (A Bun process cannot do that itself: joining a mount
+ * namespace needs a single-threaded caller.)
+ *
+ * The protocol (docs/resident.md, agent/protocol.ts is the other end): frames of a 5-byte header,
+ * u32 little-endian payload length + u8 type, then the payload; no payload exceeds MAX_PAYLOAD,
+ * checked on both sides.
+ *   shim -> agent: 'H' hello (u32 protocol, u32 pid, u32 umask, build id), 'A' one argument,
+ *                  'E' one environment entry, 'Q' end of request, 'I' stdin bytes, 'Z' end of
+ *                  stdin, 'Y' stdin unreadable (u32 errno)
+ *   agent -> shim: 'K' accepted, 'R' refused (reason text), 'S' send stdin, 'O' stdout bytes,
+ *                  'W' stderr bytes, 'X' exit (u32 status)
+ *
+ * Static (gcc -static), built by `make build` with CNI_BUILD_ID defined.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#ifndef CNI_BUILD_ID
+#error "CNI_BUILD_ID must be defined (make build does)"
+#endif
+
+#define PROTOCOL_VERSION 1u
+#define DEFAULT_SOCKET "/run/cni/plugins.sock"
+#define STANDALONE_NAME "cni-plugins"
+#define SHIM_NAME "cni-plugins-shim"
+#define MAX_PAYLOAD (256u * 1024u)
+#define CHUNK (64u * 1024u)
+#define ACCEPT_TIMEOUT_MS 2000
+
+extern char **environ;
+
+static unsigned char buf[MAX_PAYLOAD];
+
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+static void put_u32(unsigned char *p, uint32_t v) {
+  p[0] = v & 0xff;
+  p[1] = (v >> 8) & 0xff;
+  p[2] = (v >> 16) & 0xff;
+  p[3] = (v >> 24) & 0xff;
+}
+
+static uint32_t get_u32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Writes all of `len` bytes; a socket never raises SIGPIPE (MSG_NOSIGNAL). 0 or -1. */
+static int write_all(int fd, const void *data, size_t len, int is_socket) {
+  const unsigned char *p = data;
+  while (len > 0) {
+    ssize_t n = is_socket ? send(fd, p, len, MSG_NOSIGNAL) : write(fd, p, len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) {
+        struct pollfd w = {.fd = fd, .events = POLLOUT};
+        poll(&w, 1, -1);
+        continue;
+      }
+      return -1;
+    }
+    p += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+static int send_frame(int sock, char type, const void *payload, size_t len) {
+  unsigned char header[5];
+  if (len > MAX_PAYLOAD) return -1;
+  put_u32(header, (uint32_t)len);
+  header[4] = (unsigned char)type;
+  if (write_all(sock, header, sizeof header, 1) < 0) return -1;
+  return len == 0 ? 0 : write_all(sock, payload, len, 1);
+}
+
+/* Reads exactly `len` bytes; -1 on error or end of stream. */
+static int read_exact(int fd, unsigned char *p, size_t len) {
+  while (len > 0) {
+    ssize_t n = read(fd, p, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1;
+    p += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+/* Reads one frame into buf; its type, or -1. */
+static int read_frame(int sock, uint32_t *len) {
+  unsigned char header[5];
+  if (read_exact(sock, header, sizeof header) < 0) return -1;
+  *len = get_u32(header);
+  if (*len > MAX_PAYLOAD) return -1;
+  if (read_exact(sock, buf, *len) < 0) return -1;
+  return header[4];
+}
+
+/* Execs the standalone multi-call executable next to this file; prints a CNI error if it cannot. */
+__attribute__((noreturn)) static void run_standalone(char **argv) {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - sizeof STANDALONE_NAME - 1);
+  const char *dir_end = NULL;
+  if (n > 0) {
+    self[n] = '\0';
+    dir_end = strrchr(self, '/');
+  } else if (strchr(argv[0], '/') != NULL && strlen(argv[0]) < sizeof self - sizeof STANDALONE_NAME - 1) {
+    strcpy(self, argv[0]);
+    dir_end = strrchr(self, '/');
+  }
+  if (dir_end != NULL) {
+    strcpy(self + (dir_end - self) + 1, STANDALONE_NAME);
+    execve(self, argv, environ);
+  }
+  int err = errno;
+  char msg[512];
+  int len = snprintf(msg, sizeof msg,
+                     "{\n    \"code\": 999,\n    \"msg\": \"cannot run the standalone executable %s next to %s: %s\"\n}",
+                     STANDALONE_NAME, base_name(argv[0]), strerror(err));
+  if (len > 0) write_all(1, msg, (size_t)len < sizeof msg ? (size_t)len : sizeof msg - 1, 0);
+  exit(1);
+}
+
+/* The agent failed after accepting: the CNI error a runtime retries on (code 11). */
+__attribute__((noreturn)) static void agent_lost(const char *socket_path, const char *what) {
+  char msg[1024];
+  int len = snprintf(msg, sizeof msg,
+                     "{\n    \"code\": 11,\n    \"msg\": \"try again later: the resident agent at %s %s\",\n"
+                     "    \"details\": \"the call may have been partly done; DEL cleans up as after any failed ADD\"\n}",
+                     socket_path, what);
+  if (len > 0) write_all(1, msg, (size_t)len < sizeof msg ? (size_t)len : sizeof msg - 1, 0);
+  exit(1);
+}
+
+/* Sends stdin to the agent in chunks, then its end ('Z') or the errno that stopped it ('Y'). */
+static int send_stdin(int sock) {
+  for (;;) {
+    ssize_t n = read(0, buf, CHUNK);
+    if (n > 0) {
+      if (send_frame(sock, 'I', buf, (size_t)n) < 0) return -1;
+      continue;
+    }
+    if (n == 0) return send_frame(sock, 'Z', NULL, 0);
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN) {
+      struct pollfd r = {.fd = 0, .events = POLLIN};
+      poll(&r, 1, -1);
+      continue;
+    }
+    unsigned char code[4];
+    put_u32(code, (uint32_t)errno);
+    return send_frame(sock, 'Y', code, sizeof code);
+  }
+}
+
+/* Connects and sends the request; the socket, or -1 (fall back). */
+static int send_request(const char *path, int argc, char **argv) {
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof addr.sun_path) return -1;
+  strcpy(addr.sun_path, path);
+  int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (sock < 0) return -1;
+  if (connect(sock, (struct sockaddr *)&addr, sizeof addr) < 0) goto fail;
+
+  mode_t mask = umask(0);
+  umask(mask);
+  size_t id_len = strlen(CNI_BUILD_ID);
+  unsigned char hello[12 + sizeof CNI_BUILD_ID];
+  put_u32(hello, PROTOCOL_VERSION);
+  put_u32(hello + 4, (uint32_t)getpid());
+  put_u32(hello + 8, (uint32_t)mask);
+  memcpy(hello + 12, CNI_BUILD_ID, id_len);
+  if (send_frame(sock, 'H', hello, 12 + id_len) < 0) goto fail;
+  for (int i = 0; i < argc; i++)
+    if (send_frame(sock, 'A', argv[i], strlen(argv[i])) < 0) goto fail;
+  for (char **e = environ; *e != NULL; e++)
+    if (send_frame(sock, 'E', *e, strlen(*e)) < 0) goto fail;
+  if (send_frame(sock, 'Q', NULL, 0) < 0) goto fail;
+  return sock;
+fail:
+  close(sock);
+  return -1;
+}
+
+/* Waits for the agent's answer to the request: 1 accepted, 0 anything else (fall back). */
+static int accepted(int sock) {
+  struct pollfd r = {.fd = sock, .events = POLLIN};
+  int ready;
+  do ready = poll(&r, 1, ACCEPT_TIMEOUT_MS);
+  while (ready < 0 && errno == EINTR);
+  if (ready != 1) return 0;
+  uint32_t len;
+  return read_frame(sock, &len) == 'K';
+}
+
+/* Relays the accepted request until the agent's exit status. */
+__attribute__((noreturn)) static void relay(int sock, const char *path) {
+  for (;;) {
+    uint32_t len;
+    switch (read_frame(sock, &len)) {
+      case 'S':
+        if (send_stdin(sock) < 0) agent_lost(path, "closed the connection while reading stdin");
+        break;
+      case 'O':
+        if (write_all(1, buf, len, 0) < 0) exit(1);
+        break;
+      case 'W':
+        write_all(2, buf, len, 0);
+        break;
+      case 'X':
+        if (len != 4) agent_lost(path, "sent a malformed exit status");
+        exit((int)(get_u32(buf) & 0xff));
+      case -1:
+        agent_lost(path, "closed the connection before the call ended");
+      default:
+        agent_lost(path, "sent an unknown frame");
+    }
+  }
+}
+
+/* `cni-plugins-shim --host-namespaces PROGRAM ARGS...`: exec PROGRAM in PID 1's namespaces. */
+static int host_namespaces(char **argv) {
+  static const struct {
+    const char *name;
+    int type;
+  } spaces[] = {{"mnt", CLONE_NEWNS}, {"uts", CLONE_NEWUTS}, {"ipc", CLONE_NEWIPC}, {"cgroup", CLONE_NEWCGROUP}};
+  for (size_t i = 0; i < sizeof spaces / sizeof spaces[0]; i++) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/1/ns/%s", spaces[i].name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || setns(fd, spaces[i].type) < 0) {
+      fprintf(stderr, "%s: joining PID 1's %s namespace: %s (needs hostPID and CAP_SYS_ADMIN)\n", SHIM_NAME,
+              spaces[i].name, strerror(errno));
+      return 1;
+    }
+    close(fd);
+  }
+  if (chdir("/") < 0) return 1;
+  execve(argv[0], argv, environ);
+  fprintf(stderr, "%s: exec %s: %s\n", SHIM_NAME, argv[0], strerror(errno));
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 1 || argv[0] == NULL) return 1;
+  if (strcmp(base_name(argv[0]), SHIM_NAME) == 0) {
+    if (argc >= 3 && strcmp(argv[1], "--host-namespaces") == 0) return host_namespaces(argv + 2);
+    fprintf(stderr, "%s: the exec shim of cni-plugins-ts; run it under a plugin name (docs/resident.md)\n"
+                    "usage: %s --host-namespaces PROGRAM [ARGS...]\n", SHIM_NAME, SHIM_NAME);
+    return 2;
+  }
+  const char *path = getenv("CNI_PLUGINS_SOCKET");
+  if (path == NULL || path[0] == '\0') path = DEFAULT_SOCKET;
+  int sock = send_request(path, argc, argv);
+  if (sock >= 0 && accepted(sock)) relay(sock, path);
+  if (sock >= 0) close(sock);
+  run_standalone(argv);
+}
