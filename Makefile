@@ -54,14 +54,17 @@ $(BINARY): node_modules/.installed $(SOURCES) $(SHIM_SOURCE) Makefile
 	@for p in $$($(BUN) build/list-plugins.ts); do ln -f $(SHIM) $(DIST)/$$p; done
 	@echo "built $(BINARY) and $(SHIM) (build $(BUILD_ID)) with links: $$(cd $(DIST) && ls | grep -v '^cni-plugins' | tr '\n' ' ')"
 
+# The executable, the shim and a link to the shim per plugin name into BINDIR; the systemd units of
+# the resident agent (cni-plugins.{service,socket}, cni-plugins-dhcp.socket) and of the dhcp daemon
+# (cni-dhcp.{service,socket}) into SYSTEMDDIR, none enabled.
+UNITS := $(notdir $(wildcard build/*.service build/*.socket))
 install: build
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 0755 $(BINARY) $(DESTDIR)$(BINDIR)/cni-plugins
-	@for p in $$($(BUN) build/list-plugins.ts); do ln -f $(DESTDIR)$(BINDIR)/cni-plugins $(DESTDIR)$(BINDIR)/$$p; done
+	install -m 0755 $(SHIM) $(DESTDIR)$(BINDIR)/cni-plugins-shim
+	@for p in $$($(BUN) build/list-plugins.ts); do ln -f $(DESTDIR)$(BINDIR)/cni-plugins-shim $(DESTDIR)$(BINDIR)/$$p; done
 	install -d $(DESTDIR)$(SYSTEMDDIR)
-	install -m 0644 build/cni-dhcp.socket $(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.socket
-	sed 's#/opt/cni/bin/dhcp#$(BINDIR)/dhcp#' build/cni-dhcp.service > $(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.service
-	chmod 0644 $(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.service
+	@for u in $(UNITS); do sed 's#/opt/cni/bin/#$(BINDIR)/#g' build/$$u > $(DESTDIR)$(SYSTEMDDIR)/$$u && chmod 0644 $(DESTDIR)$(SYSTEMDDIR)/$$u; done
 
 # dist/cni-plugins-ts-linux-$(ARCH)-$(VERSION).tgz (extract into /opt/cni/bin) + dist/SHA256SUMS.
 dist: build

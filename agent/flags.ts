@@ -15,6 +15,8 @@ export interface ServeFlags {
   idleExitS: number;
   /** Also serve the dhcp daemon (`--dhcp`), with these `dhcp daemon` flags (after `--`). */
   dhcp: string[] | undefined;
+  /** Log every call: served (with its exit status and time) or refused (with the reason) (`--verbose`). */
+  verbose: boolean;
 }
 
 export const DEFAULT_SOCKET = "/run/cni/plugins.sock";
@@ -31,6 +33,7 @@ flags:
   --max-requests N     restart gracefully after N calls (default 100000; 0: never)
   --max-rss MIB        restart gracefully when the resident set exceeds MIB MiB (default 512; 0: never)
   --idle-exit SECONDS  exit after SECONDS without a call (default 0: never); with socket activation
+  --verbose            log every call: served (plugin, command, status, time) or refused (why)
   --dhcp               also run the dhcp IPAM daemon (\`dhcp daemon\`) in this process; the flags
                        after -- are its own (e.g. -- -socketpath /run/cni/dhcp.sock)
 `;
@@ -56,6 +59,7 @@ export function parseServeFlags(args: readonly string[]): ServeFlags {
     maxRssMiB: 512,
     idleExitS: 0,
     dhcp: undefined,
+    verbose: false,
   };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
@@ -88,6 +92,9 @@ export function parseServeFlags(args: readonly string[]): ServeFlags {
         break;
       case "--dhcp":
         flags.dhcp = [];
+        break;
+      case "--verbose":
+        flags.verbose = true;
         break;
       case "--":
         if (flags.dhcp === undefined) throw new ServeUsageError("flags after -- are the dhcp daemon's: give --dhcp first");

@@ -10,14 +10,15 @@
  * back) and exit 0; SIGHUP, `--max-requests` calls or `--max-rss` MiB restart gracefully: drain,
  * then execve(2) of this executable with the listening sockets kept open, so the new image answers
  * the calls queued meanwhile. `--idle-exit` ends an idle agent (socket activation starts it again).
- * With `--dhcp` the dhcp daemon runs in this process too, on its own socket.
+ * With `--dhcp`, or when systemd passes a socket named "dhcp", the dhcp daemon runs in this process
+ * too, on its own socket.
  */
 import type { Socket } from "bun";
 import { routeOf } from "../build/dispatch.ts";
 import { buildId } from "../build/version.ts";
 import { writeAllSync } from "../shared/cni/stdio.ts";
 import { readTextFile } from "../shared/sys/file.ts";
-import { execve } from "../shared/sys/process.ts";
+import { blockSignals, execve } from "../shared/sys/process.ts";
 import { Connection, type Decision } from "./connection.ts";
 import { parseServeFlags, SERVE_USAGE, ServeUsageError, type ServeFlags } from "./flags.ts";
 import { createListener, inheritedListeners, passAcrossExec, removeSocketFile, type Listener } from "./listeners.ts";
@@ -27,10 +28,18 @@ import { PROTOCOL_VERSION, type ShimRequest } from "./protocol.ts";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
+/** SIGHUP, SIGINT, SIGTERM: what the agent handles (os.constants.signals numbers on Linux). */
+const HANDLED_SIGNALS = [1, 2, 15];
+
 /** Threads beyond --min-workers end after this long without a call. */
 const WORKER_IDLE_MS = 30_000;
 /** At a stop or restart, answers still being written get this long. */
 const FLUSH_LIMIT_MS = 5_000;
+/**
+ * At a stop or restart, calls in flight get this long to finish (a call whose caller never sends
+ * its stdin would wait for ever); past it they are abandoned, and their shims report code 11.
+ */
+const DRAIN_LIMIT_MS = 60_000;
 
 function pad(n: number): string {
   return String(n).padStart(2, "0");
@@ -63,12 +72,22 @@ async function dhcpSocketPath(dhcpArgs: readonly string[]): Promise<string> {
 
 type State = "serving" | "restarting" | "stopping";
 
-class Agent {
+/** What tests may replace; the command uses the defaults. */
+export interface AgentOptions {
+  /** The build whose shims are served (default: this build's). */
+  buildId?: string;
+  /** A new worker thread (default: agent/worker.ts). */
+  spawnWorker?: () => Worker;
+  log?: (line: string) => void;
+}
+
+export class Agent {
   #state: State = "serving";
   readonly #flags: ServeFlags;
   readonly #env: Env;
   readonly #self: Self;
-  readonly #build = buildId();
+  readonly #build: string;
+  readonly #log: (line: string) => void;
   readonly #listeners: Listener[];
   readonly #pool: WorkerPool;
   readonly #connections = new Set<Connection>();
@@ -80,10 +99,12 @@ class Agent {
   #ended: (how: { restart: boolean; reason: string }) => void = () => {};
   readonly ended: Promise<{ restart: boolean; reason: string }>;
 
-  constructor(flags: ServeFlags, env: Env, listeners: Listener[]) {
+  constructor(flags: ServeFlags, env: Env, listeners: Listener[], opts: AgentOptions = {}) {
     this.#flags = flags;
     this.#env = env;
     this.#listeners = listeners;
+    this.#build = opts.buildId ?? buildId();
+    this.#log = opts.log ?? log;
     this.#self = { identity: identityOf("self"), uid: process.getuid?.() ?? 0 };
     this.ended = new Promise((resolve) => {
       this.#ended = resolve;
@@ -92,15 +113,15 @@ class Agent {
       min: flags.minWorkers,
       max: flags.maxWorkers,
       idleMs: WORKER_IDLE_MS,
-      spawn: () => new Worker(workerSpecifier()),
-      log,
+      spawn: opts.spawnWorker ?? (() => new Worker(workerSpecifier())),
+      log: this.#log,
     });
   }
 
   start(): void {
     const agent = this.#listeners.find((l) => l.name === "agent")!;
     const connections = this.#connections;
-    const hooks = { decide: (r: ShimRequest, fd: number) => this.#decide(r, fd), problem: (why: string) => log(`connection dropped: ${why}`) };
+    const hooks = { decide: (r: ShimRequest, fd: number) => this.#decide(r, fd), problem: (why: string) => this.#log(`connection dropped: ${why}`) };
     this.#server = Bun.listen<Connection>({
       fd: agent.fd,
       socket: {
@@ -127,11 +148,8 @@ class Agent {
     } as unknown as Parameters<typeof Bun.listen<Connection>>[0]);
     const dhcp = this.#listeners.find((l) => l.name === "dhcp");
     if (dhcp !== undefined && this.#flags.dhcp !== undefined) void this.#startDhcp(dhcp, this.#flags.dhcp);
-    process.on("SIGTERM", () => void this.#end(false, "SIGTERM"));
-    process.on("SIGINT", () => void this.#end(false, "SIGINT"));
-    process.on("SIGHUP", () => void this.#end(true, "SIGHUP"));
     this.#armIdle();
-    log(
+    this.#log(
       `serving on ${agent.ownedPath ?? `inherited fd ${agent.fd}`} (build ${this.#build || "unknown"}, ` +
         `${this.#flags.minWorkers}-${this.#flags.maxWorkers} worker threads${dhcp ? ", dhcp daemon" : ""})`,
     );
@@ -149,7 +167,7 @@ class Agent {
     this.#dhcp = { stop, done };
     const status = await done;
     if (this.#state === "serving") {
-      log(`the dhcp daemon ended (status ${status}); stopping`);
+      this.#log(`the dhcp daemon ended (status ${status}); stopping`);
       void this.#end(false, "dhcp daemon ended");
     }
   }
@@ -157,6 +175,7 @@ class Agent {
   #decide(request: ShimRequest, fd: number): Decision {
     const refuse = (reason: string): Decision => {
       this.#refused++;
+      if (this.#flags.verbose) this.#log(`refused ${request.argv[0] ?? ""} (pid ${request.pid}): ${reason}`);
       return { serve: false, reason };
     };
     if (this.#state !== "serving") return refuse(`the agent is ${this.#state}`);
@@ -167,14 +186,20 @@ class Agent {
     const why = refusalFor(fd, request.pid, this.#self);
     if (why !== "") return refuse(why);
     this.#armIdle();
+    const started = performance.now();
     return {
       serve: true,
       run: (job) =>
         this.#pool.run({
           ...job,
           finish: (out) => {
-            job.finish(out);
             this.#served++;
+            // Logged before the answer goes out: whoever sees the answer finds the line.
+            if (this.#flags.verbose) {
+              const ms = (performance.now() - started).toFixed(1);
+              this.#log(`served ${argv0} ${job.env.CNI_COMMAND ?? ""} ${job.env.CNI_CONTAINERID ?? ""} (pid ${request.pid}): status ${out.status}, ${ms} ms`);
+            }
+            job.finish(out);
             this.#checkLimits();
           },
         }),
@@ -203,13 +228,40 @@ class Agent {
     }, this.#flags.idleExitS * 1000);
   }
 
+  /**
+   * Ends on SIGTERM/SIGINT (stop) and SIGHUP (restart). The signals are then unblocked: after a
+   * restart they were blocked across execve (see reexec), and one that came meanwhile is taken now.
+   */
+  handleSignals(): void {
+    process.on("SIGTERM", () => void this.#end(false, "SIGTERM"));
+    process.on("SIGINT", () => void this.#end(false, "SIGINT"));
+    process.on("SIGHUP", () => void this.#end(true, "SIGHUP"));
+    blockSignals(HANDLED_SIGNALS, false);
+  }
+
+  /** Drains, then ends (`ended` resolves): a stop, or with `restart` a restart. */
+  end(restart: boolean, reason: string): Promise<void> {
+    return this.#end(restart, reason);
+  }
+
+  /** Calls served and refused so far. */
+  get counts(): { served: number; refused: number; threads: number } {
+    return { served: this.#served, refused: this.#refused, threads: this.#pool.threads };
+  }
+
   /** Drains (new calls are refused and fall back), then ends: a restart or a stop. */
   async #end(restart: boolean, reason: string): Promise<void> {
     if (this.#state !== "serving") return;
     this.#state = restart ? "restarting" : "stopping";
     clearTimeout(this.#idleTimer);
-    log(`${restart ? "restarting" : "stopping"}: ${reason}; draining ${this.#pool.inFlight} call(s)`);
-    await this.#pool.drained();
+    this.#log(`${restart ? "restarting" : "stopping"}: ${reason}; draining ${this.#pool.inFlight} call(s)`);
+    let limit: ReturnType<typeof setTimeout> | undefined;
+    const drained = await Promise.race([
+      this.#pool.drained().then(() => true),
+      new Promise<false>((resolve) => (limit = setTimeout(() => resolve(false), DRAIN_LIMIT_MS))),
+    ]);
+    clearTimeout(limit);
+    if (!drained) this.#log(`${this.#pool.inFlight} call(s) still running after ${DRAIN_LIMIT_MS / 1000} s: abandoned`);
     const deadline = Date.now() + FLUSH_LIMIT_MS;
     while ([...this.#connections].length > 0 && Date.now() < deadline) await Bun.sleep(5);
     if (this.#dhcp !== undefined) {
@@ -217,7 +269,7 @@ class Agent {
       await this.#dhcp.done;
     }
     this.#pool.close();
-    log(`served ${this.#served} call(s), refused ${this.#refused}`);
+    this.#log(`served ${this.#served} call(s), refused ${this.#refused}`);
     this.#ended({ restart, reason });
   }
 
@@ -227,8 +279,13 @@ class Agent {
     for (const l of this.#listeners) removeSocketFile(l);
   }
 
-  /** After a restart: this executable again, same arguments, the listeners kept open. */
+  /**
+   * After a restart: this executable again, same arguments, the listeners kept open. The signals it
+   * handles are blocked first, so one that arrives before the new image has installed its handlers
+   * waits for them instead of ending the process.
+   */
   reexec(): never {
+    blockSignals(HANDLED_SIGNALS, true);
     const inherit = passAcrossExec(this.#listeners, process.pid);
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(this.#env)) if (v !== undefined && !k.startsWith("LISTEN_")) env[k] = v;
@@ -251,12 +308,25 @@ export async function runServeCommand(args: readonly string[], env: Env): Promis
     writeAllSync(2, `cni-plugins serve: ${err.message}\n${SERVE_USAGE}`);
     return 2;
   }
-  const paths = { agent: flags.socket, dhcp: flags.dhcp === undefined ? "" : await dhcpSocketPath(flags.dhcp) };
+  let paths: Record<Listener["name"], string>;
+  try {
+    paths = { agent: flags.socket, dhcp: flags.dhcp === undefined ? "" : await dhcpSocketPath(flags.dhcp) };
+  } catch (err) {
+    writeAllSync(2, `cni-plugins serve: the dhcp daemon's flags: ${(err as Error).message}\n`);
+    return 2;
+  }
   const inherited = inheritedListeners(env, process.pid, paths);
   const listeners: Listener[] = [];
   try {
     listeners.push(inherited.get("agent") ?? (await createListener("agent", flags.socket, log)));
-    if (flags.dhcp !== undefined) listeners.push(inherited.get("dhcp") ?? (await createListener("dhcp", paths.dhcp, log)));
+    // The dhcp daemon runs when asked (--dhcp) or when systemd passes its socket (cni-plugins-dhcp.socket).
+    const dhcp = inherited.get("dhcp");
+    if (dhcp !== undefined) {
+      listeners.push(dhcp);
+      flags.dhcp ??= [];
+    } else if (flags.dhcp !== undefined) {
+      listeners.push(await createListener("dhcp", paths.dhcp, log));
+    }
   } catch (err) {
     log((err as Error).message);
     for (const l of listeners) removeSocketFile(l);
@@ -264,6 +334,7 @@ export async function runServeCommand(args: readonly string[], env: Env): Promis
   }
   const agent = new Agent(flags, env, listeners);
   agent.start();
+  agent.handleSignals();
   const how = await agent.ended;
   if (how.restart) agent.reexec();
   agent.close();

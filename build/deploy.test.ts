@@ -17,10 +17,21 @@ interface Container {
   command?: string[];
   args?: string[];
   volumeMounts?: { name: string; mountPath: string }[];
+  securityContext?: { privileged?: boolean };
 }
 interface DaemonSet {
   kind: string;
-  spec: { template: { spec: { initContainers: Container[]; containers: Container[]; volumes: { name: string; hostPath?: { path: string; type?: string } }[] } } };
+  spec: {
+    template: {
+      spec: {
+        hostNetwork?: boolean;
+        hostPID?: boolean;
+        initContainers: Container[];
+        containers: Container[];
+        volumes: { name: string; hostPath?: { path: string; type?: string } }[];
+      };
+    };
+  };
 }
 
 /** The JSON-form array of a Containerfile instruction (`ENTRYPOINT ["a", "b"]`). */
@@ -48,6 +59,23 @@ describe("deploy/", () => {
     const imageName = /^IMAGE_NAME \?= (\S+)$/m.exec(readFileSync(join(DEPLOY, "..", "Makefile"), "utf8"))?.[1];
     expect(imageName).toBeDefined();
     expect(init!.image).toStartWith(`${imageName}:`); // what `make image` tags
+  });
+
+  test("daemonset.yaml: the agent container runs the installed cni-plugins serve in the host's namespaces", () => {
+    const pod = ds.spec.template.spec;
+    expect(pod.hostNetwork).toBe(true);
+    expect(pod.hostPID).toBe(true);
+    const agent = pod.containers.find((c) => c.name === "agent");
+    expect(agent).toBeDefined();
+    expect(agent!.image).toBe(pod.initContainers[0]!.image);
+    expect(agent!.securityContext?.privileged).toBe(true);
+    const [shim, mode, pid, program, verb] = agent!.command ?? [];
+    // The image's own static shim (image-rootfs.sh installs it) joins PID 1's mount namespace ...
+    expect(readFileSync(join(DEPLOY, "image-rootfs.sh"), "utf8")).toContain(`"$ROOTFS${shim}"`);
+    expect([mode, pid]).toEqual(["--namespaces-of", "1"]);
+    // ... and starts the executable the init container installed into the node's /opt/cni/bin.
+    expect(program).toBe("/opt/cni/bin/cni-plugins");
+    expect(verb).toBe("serve");
   });
 
   test("Containerfile: FROM scratch, entrypoint = the executable image-rootfs.sh installs, in install mode", () => {

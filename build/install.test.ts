@@ -21,7 +21,7 @@ import {
 import { join } from "node:path";
 import { useFixtureCleanup } from "../test/harness/cleanup.ts";
 import { makeTempDir } from "../test/harness/tempdir.ts";
-import { BINARY_NAME, installPlugins, runInstallCommand, sameContent } from "./install.ts";
+import { BINARY_NAME, installPlugins, runInstallCommand, sameContent, SHIM_NAME } from "./install.ts";
 
 const NAMES = ["bridge", "host-local", "portmap"];
 useFixtureCleanup();
@@ -150,6 +150,45 @@ describe("sameContent", () => {
     expect(sameContent(join(d, "a"), join(d, "c"))).toBe(false);
     writeFileSync(join(d, "e"), big.subarray(1));
     expect(sameContent(join(d, "a"), join(d, "e"))).toBe(false);
+  });
+});
+
+describe("installPlugins with the exec shim", () => {
+  /** A source directory holding the executable and the shim, as dist/bin or the image's /bin. */
+  function pair(binary: string, shim: string): { source: string; shim: string } {
+    const dir = tempDir();
+    writeFileSync(join(dir, BINARY_NAME), binary);
+    writeFileSync(join(dir, SHIM_NAME), shim);
+    return { source: join(dir, BINARY_NAME), shim: join(dir, SHIM_NAME) };
+  }
+
+  test("the names are links to the shim; the executable stands alone", () => {
+    const dest = tempDir();
+    const report = installPlugins({ ...pair("exe", "shim"), dest, names: NAMES });
+    expect(report).toEqual({ written: [BINARY_NAME, SHIM_NAME, ...NAMES], unchanged: [] });
+    for (const n of NAMES) expect(inode(join(dest, n))).toBe(inode(join(dest, SHIM_NAME)));
+    expect(readFileSync(join(dest, "bridge"), "utf8")).toBe("shim");
+    expect(statSync(join(dest, BINARY_NAME)).nlink).toBe(1);
+    expect(statSync(join(dest, SHIM_NAME)).mode & 0o777).toBe(0o755);
+  });
+
+  test("names that linked to the executable (an older install) are repointed to the shim, once", () => {
+    const dest = tempDir();
+    const first = pair("exe", "shim");
+    installPlugins({ source: first.source, dest, names: NAMES });
+    expect(readFileSync(join(dest, "bridge"), "utf8")).toBe("exe");
+    expect(installPlugins({ ...first, dest, names: NAMES })).toEqual({ written: [SHIM_NAME, ...NAMES], unchanged: [BINARY_NAME] });
+    expect(readFileSync(join(dest, "portmap"), "utf8")).toBe("shim");
+    expect(installPlugins({ ...first, dest, names: NAMES })).toEqual({ written: [], unchanged: [BINARY_NAME, SHIM_NAME, ...NAMES] });
+  });
+
+  test("the command takes the shim beside its source", () => {
+    const dest = tempDir();
+    const { source: src } = pair("exe", "shim");
+    let out = "";
+    expect(runInstallCommand(["--dest", dest, "--source", src], NAMES, (t) => (out += t), () => {})).toBe(0);
+    expect(out).toEndWith(`cni-plugins install: 5 written, 0 unchanged in ${dest}\n`);
+    expect(readFileSync(join(dest, "host-local"), "utf8")).toBe("shim");
   });
 });
 

@@ -1,16 +1,22 @@
 /**
- * `cni-plugins install --dest DIR`: puts this executable and one name per plugin into a CNI bin
- * directory while a container runtime may be executing plugins from it (the DaemonSet init-container
- * pattern of flannel's and calico's install-cni; deploy/daemonset.yaml runs it on every node).
+ * `cni-plugins install --dest DIR`: puts this executable, the exec shim beside it and one name per
+ * plugin into a CNI bin directory while a container runtime may be executing plugins from it (the
+ * DaemonSet init-container pattern of flannel's and calico's install-cni; deploy/daemonset.yaml runs
+ * it on every node).
  *
  * - Every file appears under its final name only by `rename(2)` of a complete, fsynced file written
  *   next to it (a temporary name in the same directory): kubelet can never exec a half-written
  *   executable, and an executable being run is never written to (no ETXTBSY).
  * - A name that already holds this very file (same inode) or identical bytes is left alone, so a
  *   second run changes nothing.
- * - Only `cni-plugins` and the plugin names of this build are touched; other files in DIR stay.
- * - Each plugin name is a hard link to DIR/cni-plugins (the multi-call binary dispatches on the name
- *   it is run by); where the file system refuses hard links, a copy is written instead.
+ * - Only `cni-plugins`, `cni-plugins-shim` and the plugin names of this build are touched; other
+ *   files in DIR stay.
+ * - Each plugin name is a hard link to DIR/cni-plugins-shim (docs/resident.md: it forwards to the
+ *   resident agent, or runs DIR/cni-plugins, which dispatches on the name); where the file system
+ *   refuses hard links, a copy is written instead. Without a shim beside the source (a build of
+ *   the executable alone), the names link to DIR/cni-plugins itself.
+ * - The executables are written before the names are repointed: a name in use always finds a
+ *   complete pair (an old shim falls back to the new executable at worst).
  * - Leftover temporary files of an interrupted earlier run are removed first.
  */
 import {
@@ -28,10 +34,12 @@ import {
   writeSync,
   type Stats,
 } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 /** The multi-call executable's own name in the destination. */
 export const BINARY_NAME = "cni-plugins";
+/** The exec shim's own name, beside the executable in the source and the destination. */
+export const SHIM_NAME = "cni-plugins-shim";
 /** Prefix of the temporary names; never a plugin name (CNI types cannot start with a dot here). */
 const TEMP_PREFIX = ".cni-plugins-install.";
 const CHUNK = 1 << 20;
@@ -39,6 +47,8 @@ const CHUNK = 1 << 20;
 export interface InstallPlan {
   /** The executable to install (the running binary for the `install` command). */
   source: string;
+  /** The exec shim to install with it; undefined: none (the names link to the executable). */
+  shim?: string | undefined;
   /** The CNI bin directory; created when missing. */
   dest: string;
   /** Plugin names to provide as links to `dest/cni-plugins`. */
@@ -162,33 +172,40 @@ function removeStaleTemps(dest: string): void {
   }
 }
 
+/** Puts a copy of `source` at `dest`/`name` unless it already holds the same bytes; returns its path. */
+function placeFile(dest: string, name: string, source: string, report: InstallReport): string {
+  if (!statSync(source).isFile()) throw new Error(`${source} is not a regular file`);
+  const target = join(dest, name);
+  const current = lstatOrUndefined(target);
+  if (current?.isFile() && sameContent(source, target)) {
+    report.unchanged.push(name);
+  } else {
+    const tmp = tempPath(dest, name);
+    writeCopy(source, tmp);
+    renameSync(tmp, target);
+    report.written.push(name);
+  }
+  return target;
+}
+
 /** Installs the binary and its plugin names into `plan.dest`; see the file's doc for the rules. */
 export function installPlugins(plan: InstallPlan): InstallReport {
   const report: InstallReport = { written: [], unchanged: [] };
-  if (!statSync(plan.source).isFile()) throw new Error(`${plan.source} is not a regular file`);
   mkdirSync(plan.dest, { recursive: true });
   removeStaleTemps(plan.dest);
 
-  const binary = join(plan.dest, BINARY_NAME);
-  const current = lstatOrUndefined(binary);
-  if (current?.isFile() && sameContent(plan.source, binary)) {
-    report.unchanged.push(BINARY_NAME);
-  } else {
-    const tmp = tempPath(plan.dest, BINARY_NAME);
-    writeCopy(plan.source, tmp);
-    renameSync(tmp, binary);
-    report.written.push(BINARY_NAME);
-  }
-  const installed = statSync(binary);
+  const binary = placeFile(plan.dest, BINARY_NAME, plan.source, report);
+  const linked = plan.shim === undefined ? binary : placeFile(plan.dest, SHIM_NAME, plan.shim, report);
+  const installed = statSync(linked);
 
   for (const name of plan.names) {
     const target = join(plan.dest, name);
     const existing = lstatOrUndefined(target);
-    if (existing?.isFile() && (sameInode(existing, installed) || sameContent(binary, target))) {
+    if (existing?.isFile() && (sameInode(existing, installed) || sameContent(linked, target))) {
       report.unchanged.push(name);
       continue;
     }
-    placeLink(plan.dest, name, binary);
+    placeLink(plan.dest, name, linked);
     report.written.push(name);
   }
   if (report.written.length > 0) fsyncDir(plan.dest);
@@ -197,8 +214,10 @@ export function installPlugins(plan: InstallPlan): InstallReport {
 
 const USAGE =
   `usage: ${BINARY_NAME} install --dest DIR [--source FILE]\n` +
-  `  Installs ${BINARY_NAME} and a link per plugin name into DIR (e.g. /opt/cni/bin), atomically;\n` +
-  `  identical files are skipped and other files in DIR are left alone. FILE defaults to this executable.\n`;
+  `  Installs ${BINARY_NAME}, ${SHIM_NAME} and a link to the shim per plugin name into DIR (e.g.\n` +
+  `  /opt/cni/bin), atomically; identical files are skipped and other files in DIR are left alone.\n` +
+  `  FILE defaults to this executable; the shim is the ${SHIM_NAME} beside it (without one, the names\n` +
+  `  link to ${BINARY_NAME} itself).\n`;
 
 /** The `install` command: parses `argv` (after the word `install`), installs, reports. Exit status. */
 export function runInstallCommand(
@@ -228,7 +247,8 @@ export function runInstallCommand(
     return 2;
   }
   try {
-    const report = installPlugins({ source, dest, names });
+    const shim = join(dirname(source), SHIM_NAME);
+    const report = installPlugins({ source, shim: lstatOrUndefined(shim)?.isFile() ? shim : undefined, dest, names });
     for (const name of report.written) out(`installed ${join(dest, name)}\n`);
     out(`${BINARY_NAME} install: ${report.written.length} written, ${report.unchanged.length} unchanged in ${dest}\n`);
     return 0;

@@ -2,7 +2,9 @@
 # `make deb`: a Debian package built offline with dpkg-deb that takes the place of Debian's
 # containernetworking-plugins (Provides/Conflicts/Replaces), so `apt-get install ./<file>.deb`
 # swaps the Go plugins for ours where Debian installs them (podman looks there):
-#   /usr/lib/cni/cni-plugins + a hard link per plugin name
+#   /usr/lib/cni/cni-plugins, /usr/lib/cni/cni-plugins-shim + a hard link to the shim per plugin name
+#   /lib/systemd/system/cni-plugins.{service,socket}, cni-plugins-dhcp.socket   (the resident agent,
+#     `cni-plugins serve`; not enabled: `systemctl enable --now cni-plugins.socket`)
 #   /lib/systemd/system/cni-dhcp.{service,socket}   (the dhcp daemon, `dhcp daemon`; not enabled)
 #   /usr/share/doc/cni-plugins-ts/{copyright,README.md}
 # No maintainer scripts: units that were enabled for Debian's package stay enabled (same paths).
@@ -27,9 +29,7 @@ chmod 0755 "$STAGE"   # the package's "./" entry
 trap 'rm -rf "$STAGE"' EXIT
 install -d -m 0755 "$STAGE/DEBIAN" "$STAGE/usr/lib/cni" "$STAGE/lib/systemd/system" "$STAGE/usr/share/doc/$PKG"
 install_plugins "$STAGE/usr/lib/cni"
-install -m 0644 "$ROOT/build/cni-dhcp.socket" "$STAGE/lib/systemd/system/cni-dhcp.socket"
-sed 's#/opt/cni/bin/dhcp#/usr/lib/cni/dhcp#' "$ROOT/build/cni-dhcp.service" > "$STAGE/lib/systemd/system/cni-dhcp.service"
-chmod 0644 "$STAGE/lib/systemd/system/cni-dhcp.service"
+install_units "$STAGE/lib/systemd/system" /usr/lib/cni
 {
   echo "This package: cni-plugins-ts $VERSION, CNI reference plugins in TypeScript."
   echo "License: Apache-2.0; the full text follows."

@@ -3,7 +3,8 @@
 # against glibc (a Bun-compiled binary), so a FROM-scratch image needs the dynamic loader and the
 # libraries it loads; they are taken from this host as `ldd` lists them, with libc.so.6 always
 # included (shared/sys opens it with dlopen at run time, which ldd cannot see).
-#   CONTEXT/rootfs/bin/cni-plugins, CONTEXT/rootfs/<loader and libraries at their paths>,
+#   CONTEXT/rootfs/bin/cni-plugins, CONTEXT/rootfs/bin/cni-plugins-shim (static; the DaemonSet's agent
+#   container starts with it), CONTEXT/rootfs/<loader and libraries at their paths>,
 #   CONTEXT/rootfs/tmp (empty, 1777), CONTEXT/Containerfile
 # Usage: deploy/image-rootfs.sh BINARY CONTEXT_DIR
 set -euo pipefail
@@ -14,6 +15,7 @@ ROOTFS=$CONTEXT/rootfs
 install -d -m 0755 "$ROOTFS/bin"
 install -d -m 1777 "$ROOTFS/tmp"
 install -m 0755 "$BINARY" "$ROOTFS/bin/cni-plugins"
+install -m 0755 "$(dirname "$BINARY")/cni-plugins-shim" "$ROOTFS/bin/cni-plugins-shim"
 
 # ldd lines: "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)"
 mapfile -t libs < <(ldd "$BINARY" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }')

@@ -16,11 +16,11 @@
  * there is no fallback: the shim prints a CNI error with code 11 ("try again later") naming the
  * agent's socket and exits 1; the runtime's DEL then cleans up as after any failed ADD.
  *
- * Run under its own name as `cni-plugins-shim --host-namespaces PROGRAM ARGS...`, it joins the
- * mount, UTS, IPC and cgroup namespaces of PID 1 and execs PROGRAM there: how the DaemonSet's agent
- * container (deploy/daemonset.yaml, hostPID and hostNetwork) runs the agent in the host's
- * namespaces, where the callers are. (A Bun process cannot do that itself: joining a mount
- * namespace needs a single-threaded caller.)
+ * Run under its own name as `cni-plugins-shim --namespaces-of PID PROGRAM ARGS...`, it joins the
+ * mount, UTS, IPC and cgroup namespaces of process PID and execs PROGRAM there: how the DaemonSet's
+ * agent container (deploy/daemonset.yaml, hostPID and hostNetwork) runs the agent in the host's
+ * namespaces (PID 1's), where the callers are. (A Bun process cannot do that itself: joining a
+ * mount namespace needs a single-threaded caller.)
  *
  * The protocol (docs/resident.md, agent/protocol.ts is the other end): frames of a 5-byte header,
  * u32 little-endian payload length + u8 type, then the payload; no payload exceeds MAX_PAYLOAD,
@@ -252,19 +252,23 @@ __attribute__((noreturn)) static void relay(int sock, const char *path) {
   }
 }
 
-/* `cni-plugins-shim --host-namespaces PROGRAM ARGS...`: exec PROGRAM in PID 1's namespaces. */
-static int host_namespaces(char **argv) {
+/* `cni-plugins-shim --namespaces-of PID PROGRAM ARGS...`: exec PROGRAM in PID's namespaces. */
+static int namespaces_of(const char *pid, char **argv) {
   static const struct {
     const char *name;
     int type;
   } spaces[] = {{"mnt", CLONE_NEWNS}, {"uts", CLONE_NEWUTS}, {"ipc", CLONE_NEWIPC}, {"cgroup", CLONE_NEWCGROUP}};
   for (size_t i = 0; i < sizeof spaces / sizeof spaces[0]; i++) {
     char path[64];
-    snprintf(path, sizeof path, "/proc/1/ns/%s", spaces[i].name);
+    if (strspn(pid, "0123456789") != strlen(pid) || strlen(pid) > 10) {
+      fprintf(stderr, "%s: --namespaces-of needs a process id, got \"%s\"\n", SHIM_NAME, pid);
+      return 2;
+    }
+    snprintf(path, sizeof path, "/proc/%s/ns/%s", pid, spaces[i].name);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0 || setns(fd, spaces[i].type) < 0) {
-      fprintf(stderr, "%s: joining PID 1's %s namespace: %s (needs hostPID and CAP_SYS_ADMIN)\n", SHIM_NAME,
-              spaces[i].name, strerror(errno));
+      fprintf(stderr, "%s: joining the %s namespace of pid %s: %s (needs its pid namespace and CAP_SYS_ADMIN)\n",
+              SHIM_NAME, spaces[i].name, pid, strerror(errno));
       return 1;
     }
     close(fd);
@@ -278,9 +282,9 @@ static int host_namespaces(char **argv) {
 int main(int argc, char **argv) {
   if (argc < 1 || argv[0] == NULL) return 1;
   if (strcmp(base_name(argv[0]), SHIM_NAME) == 0) {
-    if (argc >= 3 && strcmp(argv[1], "--host-namespaces") == 0) return host_namespaces(argv + 2);
+    if (argc >= 4 && strcmp(argv[1], "--namespaces-of") == 0) return namespaces_of(argv[2], argv + 3);
     fprintf(stderr, "%s: the exec shim of cni-plugins-ts; run it under a plugin name (docs/resident.md)\n"
-                    "usage: %s --host-namespaces PROGRAM [ARGS...]\n", SHIM_NAME, SHIM_NAME);
+                    "usage: %s --namespaces-of PID PROGRAM [ARGS...]\n", SHIM_NAME, SHIM_NAME);
     return 2;
   }
   const char *path = getenv("CNI_PLUGINS_SOCKET");

@@ -32,6 +32,7 @@ function load() {
     fcntl: { args: ["i32", "i32", "i32"], returns: "i32" },
     dup2: { args: ["i32", "i32"], returns: "i32" },
     listen: { args: ["i32", "i32"], returns: "i32" },
+    sigprocmask: { args: ["i32", "ptr", "ptr"], returns: "i32" },
     execve: { args: ["ptr", "ptr", "ptr"], returns: "i32" },
   }).symbols;
 }
@@ -117,6 +118,20 @@ export function keepAcrossExec(fd: number, target: number): void {
   const flags = sym().fcntl(target, F_GETFD, 0);
   if (flags < 0) fail("fcntl", `F_GETFD fd=${target}`);
   if (sym().fcntl(target, F_SETFD, flags & ~FD_CLOEXEC) < 0) fail("fcntl", `F_SETFD fd=${target}`);
+}
+
+const SIG_BLOCK = 0;
+const SIG_UNBLOCK = 1;
+
+/**
+ * sigprocmask(2) of the calling thread: blocks (or unblocks) `signals`. A blocked signal stays
+ * pending, and the mask survives execve(2): a process image that blocks the signals it handles
+ * before re-executing itself loses none that arrive before the new image has its handlers.
+ */
+export function blockSignals(signals: readonly number[], block: boolean): void {
+  const set = new BigUint64Array(16); // sigset_t: 1024 bits
+  for (const n of signals) set[Math.floor((n - 1) / 64)]! |= 1n << BigInt((n - 1) % 64);
+  if (sym().sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, set, null) !== 0) fail("sigprocmask", signals.join(","));
 }
 
 /** execve(2): replaces the process image; returns only by throwing. */

@@ -148,10 +148,12 @@ describe.skipIf(skipReason !== undefined)("Debian package (make deb) over Debian
     expect(await status(DEBIAN_PKG)).not.toBe("install ok installed");
     expect(show(await inNs(["apt-get", "check"]))).toStartWith("exit=0"); // podman's container-network-stack is still provided
     const ls = (await inNs(["ls", "/usr/lib/cni"])).stdout.trim().split("\n");
-    expect(ls.sort()).toEqual(["cni-plugins", ...NAMES].sort());
-    const inodes = new Set((await inNs(["stat", "-c", "%i", ...ls.map((f) => `/usr/lib/cni/${f}`)])).stdout.trim().split("\n"));
+    expect(ls.sort()).toEqual(["cni-plugins", "cni-plugins-shim", ...NAMES].sort());
+    const linked = ["cni-plugins-shim", ...NAMES];
+    const inodes = new Set((await inNs(["stat", "-c", "%i", ...linked.map((f) => `/usr/lib/cni/${f}`)])).stdout.trim().split("\n"));
     expect(inodes.size).toBe(1);
     expect((await inNs(["cat", "/lib/systemd/system/cni-dhcp.service"])).stdout).toContain("ExecStart=/usr/lib/cni/dhcp daemon");
+    expect((await inNs(["cat", "/lib/systemd/system/cni-plugins.service"])).stdout).toContain("ExecStart=/usr/lib/cni/cni-plugins serve");
 
     // 2. podman (CNI backend) with /usr/lib/cni, the per-call log on to see that our plugins ran
     const callLog = join(makeTempDir("cni-e2e-deb-log-"), "calls.jsonl");

@@ -7,7 +7,7 @@
  * its environment variable and must show every plugin call, delegated IPAM included.
  */
 import { describe, expect } from "bun:test";
-import { readdirSync, statSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { pluginNames } from "../../build/registry.ts";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
@@ -20,6 +20,8 @@ import { rowTest } from "./lib/plugins.ts";
 import { CNITOOL, run, show, toolMissing } from "./lib/tools.ts";
 
 const NAMES = pluginNames();
+/** The systemd units in build/, shipped in the tarball's systemd/. */
+const UNITS = readdirSync(join(REPO_ROOT, "build")).filter((f) => /\.(service|socket)$/.test(f));
 const HOST_PORT = 38490;
 let tarball: string | undefined;
 
@@ -36,12 +38,16 @@ describe.skipIf(!sandboxed())("release tarball (make dist)", () => {
     expect(show(sums)).toStartWith("exit=0");
     expect(sums.stdout).toContain(`${name!.split("/").pop()}: OK`);
 
-    // `tar -tv`: "-rwxr-xr-x 0/0 113662128 2026-11-23 23:56 ./cni-plugins", "hrwxr-xr-x ... ./bridge link to ./cni-plugins"
+    // `tar -tv`: "-rwxr-xr-x 0/0 113662128 2026-11-23 23:56 ./cni-plugins",
+    // "hrwxr-xr-x ... ./bridge link to ./cni-plugins-shim"
     const listing = (await run(["tar", "-tvzf", file])).stdout.trim().split("\n").map((l) => l.split(/\s+/));
     const entries = listing.map((f) => ({ mode: f[0]!, owner: f[1]!, path: f[5]!, linkTo: f[6] === "link" ? f[8] : undefined }));
-    expect(entries.map((e) => e.path).sort()).toEqual(["./LICENSE", "./README.md", "./cni-plugins", ...NAMES.map((n) => `./${n}`)].sort());
+    expect(entries.map((e) => e.path).sort()).toEqual(
+      ["./LICENSE", "./README.md", "./cni-plugins", "./cni-plugins-shim", ...NAMES.map((n) => `./${n}`), ...UNITS.map((u) => `./systemd/${u}`), "./systemd/"].sort(),
+    );
     expect(entries[0]).toMatchObject({ path: "./cni-plugins", mode: "-rwxr-xr-x", owner: "0/0" });
-    for (const n of NAMES) expect(entries.find((e) => e.path === `./${n}`)).toMatchObject({ mode: "hrwxr-xr-x", linkTo: "./cni-plugins" });
+    expect(entries[1]).toMatchObject({ path: "./cni-plugins-shim", mode: "-rwxr-xr-x", owner: "0/0" });
+    for (const n of NAMES) expect(entries.find((e) => e.path === `./${n}`)).toMatchObject({ mode: "hrwxr-xr-x", linkTo: "./cni-plugins-shim" });
     tarball = file;
   }, 300_000);
 
@@ -49,9 +55,10 @@ describe.skipIf(!sandboxed())("release tarball (make dist)", () => {
     expect(tarball).toBeDefined();
     const bin = makeTempDir("cni-e2e-dist-bin-");
     expect(show(await run(["tar", "-C", bin, "-xzf", tarball!]))).toStartWith("exit=0");
-    expect(readdirSync(bin).sort()).toEqual(["LICENSE", "README.md", "cni-plugins", ...NAMES].sort());
-    const ino = statSync(join(bin, "cni-plugins")).ino;
+    expect(readdirSync(bin).sort()).toEqual(["LICENSE", "README.md", "cni-plugins", "cni-plugins-shim", "systemd", ...NAMES].sort());
+    const ino = statSync(join(bin, "cni-plugins-shim")).ino;
     for (const n of NAMES) expect(statSync(join(bin, n)).ino).toBe(ino);
+    expect(readFileSync(join(bin, "systemd", "cni-plugins.service"), "utf8")).toContain("ExecStart=/opt/cni/bin/cni-plugins serve");
 
     const callLog = join(makeTempDir("cni-e2e-dist-log-"), "calls.jsonl");
     const ns = await createContainerNetns();

@@ -75,21 +75,24 @@ describe.skipIf(skipReason !== undefined)("installer image (make image) and `cni
     const sriovIno = statSync(join(dir, "sriov")).ino;
     const first = await installInto(dir);
     expect(show(first)).toStartWith("exit=0");
-    expect(first.stdout).toContain(`cni-plugins install: ${NAMES.length + 1} written, 0 unchanged in /host/opt/cni/bin`);
-    expect(readdirSync(dir).sort()).toEqual(["cni-plugins", "sriov", ...NAMES].sort());
+    expect(first.stdout).toContain(`cni-plugins install: ${NAMES.length + 2} written, 0 unchanged in /host/opt/cni/bin`);
+    expect(readdirSync(dir).sort()).toEqual(["cni-plugins", "cni-plugins-shim", "sriov", ...NAMES].sort());
     const bin = statSync(join(dir, "cni-plugins"));
+    const shim = statSync(join(dir, "cni-plugins-shim"));
     expect(bin.mode & 0o777).toBe(0o755);
-    for (const n of NAMES) expect(lstatSync(join(dir, n)).ino).toBe(bin.ino);
+    expect(shim.mode & 0o777).toBe(0o755);
+    for (const n of NAMES) expect(lstatSync(join(dir, n)).ino).toBe(shim.ino);
     expect(readFileSync(join(dir, "sriov"), "utf8")).toBe("another project's plugin\n");
     expect(statSync(join(dir, "sriov")).ino).toBe(sriovIno);
     expect(show(await run(["cmp", join(dir, "cni-plugins"), MULTI_CALL_BINARY]))).toStartWith("exit=0");
+    expect(show(await run(["cmp", join(dir, "cni-plugins-shim"), join(MULTI_CALL_BINARY, "..", "cni-plugins-shim")]))).toStartWith("exit=0");
     const version = await run([join(dir, "bridge")], { env: { CNI_COMMAND: "VERSION" } });
     expect(show(version)).toStartWith("exit=0");
     expect(JSON.parse(version.stdout).supportedVersions).toContain("1.1.0");
 
     const second = await installInto(dir);
     expect(show(second)).toStartWith("exit=0");
-    expect(second.stdout).toBe(`cni-plugins install: 0 written, ${NAMES.length + 1} unchanged in /host/opt/cni/bin\n`);
+    expect(second.stdout).toBe(`cni-plugins install: 0 written, ${NAMES.length + 2} unchanged in /host/opt/cni/bin\n`);
     expect(statSync(join(dir, "cni-plugins")).ino).toBe(bin.ino);
     expect(statSync(join(dir, "cni-plugins")).mtimeMs).toBe(bin.mtimeMs);
   }, 240_000);
@@ -133,6 +136,6 @@ describe.skipIf(skipReason !== undefined)("installer image (make image) and `cni
     expect(seen.go).toBeGreaterThan(0);
     expect(seen.ours).toBeGreaterThan(0);
     expect(readdirSync(dir).filter((f) => f.startsWith("."))).toEqual([]);
-    for (const n of NAMES) expect(statSync(join(dir, n)).ino).toBe(statSync(join(dir, "cni-plugins")).ino);
+    for (const n of NAMES) expect(statSync(join(dir, n)).ino).toBe(statSync(join(dir, "cni-plugins-shim")).ino);
   }, 240_000);
 });

@@ -1,0 +1,120 @@
+/**
+ * The loop of an agent worker thread (worker.ts is its entry): runs one call at a time with the
+ * call's own argv, environment and streams, one call at a time per thread, so a call's synchronous
+ * work — a netlink request waiting for the kernel, an iptables run, a blocking flock on host-local's
+ * store — never holds up another call, exactly as separate processes would; the pool (pool.ts)
+ * runs several threads for concurrency.
+ *
+ * The thread has its own working directory and umask (unshare(CLONE_FS)) and adopts the caller's
+ * for each call, so relative paths and created files come out as in a process the caller started.
+ * An uncaught exception or unhandled rejection during a call becomes that call's error (999), and
+ * the thread then retires: the pool replaces it.
+ */
+import { toErrorJson } from "../shared/cni/errors.ts";
+import type { PluginIO } from "../shared/cni/skel.ts";
+import { formatError } from "../shared/cni/skel.ts";
+import { SyscallError } from "../shared/sys/errors.ts";
+import { unshare } from "../shared/sys/libc.ts";
+import { CLONE_FS, chdirThread, setUmask } from "../shared/sys/process.ts";
+import type { FromWorker, StdinError, ToWorker } from "./messages.ts";
+
+/** Runs one call (`argv` as the process would get it) with `io`; its exit status. */
+export type CallRunner = (argv: readonly string[], io: PluginIO) => Promise<number>;
+/** The spec versions of the plugin `argv` calls (an internal error is labelled with the newest). */
+export type VersionsOf = (argv: readonly string[]) => readonly string[];
+
+/** The call being run: where its stdin arrives, and whether it has been answered. */
+interface Current {
+  id: number;
+  versions: readonly string[];
+  stdin: { resolve(data: Uint8Array): void; reject(err: Error): void } | undefined;
+  answered: boolean;
+}
+
+function stdinFailure(error: StdinError): Error {
+  // The text a plugin process's own read of fd 0 would give (skel adds "error reading from stdin").
+  return "errno" in error ? new SyscallError("read", error.errno, "fd=0") : new Error(error.message);
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? (err.stack ?? err.message) : String(err);
+}
+
+/** Serves calls posted to this worker thread (`self`) until it is terminated. */
+export function serveCalls(runCall: CallRunner, versionsOf: VersionsOf, self: Worker): void {
+  let current: Current | undefined;
+  let retire = false;
+  const post = (message: FromWorker) => self.postMessage(message);
+
+  /** Answers the current call with an internal error (an uncaught exception or rejection). */
+  const failCurrent = (err: unknown): void => {
+    retire = true;
+    const call = current;
+    if (call === undefined || call.answered) return;
+    call.answered = true;
+    const json = formatError(toErrorJson(err), call.versions[call.versions.length - 1] ?? "1.1.0");
+    post({ t: "done", id: call.id, stdout: json, stderr: `uncaught error in the agent: ${describe(err)}\n`, status: 1, retire });
+  };
+  process.on("uncaughtException", failCurrent);
+  process.on("unhandledRejection", failCurrent);
+
+  async function run(msg: Extract<ToWorker, { t: "run" }>): Promise<void> {
+    const call: Current = { id: msg.id, versions: versionsOf(msg.argv), stdin: undefined, answered: false };
+    current = call;
+    let stdout = "";
+    let stderr = "";
+    let status: number;
+    let mask: number | undefined;
+    try {
+      try {
+        chdirThread(`/proc/${msg.pid}/cwd`);
+      } catch {
+        // The caller's directory cannot be entered (gone, or a race): stay at /.
+      }
+      mask = setUmask(msg.umask);
+      status = await runCall(msg.argv, {
+        env: msg.env,
+        readStdin: () =>
+          new Promise<Uint8Array>((resolve, reject) => {
+            call.stdin = { resolve, reject };
+            post({ t: "stdin", id: call.id });
+          }),
+        stdout: (text) => {
+          stdout += text;
+        },
+        stderr: (text) => {
+          stderr += text;
+        },
+      });
+    } catch (err) {
+      // What a plugin process prints when its dispatch itself fails (build/dispatch.ts `run`).
+      stderr += `internal error: ${describe(err)}\n`;
+      status = 2;
+    } finally {
+      if (mask !== undefined) setUmask(mask);
+      chdirThread("/");
+      current = undefined;
+    }
+    if (call.answered) return;
+    call.answered = true;
+    post({ t: "done", id: call.id, stdout, stderr, status, retire });
+  }
+
+  self.onmessage = (event: MessageEvent<ToWorker>) => {
+    const msg = event.data;
+    switch (msg.t) {
+      case "run":
+        void run(msg);
+        break;
+      case "stdin":
+        if (current?.id === msg.id) current.stdin?.resolve(msg.data);
+        break;
+      case "stdin-error":
+        if (current?.id === msg.id) current.stdin?.reject(stdinFailure(msg.error));
+        break;
+    }
+  };
+
+  unshare(CLONE_FS);
+  chdirThread("/");
+}
