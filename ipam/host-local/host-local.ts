@@ -15,13 +15,13 @@
  * subnets and `exclude` (shared/ipam/range.ts). Config errors are code 7 (upstream 999) with
  * upstream's text. The full list is DIFFERENCES.md.
  */
-import { CniError, InternalError, PluginUnavailableError, messageOf } from "../../shared/cni/errors.ts";
+import { InternalError, PluginUnavailableError, messageOf } from "../../shared/cni/errors.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import type { AllocatedIP } from "../../shared/ipam/candidates.ts";
 import { hasFreeAddress } from "../../shared/ipam/free.ts";
 import { formatRangeSet } from "../../shared/ipam/range-set.ts";
-import { planRequests, resultFrame, unmatchedError, withAddresses } from "../../shared/ipam/result.ts";
+import { planRequests, rangeSetFailure, resultFrame, unmatchedError, withAddresses } from "../../shared/ipam/result.ts";
 import { IPAllocator } from "./allocator/allocator.ts";
 import { loadIPAMConfig } from "./config.ts";
 import { collectGarbage, parseValidAttachments } from "./gc.ts";
@@ -50,8 +50,7 @@ function add(args: CmdArgs): Result {
         allocated.push(allocator.get(args.containerID, args.ifName, plan.wants[idx]));
       } catch (err) {
         releaseDone();
-        const msg = `failed to allocate for range ${idx}: ${messageOf(err)}`;
-        throw err instanceof CniError ? new CniError(err.code, msg, { cause: err }) : new InternalError(msg, { cause: err });
+        throw rangeSetFailure(idx, err);
       }
       done.push(allocator);
     }

@@ -3,7 +3,7 @@
  * requested address goes to which range set, and the result (upstream host-local main.go): one
  * address per range set, the config's routes, and the DNS of `resolvConf`.
  */
-import { InternalError } from "../cni/errors.ts";
+import { CniError, InternalError, messageOf } from "../cni/errors.ts";
 import type { Result } from "../cni/types.ts";
 import { formatIP, type IPAddr } from "../ip/addr.ts";
 import { formatCIDR } from "../ip/cidr.ts";
@@ -32,6 +32,12 @@ export function planRequests(conf: AllocatorConfig): RequestPlan {
     return undefined;
   });
   return { wants, unmatched: [...left.values()] };
+}
+
+/** A failure to allocate from range set `idx`, as upstream reports it (the cause's code kept, else 999). */
+export function rangeSetFailure(idx: number, err: unknown): CniError {
+  const msg = `failed to allocate for range ${idx}: ${messageOf(err)}`;
+  return err instanceof CniError ? new CniError(err.code, msg, { cause: err }) : new InternalError(msg, { cause: err });
 }
 
 /** Upstream's error for requested addresses that no range set could serve. */
