@@ -7,7 +7,8 @@
  * candidate of the sets whose address was taken.
  *
  * Candidates come in host-local's round-robin order from each set's hint (shared/ipam/candidates.ts).
- * Before a write, a read-only transaction probes a batch of candidates, so a dense stretch of taken
+ * The first write tries the next candidate of each set directly; after a lost race, a read-only
+ * transaction probes a batch of candidates before the next write, so a dense stretch of taken
  * addresses costs one read instead of one failed write per address.
  *
  * An attachment that already holds addresses (a runtime retrying an ADD, or this call's own write
@@ -39,7 +40,7 @@ class SetCursor {
   /** The requested address and its range, when the set must hand out exactly that one. */
   readonly fixed: Candidate | undefined;
   readonly #iter: Generator<Candidate>;
-  /** Probed and found free, in round-robin order. */
+  /** The candidates to try next, in round-robin order: probed and found free (or the first, unprobed). */
   readonly #free: Candidate[] = [];
   #exhausted = false;
 
@@ -65,7 +66,8 @@ class SetCursor {
     return out;
   }
 
-  addFree(c: Candidate): void {
+  /** Queues a candidate for the next writes. */
+  queue(c: Candidate): void {
     this.#free.push(c);
   }
 
@@ -131,7 +133,7 @@ async function refill(client: EtcdClient, keys: NetworkKeys, cursors: readonly S
     const read = await client.txn({ compare: [], success: ops });
     let i = 0;
     for (const { cursor, batch } of batches) {
-      for (const c of batch) if (rangeAt(read, i++).count === 0) cursor.addFree(c);
+      for (const c of batch) if (rangeAt(read, i++).count === 0) cursor.queue(c);
     }
   }
 }
@@ -156,6 +158,12 @@ export async function allocate(client: EtcdClient, req: AllocationRequest): Prom
       throw rangeSetFailure(idx, err);
     }
   });
+  // The first write tries each set's next candidate unprobed: in a pool with room it is free, and
+  // the ADD costs two round trips (this read, that write). Probes come after a lost race.
+  for (const c of cursors) {
+    const first = c.fixed === undefined ? c.nextBatch(1)[0] : undefined;
+    if (first !== undefined) c.queue(first);
+  }
   const reservation = reservationValue(owner);
   for (;;) {
     await refill(client, keys, cursors);

@@ -31,6 +31,12 @@ export interface EtcdClusterOptions {
   /** An extra address the members' client ports listen on (besides 127.0.0.1), e.g. a bridge's. */
   listenAddress?: string;
   tls?: boolean;
+  /**
+   * Run the members under the normal scheduling policy even when this process runs under a
+   * real-time one (the bench's workers do; etcd stands for a cluster elsewhere, not for the
+   * measured plugin processes).
+   */
+  normalPriority?: boolean;
 }
 
 export interface StoredKey {
@@ -75,10 +81,12 @@ export class EtcdCluster {
   readonly #members: Member[];
   readonly #host: string;
   readonly #listen: string | undefined;
+  readonly #prefix: string[];
   readonly #exitHook = () => this.stopNow();
 
-  private constructor(dir: string, members: Member[], tls: EtcdTlsFiles | undefined, listen: string | undefined) {
+  private constructor(dir: string, members: Member[], tls: EtcdTlsFiles | undefined, listen: string | undefined, prefix: string[]) {
     this.dir = dir;
+    this.#prefix = prefix;
     this.#members = members;
     this.tls = tls;
     this.#listen = listen;
@@ -94,7 +102,7 @@ export class EtcdCluster {
     const dir = mkdtempSync(join(root, "cni-etcd-"));
     const tls = o.tls ? makeCertificates(dir, ["127.0.0.1", ...(o.listenAddress ? [o.listenAddress] : [])]) : undefined;
     const members = [1, 2, 3].map((i) => ({ name: `m${i}`, clientPort: base + i, peerPort: base + 10 + i, dataDir: join(dir, `m${i}`), proc: undefined }));
-    const cluster = new EtcdCluster(dir, members, tls, o.listenAddress);
+    const cluster = new EtcdCluster(dir, members, tls, o.listenAddress, o.normalPriority ? ["chrt", "--other", "0"] : []);
     try {
       for (const m of members) cluster.#spawn(m);
       await cluster.waitHealthy();
@@ -135,6 +143,7 @@ export class EtcdCluster {
     const log = Bun.file(join(this.dir, `${m.name}.log`));
     m.proc = Bun.spawn(
       [
+        ...this.#prefix,
         ETCD_BINARY,
         "--name", m.name,
         "--data-dir", m.dataDir,
