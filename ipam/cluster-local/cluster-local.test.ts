@@ -4,7 +4,7 @@
  * three-member cluster is test/integration/cluster-local.test.ts.
  */
 import { afterAll, afterEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CniError, toErrorJson } from "../../shared/cni/errors.ts";
@@ -193,6 +193,21 @@ describe("client: endpoints and faults", () => {
     expect((await failure(read(new EtcdClient(etcdConf([denied.endpoint]))))).msg).toContain("etcd.certFile");
     const good = fake();
     expect((await read(new EtcdClient(etcdConf([web.endpoint, denied.endpoint, good.endpoint])))).kvs).toEqual([]);
+  });
+
+  test("connections are reused across calls of one process, and an aborted request keeps none", async () => {
+    /** This network namespace's established TCP connections to `endpoint` (client side). */
+    const connections = (endpoint: string) => {
+      const port = `:${Number(new URL(endpoint).port).toString(16).toUpperCase().padStart(4, "0")}`;
+      return readFileSync("/proc/self/net/tcp", "utf8").split("\n").slice(1).map((l) => l.trim().split(/\s+/)).filter((f) => f[2]?.endsWith(port) && f[3] === "01").length;
+    };
+    const f = fake();
+    for (let i = 0; i < 20; i++) await new EtcdClient(etcdConf([f.endpoint])).txn({ compare: [], success: [{ put: { key: `/k${i}`, value: "v" } }] });
+    expect(connections(f.endpoint)).toBe(1);
+    f.mode = "hang";
+    await failure(read(new EtcdClient(etcdConf([f.endpoint]))));
+    await Bun.sleep(50);
+    expect(connections(f.endpoint)).toBe(0);
   });
 
   test("an error etcd gives for the request itself is code 999", async () => {
