@@ -161,8 +161,8 @@ export async function allocate(client: EtcdClient, req: AllocationRequest): Prom
   // The first write tries each set's next candidate unprobed: in a pool with room it is free, and
   // the ADD costs two round trips (this read, that write). Probes come after a lost race.
   for (const c of cursors) {
-    const first = c.fixed === undefined ? c.nextBatch(1)[0] : undefined;
-    if (first !== undefined) c.queue(first);
+    const next = c.fixed === undefined ? c.nextBatch(1)[0] : undefined;
+    if (next !== undefined) c.queue(next);
   }
   const reservation = reservationValue(owner);
   for (;;) {

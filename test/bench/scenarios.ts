@@ -211,7 +211,7 @@ function clusterLocalVsHostLocal(dirOf: (ctx: ScenarioContext) => string): Scena
         ...(left.length === 0 ? {} : { report: [`cluster-local: ${left.length} reservations left after DEL`] }),
       };
     } finally {
-      cluster.stopNow();
+      await cluster.stop();
     }
   };
 }

@@ -7,8 +7,9 @@
  * client certificates.
  *
  * The tests read etcd through this module's own requests to the JSON gateway, never through the
- * plugin's client. This module imports no test framework: test files register
- * {@link EtcdCluster.stopNow} with their fixture cleanup, the bench calls it itself.
+ * plugin's client. This module imports no test framework: test files call {@link EtcdCluster.stop}
+ * after their tests and register {@link EtcdCluster.stopNow} with their fixture cleanup for a test
+ * process that ends early; the bench calls stop itself.
  */
 import type { Subprocess } from "bun";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -269,6 +270,12 @@ export class EtcdCluster {
         return existsSync(file) ? `--- ${m.name}\n${readFileSync(file, "utf8").split("\n").slice(-15).join("\n")}` : "";
       })
       .join("\n");
+  }
+
+  /** Kills every member by PID, waits until each is gone (reaped), and removes the data. */
+  async stop(): Promise<void> {
+    await Promise.all(this.#members.map((m) => this.kill(m.name)));
+    this.stopNow();
   }
 
   /** Kills every member by PID and removes the data (synchronous: usable from exit hooks). */

@@ -159,6 +159,7 @@ describe.skipIf(!sandboxed())("cluster-local on a three-member etcd cluster", ()
       cluster = await EtcdCluster.start({ basePort: 24790, listenAddress: LAB_ADDR, tls: true });
       registerCleanup("etcd cluster (TLS)", () => cluster.stopNow());
     });
+    afterAll(() => cluster.stop());
 
     test("300 macvlan + cluster-local ADDs from three nodes at once: every address unique and configured, every reservation a live attachment", async () => {
       const prefix = "/burst/";
@@ -263,6 +264,7 @@ describe.skipIf(!sandboxed())("cluster-local on a three-member etcd cluster", ()
       cluster = await EtcdCluster.start({ basePort: 25790, listenAddress: LAB_ADDR });
       registerCleanup("etcd cluster", () => cluster.stopNow());
     });
+    afterAll(() => cluster.stop());
 
     test("a member killed in the middle of a burst: every ADD gets a unique address or fails with code 11 leaving nothing", async () => {
       const prefix = "/kill/";

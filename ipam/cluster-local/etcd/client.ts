@@ -35,6 +35,7 @@ export class EtcdUnavailableError extends TryAgainLaterError {
 
 /** Failed attempts, endpoint by endpoint, as one line. */
 function describe(failures: ReadonlyMap<string, Failure>): string {
+  if (failures.size === 0) return "the deadline passed before the request could be sent";
   return [...failures].map(([ep, f]) => `${ep}: ${f.cause}`).join("; ");
 }
 
