@@ -3,7 +3,7 @@
  * - plugins/, ipam/, meta/ import only shared/ or their own folder;
  * - shared/ imports nothing from plugins/, ipam/, meta/ or build/;
  * - inside shared/, a module imports only modules of a lower rank (SHARED_RANK below; tests exempt),
- *   so the layers read bottom-up: error, ip → sys → netns → netlink, sysctl → cni → firewall → iface;
+ *   so the layers read bottom-up: error, ip → sys → netns → netlink, sysctl → cni → firewall, ipam → iface;
  * - only shared/sys imports bun:ffi;
  * - only shared/cni/invoke.ts and shared/firewall/exec.ts spawn processes (test/ and build/ exempt);
  * - no static import of node:fs, node:path or node:child_process (each costs a plugin process
@@ -27,7 +27,8 @@ const root = resolve(import.meta.dir, "..");
  * The order of shared/'s modules: each may import only modules of a strictly lower rank.
  * error: the annotate helper; ip: pure address math; sys: libc; netns; netlink and sysctl: the
  * kernel; cni: the protocol (config, results, errors → codes, delegation, teardown); firewall:
- * iptables/nftables; iface: configuring interfaces for plugins (kernel + CNI results).
+ * iptables/nftables; ipam: what the allocating IPAM plugins share (ranges, candidates, their
+ * config and result); iface: configuring interfaces for plugins (kernel + CNI results).
  */
 const SHARED_RANK: Readonly<Record<string, number>> = {
   error: 0,
@@ -38,6 +39,7 @@ const SHARED_RANK: Readonly<Record<string, number>> = {
   sysctl: 3,
   cni: 4,
   firewall: 5,
+  ipam: 5,
   iface: 6,
 };
 const problems: string[] = [];

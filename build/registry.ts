@@ -18,6 +18,7 @@ export interface PluginEntry {
 export const PLUGINS: Readonly<Record<string, PluginEntry>> = {
   bandwidth: { versions: versionsFrom("0.3.0"), load: async () => (await import("../meta/bandwidth/bandwidth.ts")).bandwidthPlugin },
   bridge: { versions: ALL_VERSIONS, load: async () => (await import("../plugins/bridge/bridge.ts")).bridgePlugin },
+  "cluster-local": { versions: ALL_VERSIONS, load: async () => (await import("../ipam/cluster-local/cluster-local.ts")).clusterLocalPlugin },
   dhcp: { versions: ALL_VERSIONS, load: async () => (await import("../ipam/dhcp/dhcp.ts")).dhcpPlugin },
   dummy: { versions: ALL_VERSIONS, load: async () => (await import("../plugins/dummy/dummy.ts")).dummyPlugin },
   firewall: { versions: versionsFrom("0.4.0"), load: async () => (await import("../meta/firewall/firewall.ts")).firewallPlugin },

@@ -50,8 +50,8 @@ export interface OperatorEnv {
 
 const systemEnv: OperatorEnv = { readers: systemReaders, view: systemNamespaceView, gc: runGc };
 
-function inspectNetwork(net: NetworkList, flags: OperatorFlags, env: OperatorEnv, view: NamespaceView): NetworkReport {
-  const st = readNetworkState(net, flags.cacheDir, env.readers);
+async function inspectNetwork(net: NetworkList, flags: OperatorFlags, env: OperatorEnv, view: NamespaceView): Promise<NetworkReport> {
+  const st = await readNetworkState(net, flags.cacheDir, env.readers);
   const attachments = [...st.attachments.values()]
     .map((a) => ({ containerID: a.containerID, ifName: a.ifName, holdings: a.holdings, ...judge(a, flags.valid, view) }))
     .sort((x, y) => x.containerID.localeCompare(y.containerID) || x.ifName.localeCompare(y.ifName));
@@ -80,14 +80,14 @@ export async function operate(verb: "inspect" | "gc", flags: OperatorFlags, env:
   const reports: NetworkReport[] = [];
   let status = 0;
   for (const net of networks) {
-    const report = inspectNetwork(net, flags, env, view);
+    const report = await inspectNetwork(net, flags, env, view);
     if (verb === "gc") {
       const valid = validAttachments(report, flags);
       report.gc = { applied: flags.apply, validAttachments: valid };
       if (flags.apply) {
         report.gc.calls = await env.gc(net, valid, flags.binDirs);
         const stale = new Set(report.attachments.filter((a) => a.state === "stale").map((a) => `${a.containerID}\n${a.ifName}`));
-        const after = inspectNetwork(net, flags, env, view);
+        const after = await inspectNetwork(net, flags, env, view);
         report.gc.remaining = after.attachments.filter((a) => stale.has(`${a.containerID}\n${a.ifName}`) && a.holdings.some((h) => h.kind !== "cache"));
         if (report.gc.calls.some((c) => c.error !== undefined) || report.gc.remaining.length > 0) status = 1;
       }

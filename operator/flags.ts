@@ -37,9 +37,9 @@ export const DEFAULT_CACHE_DIR = "/var/lib/cni";
 export const DEFAULT_BIN_DIRS = "/opt/cni/bin:/usr/lib/cni";
 
 export const USAGE = `usage: cni-plugins inspect|gc [flags]
-  inspect   list what the node holds for each network (host-local reservations, libcni cache
-            entries, iptables and nftables rules, bandwidth IFBs, tuning backups, dhcp leases),
-            grouped by attachment, and whether each attachment is live
+  inspect   list what the node holds for each network (host-local and cluster-local
+            reservations, libcni cache entries, iptables and nftables rules, bandwidth IFBs,
+            tuning backups, dhcp leases), grouped by attachment, and whether each attachment is live
   gc        the same, then the spec's GC with cni.dev/valid-attachments for every network:
             a dry run unless --apply is given
 flags:

@@ -86,6 +86,7 @@ function fakeReaders(files: Record<string, string>, extra: Partial<SourceReaders
     iptablesSave: () => undefined,
     nftRuleset: () => undefined,
     ifbs: () => [],
+    clusterLocal: async () => [],
     ...extra,
   };
 }
@@ -98,7 +99,7 @@ const NET = {
 };
 
 describe("sources", () => {
-  test("cache, reservations, iptables comments, address rules, nft, IFBs and tuning backups are grouped by attachment", () => {
+  test("cache, reservations, iptables comments, address rules, nft, IFBs and tuning backups are grouped by attachment", async () => {
     const save = [
       "*nat",
       `-A POSTROUTING -s 10.9.0.2/32 -m comment --comment ${JSON.stringify(formatComment("n1", "c1"))} -j CNI-aaaa`,
@@ -126,7 +127,7 @@ describe("sources", () => {
         ifbs: () => [{ name: upstreamIfbName("n1", "c2"), alias: "cni-bandwidth c2 eth0" }, { name: upstreamIfbName("other", "c2"), alias: "cni-bandwidth c2 eth0" }, { name: "bwp999" }],
       },
     );
-    const st = readNetworkState(NET, "/k", r);
+    const st = await readNetworkState(NET, "/k", r);
     const byKey = Object.fromEntries([...st.attachments.values()].map((a) => [`${a.containerID}/${a.ifName}`, a]));
     expect(Object.keys(byKey).sort()).toEqual(["c1/eth0", "c2/eth0"]);
     expect(byKey["c1/eth0"]!.holdings.map((h) => `${h.kind}: ${h.what}`)).toEqual([
@@ -146,9 +147,30 @@ describe("sources", () => {
     ]);
     expect(st.problems).toEqual([]);
   });
-  test("an unreadable source is a problem of the report, not a failure", () => {
-    const st = readNetworkState(NET, "/k", fakeReaders({}, { iptablesSave: () => { throw new Error("iptables-save exploded"); } }));
+  test("an unreadable source is a problem of the report, not a failure", async () => {
+    const st = await readNetworkState(NET, "/k", fakeReaders({}, { iptablesSave: () => { throw new Error("iptables-save exploded"); } }));
     expect(st.problems.some((p) => p.includes("iptables-save exploded"))).toBe(true);
+  });
+  test("cluster-local reservations of this node are read with the plugin's config, and an unreachable etcd is a problem", async () => {
+    const plugin = { type: "macvlan", ipam: { type: "cluster-local", etcd: { endpoints: ["http://etcd:2379"] } } };
+    const net = { ...NET, plugins: [plugin] };
+    const asked: Record<string, unknown>[] = [];
+    const st = await readNetworkState(net, "/k", fakeReaders({}, {
+      clusterLocal: async (_n, p) => {
+        asked.push(p);
+        return [
+          { containerID: "c1", ifName: "eth0", key: "/cni/ipam/n1/owners/c1/eth0", ips: ["10.9.0.2", "fd00::2"] },
+          { containerID: "c2", ifName: "net1", key: "/cni/ipam/n1/ips/10.9.0.3", ips: ["10.9.0.3"] },
+        ];
+      },
+    }));
+    expect(asked).toEqual([plugin]);
+    const c1 = st.attachments.get("c1\neth0")!;
+    expect(c1.holdings).toEqual([{ kind: "cluster-local", what: "etcd /cni/ipam/n1/owners/c1/eth0 (10.9.0.2, fd00::2)" }]);
+    expect([...c1.addresses]).toEqual(["10.9.0.2", "fd00::2"]);
+    expect(st.attachments.get("c2\nnet1")!.holdings[0]!.kind).toBe("cluster-local");
+    const down = await readNetworkState(net, "/k", fakeReaders({}, { clusterLocal: async () => { throw new Error("etcd is unavailable"); } }));
+    expect(down.problems).toEqual(["cluster-local reservations in etcd: etcd is unavailable"]);
   });
 });
 

@@ -3,6 +3,7 @@
  * Go ones, whose names and files are the same) leave state behind:
  * - the runtimes' libcni cache (`<cacheDir>/results/<network>-<containerID>-<ifName>`);
  * - host-local reservations (`<dataDir>/<network>/<ip>`, content `<containerID>\r\n<ifName>`);
+ * - cluster-local reservations of this node (`ipam.etcd.node`) in etcd;
  * - iptables rules whose comment names the network and container (ipMasq's
  *   `name: "<net>" id: "<cid>"`, portmap's `dnat name: …`), and rules of CNI-* chains naming an
  *   address the attachment holds (the firewall plugin's per-address rules);
@@ -16,6 +17,10 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { DEFAULT_DATA_DIR as TUNING_DATA_DIR } from "../meta/tuning/config.ts";
 import { ifbAttachment } from "../meta/bandwidth/ifb-name.ts";
+import { loadClusterLocalConfig } from "../ipam/cluster-local/config.ts";
+import { EtcdClient } from "../ipam/cluster-local/etcd/client.ts";
+import { NetworkKeys } from "../ipam/cluster-local/keys.ts";
+import { nodeReservations } from "../ipam/cluster-local/release.ts";
 import { DEFAULT_DATA_DIR as HOST_LOCAL_DATA_DIR } from "../ipam/host-local/store/disk.ts";
 import { findExecutable, runCommand } from "../shared/firewall/exec.ts";
 import { legacyTableNames, hostIptablesMode } from "../shared/firewall/iptables/driver.ts";
@@ -27,7 +32,7 @@ import { parseIP, formatIP } from "../shared/ip/ip.ts";
 import { Handle } from "../shared/netlink/index.ts";
 import type { NetworkList } from "./networks.ts";
 
-export type HoldingKind = "cache" | "host-local" | "iptables" | "nftables" | "ifb" | "tuning" | "dhcp";
+export type HoldingKind = "cache" | "host-local" | "cluster-local" | "iptables" | "nftables" | "ifb" | "tuning" | "dhcp";
 
 /** One thing the node holds for an attachment. */
 export interface Holding {
@@ -60,6 +65,30 @@ export interface SourceReaders {
   nftRuleset(): string | undefined;
   /** The host's IFBs with their aliases. */
   ifbs(): { name: string; alias?: string | undefined }[];
+  /** This node's cluster-local reservations of a network, given the plugin's config object. */
+  clusterLocal(network: NetworkList, plugin: Record<string, unknown>): Promise<ClusterLocalHolding[]>;
+}
+
+/** One cluster-local reservation in etcd: an attachment's owner record, or an address without one. */
+export interface ClusterLocalHolding {
+  containerID: string;
+  ifName: string;
+  /** The etcd key. */
+  key: string;
+  ips: string[];
+}
+
+/** This node's cluster-local reservations, read from etcd with the plugin's own configuration. */
+async function etcdReservations(network: NetworkList, plugin: Record<string, unknown>): Promise<ClusterLocalHolding[]> {
+  const conf = loadClusterLocalConfig({ ...plugin, name: network.name, cniVersion: network.cniVersion }, "");
+  const keys = new NetworkKeys(conf.etcd.prefix, conf.name);
+  const found = await nodeReservations(new EtcdClient(conf.etcd), keys, conf.etcd.node);
+  const owners = found.owners.map(({ kv, record }) => ({ containerID: record.containerID, ifName: record.ifname, key: kv.key, ips: record.ips }));
+  const orphans = found.orphans.map((kv) => {
+    const who = JSON.parse(kv.value) as { containerID: string; ifname: string };
+    return { containerID: who.containerID, ifName: who.ifname, key: kv.key, ips: [kv.key.slice(keys.ipsPrefix.length)] };
+  });
+  return [...owners, ...orphans];
 }
 
 export const DHCP_LEASE_DIR = "/var/lib/cni/dhcp";
@@ -84,6 +113,7 @@ export const systemReaders: SourceReaders = {
     using nl = Handle.open();
     return nl.linkList().filter((l) => l.kind === "ifb").map((l) => ({ name: l.name, alias: l.alias }));
   },
+  clusterLocal: etcdReservations,
 };
 
 /** Collects the attachments of one network. */
@@ -115,6 +145,15 @@ export class NetworkState {
   read(source: string, fn: () => void): void {
     try {
       fn();
+    } catch (err) {
+      this.problems.push(`${source}: ${(err as Error).message}`);
+    }
+  }
+
+  /** {@link read} for a source that answers later. */
+  async readLater(source: string, fn: () => Promise<void>): Promise<void> {
+    try {
+      await fn();
     } catch (err) {
       this.problems.push(`${source}: ${(err as Error).message}`);
     }
@@ -184,6 +223,19 @@ function readHostLocal(st: NetworkState, r: SourceReaders): void {
         const a = st.attachment(containerID, ifName);
         a.holdings.push({ kind: "host-local", what: file });
         a.addresses.add(formatIP(ip));
+      }
+    });
+  }
+}
+
+async function readClusterLocal(st: NetworkState, r: SourceReaders): Promise<void> {
+  for (const plugin of st.network.plugins) {
+    if (ipamOf(plugin)?.type !== "cluster-local") continue;
+    await st.readLater("cluster-local reservations in etcd", async () => {
+      for (const h of await r.clusterLocal(st.network, plugin)) {
+        const a = st.attachment(h.containerID, h.ifName);
+        a.holdings.push({ kind: "cluster-local", what: `etcd ${h.key} (${h.ips.join(", ")})` });
+        for (const ip of h.ips) a.addresses.add(ip);
       }
     });
   }
@@ -312,10 +364,11 @@ function readTuning(st: NetworkState, r: SourceReaders): void {
 }
 
 /** Everything the node holds for `network`. */
-export function readNetworkState(network: NetworkList, cacheDir: string, r: SourceReaders = systemReaders): NetworkState {
+export async function readNetworkState(network: NetworkList, cacheDir: string, r: SourceReaders = systemReaders): Promise<NetworkState> {
   const st = new NetworkState(network);
   readCache(st, r, cacheDir);
   readHostLocal(st, r);
+  await readClusterLocal(st, r);
   readDhcp(st, r);
   readIfbs(st, r);
   const rules = readIptables(st, r);

@@ -38,8 +38,11 @@ declare -A PROBE=(
   # Docker (docker.io): CNI's documented way to network a container started with --network=none;
   # the test starts a private dockerd confined to the e2e sandbox (test/e2e/docker.test.ts)
   [docker.io]=/usr/sbin/dockerd
+  # cluster-local IPAM: a real three-member etcd cluster on loopback, TLS certificates made with openssl
+  [etcd-server]=/usr/bin/etcd
+  [openssl]=/usr/bin/openssl
 )
-ORDER=(iproute2 iptables nftables jq util-linux procps containernetworking-plugins strace iputils-ping busybox-static dnsmasq-base python3 dbus firewalld curl podman runc containerd golang-go golang-github-appc-cni-dev golang-google-grpc-dev golang-github-gogo-protobuf-dev dpkg-dev docker.io)
+ORDER=(iproute2 iptables nftables jq util-linux procps containernetworking-plugins strace iputils-ping busybox-static dnsmasq-base python3 dbus firewalld curl podman runc containerd golang-go golang-github-appc-cni-dev golang-google-grpc-dev golang-github-gogo-protobuf-dev dpkg-dev docker.io etcd-server openssl)
 
 # nsenter ships in util-linux on Debian 12 but in util-linux-extra / separately elsewhere.
 missing=()
@@ -86,6 +89,7 @@ if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null 2>&1; then
   for pkg in "${missing[@]}"; do
     case $pkg in
       firewalld|containerd|podman) systemctl disable --quiet "$pkg.service" 2>/dev/null || true ;;
+      etcd-server) systemctl disable --quiet etcd.service 2>/dev/null || true ;;
       docker.io) systemctl disable --quiet docker.service docker.socket 2>/dev/null || true ;;
     esac
   done

@@ -4,7 +4,7 @@ import { classfulPrefix, dnsFromAck, mtuFromAck, parseClasslessRoutes, parseStat
 import { decodeDomainList, encodeDomainList } from "./domain-list.ts";
 import { DHCPACK, OPT_CLASSLESS_ROUTE, OPT_MESSAGE_TYPE, OPT_ROUTER, OPT_STATIC_ROUTE, OPT_SUBNET_MASK, decodeMessage, encodeMessage, type DhcpMessage } from "./packet.ts";
 import { backoffDelays, buildMessage, clientIdFor } from "./daemon/client.ts";
-import { parseDaemonFlags, parseGoDuration } from "./daemon/flags.ts";
+import { parseDaemonFlags } from "./daemon/flags.ts";
 import { leaseTimes } from "./daemon/lease4.ts";
 
 function ack(options: [number, number[]][]): DhcpMessage {
@@ -158,11 +158,5 @@ describe("daemon flags (Go flag syntax)", () => {
     expect(() => parseDaemonFlags(["-nope"])).toThrow("flag provided but not defined: -nope");
     expect(() => parseDaemonFlags(["-timeout"])).toThrow("flag needs an argument: -timeout");
     expect(() => parseDaemonFlags(["-timeout", "5"])).toThrow('invalid value "5" for flag -timeout');
-  });
-  test("Go durations", () => {
-    expect(parseGoDuration("1h2m3.5s")).toBe(3_723_500);
-    expect(parseGoDuration("250ms")).toBe(250);
-    expect(parseGoDuration("0")).toBe(0);
-    expect(() => parseGoDuration("10")).toThrow("missing unit");
   });
 });

@@ -2,8 +2,9 @@
 import { describe, expect, test } from "bun:test";
 import { CniError } from "../../shared/cni/errors.ts";
 import { formatIP } from "../../shared/ip/addr.ts";
-import { formatRange } from "./allocator/range.ts";
-import { loadIPAMConfig, resultRoutes, type IPAMConfig } from "./config.ts";
+import { formatRange } from "../../shared/ipam/range.ts";
+import { resultRoutes } from "../../shared/ipam/config.ts";
+import { loadIPAMConfig, type IPAMConfig } from "./config.ts";
 
 function load(conf: Record<string, unknown>, args = ""): IPAMConfig {
   return loadIPAMConfig(conf, args);

@@ -12,34 +12,29 @@
  * reservations of attachments the runtime no longer lists, and empty or unreadable reservation
  * files; CHECK/DEL/ADD find an attachment's files through a verified owner index instead of reading
  * every file; the store is crash-safe and never follows links (store/disk.ts); point-to-point
- * subnets and `exclude` (allocator/range.ts). Config errors are code 7 (upstream 999) with
+ * subnets and `exclude` (shared/ipam/range.ts). Config errors are code 7 (upstream 999) with
  * upstream's text. The full list is DIFFERENCES.md.
  */
-import { CniError, InternalError, PluginUnavailableError, messageOf } from "../../shared/cni/errors.ts";
-import type { CmdArgs, IPConfig, PluginSpec, Result } from "../../shared/cni/types.ts";
+import { InternalError, PluginUnavailableError, messageOf } from "../../shared/cni/errors.ts";
+import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
-import { formatIP, type IPAddr } from "../../shared/ip/addr.ts";
-import { formatCIDR } from "../../shared/ip/cidr.ts";
+import type { AllocatedIP } from "../../shared/ipam/candidates.ts";
+import { hasFreeAddress } from "../../shared/ipam/free.ts";
+import { formatRangeSet } from "../../shared/ipam/range-set.ts";
+import { planRequests, rangeSetFailure, resultFrame, unmatchedError, withAddresses } from "../../shared/ipam/result.ts";
 import { IPAllocator } from "./allocator/allocator.ts";
-import { formatRangeSet, rangeSetContains } from "./allocator/range-set.ts";
-import { loadIPAMConfig, resultRoutes } from "./config.ts";
-import { parseResolvConf } from "./dns.ts";
+import { loadIPAMConfig } from "./config.ts";
 import { collectGarbage, parseValidAttachments } from "./gc.ts";
-import { hasFreeAddress } from "./status.ts";
 import { DiskStore } from "./store/disk.ts";
 
 function add(args: CmdArgs): Result {
   const conf = loadIPAMConfig(args.config, args.args);
-  const result: Result = {};
-  if (conf.resolvConf !== undefined) result.dns = parseResolvConf(conf.resolvConf);
-  const routes = resultRoutes(conf.routes);
-
+  const frame = resultFrame(conf);
+  const plan = planRequests(conf);
   const store = DiskStore.open(conf.name, conf.dataDir);
   try {
-    // Requested addresses not yet matched to a range set (insertion order = source order).
-    const requested = new Map<string, IPAddr>(conf.requestedIPs.map((ip) => [formatIP(ip), ip]));
     const done: IPAllocator[] = [];
-    const ips: IPConfig[] = [];
+    const allocated: AllocatedIP[] = [];
     const releaseDone = () => {
       for (const a of done) {
         try {
@@ -51,35 +46,22 @@ function add(args: CmdArgs): Result {
     };
     for (const [idx, set] of conf.rangeSets.entries()) {
       const allocator = new IPAllocator(set, store, idx);
-      let want: IPAddr | undefined;
-      for (const [text, ip] of requested) {
-        if (rangeSetContains(set, ip)) {
-          want = ip;
-          requested.delete(text);
-          break;
-        }
-      }
-      let got;
       try {
-        got = allocator.get(args.containerID, args.ifName, want);
+        allocated.push(allocator.get(args.containerID, args.ifName, plan.wants[idx]));
       } catch (err) {
         releaseDone();
-        const msg = `failed to allocate for range ${idx}: ${messageOf(err)}`;
-        throw err instanceof CniError ? new CniError(err.code, msg, { cause: err }) : new InternalError(msg, { cause: err });
+        throw rangeSetFailure(idx, err);
       }
       done.push(allocator);
-      ips.push({ address: formatCIDR(got.address), ...(got.gateway === undefined ? {} : { gateway: formatIP(got.gateway) }) });
     }
-    if (requested.size > 0) {
+    if (plan.unmatched.length > 0) {
       releaseDone();
-      throw new InternalError(`failed to allocate all requested IPs: ${[...requested.keys()].join(" ")}`);
+      throw unmatchedError(plan.unmatched);
     }
-    result.ips = ips;
+    return withAddresses(frame, allocated);
   } finally {
     store.close();
   }
-  if (routes.length > 0) result.routes = routes;
-  return result;
 }
 
 function check(args: CmdArgs): void {
@@ -127,9 +109,9 @@ function status(args: CmdArgs): void {
   try {
     store.lock();
     try {
-      const reservations = store.reservations();
+      const reserved = store.reservations().map((r) => r.ip);
       for (const set of conf.rangeSets) {
-        if (!hasFreeAddress(set, reservations)) {
+        if (!hasFreeAddress(set, reserved)) {
           throw new PluginUnavailableError(`no IP addresses available in range set: ${formatRangeSet(set)}`);
         }
       }

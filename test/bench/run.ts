@@ -47,6 +47,7 @@ function plan(): [string, number][] {
     ["version", ROUNDS],
     ["loopback", ROUNDS],
     ["bridge", ROUNDS * 2],
+    ["cluster-local", ROUNDS * 2],
     ["concurrent", Math.max(3, Math.ceil(ROUNDS / 2))],
     ["host-local-5000", ROUNDS],
     ["host-local-20000", Math.max(3, Math.ceil(ROUNDS / 2))],
@@ -117,8 +118,8 @@ interface RowSpec {
   scenario: string;
   target: Target;
   unit?: Row["unit"];
-  /** Reference implementation (default go). */
-  reference?: "go" | "hello";
+  /** Reference series (default go). */
+  reference?: "go" | "hello" | "host-local";
 }
 
 const R = (max: number): Target => ({ kind: "ratio", max });
@@ -147,6 +148,10 @@ const ROWS: Readonly<Record<string, RowSpec[]>> = {
   bridge: [
     { metric: "add", scenario: "bridge+host-local ADD", target: R(1.0) },
     { metric: "del", scenario: "bridge+host-local DEL", target: R(0.8) },
+  ],
+  "cluster-local": [
+    { metric: "add", scenario: "bridge+cluster-local ADD (3-member etcd, loopback)", target: R(1.5), reference: "host-local" },
+    { metric: "del", scenario: "bridge+cluster-local DEL (3-member etcd, loopback)", target: NONE, reference: "host-local" },
   ],
   concurrent: [
     { metric: "add", scenario: "50 concurrent bridge+host-local ADDs (total)", target: R(1.0) },
@@ -208,7 +213,7 @@ function rowsFor(id: string, out: ScenarioOutput | string): Row[] {
       ...base,
       ours: median(xs.ours ?? []),
       reference: median(xs[ref] ?? []),
-      referenceLabel: ref === "hello" ? "hello" : "Go",
+      referenceLabel: ref === "go" ? "Go" : ref,
       ...(check === undefined ? {} : { check }),
     };
   });

@@ -5,6 +5,7 @@
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { EtcdCluster } from "../harness/etcd-cluster.ts";
 import { kubeProxyTables } from "./kube-table.ts";
 import {
   addNetnsBatch,
@@ -35,8 +36,14 @@ export interface ScenarioContext {
   state: string;
 }
 
-/** Samples per metric and per implementation ("ours", "go", or "hello"). */
-export type Samples = Record<string, Partial<Record<Impl | "hello", number[]>>>;
+/**
+ * What a sample series measures: an implementation ("ours", "go"), the compiled Bun hello-world,
+ * or ours with host-local where the row compares another IPAM plugin of ours with it.
+ */
+export type Series = Impl | "hello" | "host-local";
+
+/** Samples per metric and per series. */
+export type Samples = Record<string, Partial<Record<Series, number[]>>>;
 
 export interface ScenarioOutput {
   samples: Samples;
@@ -50,7 +57,7 @@ type Scenario = (ctx: ScenarioContext) => ScenarioOutput | Promise<ScenarioOutpu
 
 const BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-function push(s: Samples, metric: string, impl: Impl | "hello", value: number): void {
+function push(s: Samples, metric: string, impl: Series, value: number): void {
   ((s[metric] ??= {})[impl] ??= []).push(value);
 }
 
@@ -163,6 +170,51 @@ const loopback: Scenario = (ctx) => {
 const bridgeHostLocal: Scenario = (ctx) => ({
   samples: chainRounds(ctx, "br", (impl) => [bridge(ctx, impl, { ipMasq: false })], {}, 2),
 });
+
+/**
+ * bridge + cluster-local ADD and DEL on a three-member etcd cluster on loopback ("ours"), next to
+ * bridge + host-local ("host-local"), both run from the plugin directory `dirOf(ctx)`, in
+ * alternation, each round in a fresh container netns. Another directory (e.g. one whose plugins
+ * hand the call to a resident agent) makes another column of the same comparison.
+ */
+function clusterLocalVsHostLocal(dirOf: (ctx: ScenarioContext) => string): Scenario {
+  return async (ctx) => {
+    const dir = dirOf(ctx);
+    const cluster = await EtcdCluster.start({ basePort: 26790, normalPriority: true });
+    try {
+      const s: Samples = {};
+      const ipams = {
+        "host-local": { type: "host-local", subnet: "10.90.0.0/16", dataDir: join(ctx.state, "ipam-cl-ref") },
+        ours: { type: "cluster-local", subnet: "10.90.0.0/16", etcd: cluster.etcdConfig({ node: "bench" }) },
+      } as const;
+      for (let round = -2; round < ctx.rounds; round++) {
+        for (const series of alternation(["ours", "host-local"] as const, round)) {
+          const ns = new ContainerNetns(`cl-${series}-${round + 2}`);
+          try {
+            const e: CallEnv = { CNI_CONTAINERID: `cl-${round + 2}`, CNI_NETNS: ns.path, CNI_IFNAME: "eth0", CNI_PATH: dir, PATH: BASE_PATH };
+            const chain: ChainPlugin[] = [{ type: "bridge", conf: { bridge: "cnibench2", isGateway: true, ipMasq: false, ipam: ipams[series] } }];
+            const add = chainAdd(dir, "cl-net", chain, e);
+            const del = chainDel(dir, "cl-net", chain, e, add.result);
+            if (round >= 0) {
+              push(s, "add", series, add.ms);
+              push(s, "del", series, del);
+            }
+          } finally {
+            ns.remove();
+          }
+        }
+      }
+      const left = await cluster.keys("/cni/ipam/cl-net/owners/");
+      return {
+        samples: s,
+        checks: { add: { ok: left.length === 0, text: "no reservation left after DEL" } },
+        ...(left.length === 0 ? {} : { report: [`cluster-local: ${left.length} reservations left after DEL`] }),
+      };
+    } finally {
+      await cluster.stop();
+    }
+  };
+}
 
 /** bridge(ipMasq) → portmap → firewall → tuning → bandwidth on a node without other rules. */
 const chain5: Scenario = (ctx) => ({
@@ -461,6 +513,7 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   version,
   loopback,
   "bridge": bridgeHostLocal,
+  "cluster-local": clusterLocalVsHostLocal((ctx) => ctx.dirs.ours),
   concurrent,
   "host-local-5000": hostLocalWith(5000),
   "host-local-20000": hostLocalWith(20_000),

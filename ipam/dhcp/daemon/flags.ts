@@ -3,6 +3,7 @@
  * `-name=value`, `--name` forms; booleans take no value unless written `-name=false`; parsing stops
  * at the first non-flag argument or `--`. Durations use Go syntax (`10s`, `1m30s`, `250ms`).
  */
+import { parseGoDuration } from "../../../shared/cni/go-duration.ts";
 
 export interface DaemonFlags {
   socketPath: string;
@@ -33,32 +34,6 @@ export const DEFAULT_FLAGS: Readonly<DaemonFlags> = {
 /** A bad command line: the message is Go's text; the caller prints usage and exits 2. */
 export class FlagError extends Error {
   override name = "FlagError";
-}
-
-const UNIT_MS: Readonly<Record<string, number>> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-/** Parses a Go duration (`1h2m3.5s`, `300ms`, `0`) into milliseconds. */
-export function parseGoDuration(text: string): number {
-  let s = text;
-  let sign = 1;
-  if (s.startsWith("-") || s.startsWith("+")) {
-    sign = s.startsWith("-") ? -1 : 1;
-    s = s.slice(1);
-  }
-  if (s === "0") return 0;
-  if (s === "") throw new FlagError(`time: invalid duration ${JSON.stringify(text)}`);
-  let total = 0;
-  const re = /^([0-9]*\.?[0-9]*)(ns|us|µs|ms|s|m|h)/;
-  while (s !== "") {
-    const m = re.exec(s);
-    if (m === null || m[1] === "" || m[1] === ".") {
-      const bad = /^[0-9.]+$/.test(s) ? `time: missing unit in duration ${JSON.stringify(text)}` : `time: invalid duration ${JSON.stringify(text)}`;
-      throw new FlagError(bad);
-    }
-    total += Number(m[1]) * (UNIT_MS[m[2] ?? "s"] ?? 0);
-    s = s.slice(m[0].length);
-  }
-  return sign * total;
 }
 
 type Setter = (f: DaemonFlags, v: string) => void;

@@ -1,70 +1,21 @@
 /**
- * Allocation of one address from one range set (upstream `backend/allocator/allocator.go`):
- * a requested address if one was asked for, else round robin from the address after the range
- * set's `last_reserved_ip`, skipping each range's gateway and excluded addresses and wrapping from
- * the last range to the first. Each call holds the store lock for its whole duration.
+ * Allocation of one address from one range set against host-local's store: a requested address
+ * if one was asked for, else round robin from the address after the range set's
+ * `last_reserved_ip` (the candidates and their checks: shared/ipam/candidates.ts). Each call holds
+ * the store lock for its whole duration.
  */
-import { InternalError } from "../../../shared/cni/errors.ts";
-import { formatIP, ipEqual, makeIP, type IPAddr } from "../../../shared/ip/addr.ts";
-import type { CIDR } from "../../../shared/ip/cidr.ts";
+import { formatIP, type IPAddr } from "../../../shared/ip/addr.ts";
+import {
+  allocatedIn,
+  AllocationError,
+  exhaustedError,
+  iterateCandidates,
+  requestedRange,
+  requestedTakenError,
+  type AllocatedIP,
+} from "../../../shared/ipam/candidates.ts";
+import { rangeSetContains, type RangeSet } from "../../../shared/ipam/range-set.ts";
 import type { Store } from "../store/store.ts";
-import { excludedSpan, formatExcludedSpan, formatRange, rangeContains, type IPRange } from "./range.ts";
-import { formatRangeSet, rangeFor, rangeSetContains, type RangeSet } from "./range-set.ts";
-
-/** One allocated address: `address` carries the range's prefix length. */
-export interface AllocatedIP {
-  readonly address: CIDR;
-  /** Absent for a point-to-point subnet without a configured gateway. */
-  readonly gateway: IPAddr | undefined;
-}
-
-/** An allocation failure (code 999, as upstream). */
-export class AllocationError extends InternalError {
-  override name = "AllocationError";
-}
-
-/** A candidate address and the range it belongs to. */
-export interface Candidate {
-  readonly ip: IPAddr;
-  readonly range: IPRange;
-}
-
-/**
- * Yields the candidates of a range set in upstream's round-robin order. With a `lastReserved`
- * address inside the set, iteration starts right after it and visits it last; otherwise it starts
- * at the first range's rangeStart. Every range's gateway and excluded addresses are skipped (an
- * excluded prefix in one step, so a large one costs nothing). Each address is yielded once.
- */
-export function* iterateCandidates(set: RangeSet, lastReserved: IPAddr | null): Generator<Candidate> {
-  const lastIdx = lastReserved === null ? -1 : set.findIndex((r) => rangeContains(r, lastReserved));
-  // Runs [from, to] of address values, each within one range, in visiting order.
-  const runs: { range: IPRange; from: bigint; to: bigint }[] = [];
-  if (lastReserved !== null && lastIdx >= 0) {
-    const r = set[lastIdx]!;
-    runs.push({ range: r, from: lastReserved.value + 1n, to: r.rangeEnd.value });
-    for (let k = 1; k < set.length; k++) {
-      const other = set[(lastIdx + k) % set.length]!;
-      runs.push({ range: other, from: other.rangeStart.value, to: other.rangeEnd.value });
-    }
-    runs.push({ range: r, from: r.rangeStart.value, to: lastReserved.value });
-  } else {
-    for (const r of set) runs.push({ range: r, from: r.rangeStart.value, to: r.rangeEnd.value });
-  }
-  for (const { range, from, to } of runs) {
-    const family = range.subnet.ip.family;
-    const gateway = range.gateway?.family === family ? range.gateway.value : -1n;
-    let span = 0;
-    for (let v = from; v <= to; v++) {
-      while (span < range.exclude.length && range.exclude[span]!.last < v) span++;
-      const ex = range.exclude[span];
-      if (ex !== undefined && ex.first <= v) {
-        v = ex.last; // the loop's v++ steps past the span
-        continue;
-      }
-      if (v !== gateway) yield { ip: makeIP(family, v), range };
-    }
-  }
-}
 
 export class IPAllocator {
   readonly #set: RangeSet;
@@ -99,21 +50,9 @@ export class IPAllocator {
   }
 
   #requested(id: string, ifname: string, ip: IPAddr): AllocatedIP {
-    const r = rangeFor(this.#set, ip);
-    if (r === undefined) {
-      throw new AllocationError(`${formatIP(ip)} not in range set ${formatRangeSet(this.#set)}`);
-    }
-    if (r.gateway !== undefined && ipEqual(ip, r.gateway)) throw new AllocationError(`requested ip ${formatIP(ip)} is subnet's gateway`);
-    const excluded = excludedSpan(r, ip);
-    if (excluded !== undefined) {
-      throw new AllocationError(`requested ip ${formatIP(ip)} is excluded from range ${formatRange(r)} by exclude ${formatExcludedSpan(r, excluded)}`);
-    }
-    if (!this.#store.reserve(id, ifname, ip, this.#rangeID)) {
-      throw new AllocationError(
-        `requested IP address ${formatIP(ip)} is not available in range set ${formatRangeSet(this.#set)}`,
-      );
-    }
-    return { address: { ip, prefixLen: r.subnet.prefixLen }, gateway: r.gateway };
+    const r = requestedRange(this.#set, ip);
+    if (!this.#store.reserve(id, ifname, ip, this.#rangeID)) throw requestedTakenError(this.#set, ip);
+    return allocatedIn(r, ip);
   }
 
   #next(id: string, ifname: string): AllocatedIP {
@@ -125,10 +64,8 @@ export class IPAllocator {
     }
     const last = this.#store.lastReservedIP(this.#rangeID);
     for (const c of iterateCandidates(this.#set, last)) {
-      if (this.#store.reserve(id, ifname, c.ip, this.#rangeID)) {
-        return { address: { ip: c.ip, prefixLen: c.range.subnet.prefixLen }, gateway: c.range.gateway };
-      }
+      if (this.#store.reserve(id, ifname, c.ip, this.#rangeID)) return allocatedIn(c.range, c.ip);
     }
-    throw new AllocationError(`no IP addresses available in range set: ${formatRangeSet(this.#set)}`);
+    throw exhaustedError(this.#set);
   }
 }

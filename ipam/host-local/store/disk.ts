@@ -76,7 +76,7 @@ import {
 } from "../../../shared/sys/file.ts";
 import { close } from "../../../shared/sys/libc.ts";
 import { InternalError, InvalidConfigError } from "../../../shared/cni/errors.ts";
-import { errnoMessage } from "../../../shared/sys/errno.ts";
+import { PathError } from "../../../shared/sys/path-error.ts";
 import { FileLock } from "../../../shared/sys/flock.ts";
 import { formatIP, parseIP, type IPAddr } from "../../../shared/ip/addr.ts";
 import { DirView, isStable, LAST_RESERVED_PREFIX, LOCK_NAME, readEntry, scanDirectory, TEMP_NAME } from "./dir-view.ts";
@@ -117,16 +117,10 @@ const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 /** Reservation names are Go IP text. */
 const IP_NAME = /^[0-9a-f.:]+$/;
 
-function errnoOf(err: unknown): number {
-  const n = (err as { errno?: unknown }).errno;
-  return typeof n === "number" ? Math.abs(n) : 0;
-}
-
 /** A Go-style `<op> <path>: <errno text>` failure (code 999, as upstream's *PathError). */
 export function fsError(op: string, path: string, err: unknown): InternalError {
-  const errno = errnoOf(err);
-  const why = errno !== 0 ? errnoMessage(errno) : err instanceof Error ? err.message : String(err);
-  return new InternalError(`${op} ${path}: ${why}`, { cause: err });
+  const failure = new PathError(op, path, err);
+  return new InternalError(failure.message, { cause: failure });
 }
 
 function isErrno(err: unknown, code: string): boolean {

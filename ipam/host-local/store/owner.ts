@@ -4,9 +4,9 @@
  * recorded hold only the container ID ("legacy"). Matching compares the whitespace-trimmed file
  * content with these keys, exactly as upstream `backend/disk/backend.go` does.
  */
-import { goTrimSpace } from "../go-strings.ts";
+import { goTrimSpace } from "../../../shared/ipam/go-strings.ts";
 
-export { goTrimSpace } from "../go-strings.ts";
+export { goTrimSpace } from "../../../shared/ipam/go-strings.ts";
 
 /** Separator between container ID and ifname inside a reservation file. */
 export const LINE_BREAK = "\r\n";

@@ -1,14 +1,15 @@
 /**
- * `ipam.resolvConf`: turns a resolv.conf into the result's `dns` (upstream `host-local/dns.go`).
+ * `ipam.resolvConf` of host-local and cluster-local: turns a resolv.conf into the result's `dns` (upstream `host-local/dns.go`).
  * Lines are trimmed; empty lines and lines starting with `#` or `;` are skipped; lines with fewer
  * than two fields are ignored. `nameserver` appends its first argument, `domain` sets (last wins),
  * `search` and `options` append all their arguments; anything else is ignored. Inline comments are
  * not stripped.
  */
-import { readTextFile } from "../../shared/sys/file.ts";
-import type { DNS } from "../../shared/cni/types.ts";
+import { InternalError } from "../cni/errors.ts";
+import type { DNS } from "../cni/types.ts";
+import { readTextFile } from "../sys/file.ts";
+import { PathError } from "../sys/path-error.ts";
 import { goFields, goTrimSpace } from "./go-strings.ts";
-import { fsError } from "./store/disk.ts";
 
 /** Parses resolv.conf text. */
 export function parseResolvConfText(text: string): DNS {
@@ -44,7 +45,8 @@ export function parseResolvConf(path: string): DNS {
   try {
     text = readTextFile(path);
   } catch (err) {
-    throw fsError((err as NodeJS.ErrnoException).code === "EISDIR" ? "read" : "open", path, err);
+    const failure = new PathError((err as NodeJS.ErrnoException).code === "EISDIR" ? "read" : "open", path, err);
+    throw new InternalError(failure.message, { cause: failure });
   }
   return parseResolvConfText(text);
 }

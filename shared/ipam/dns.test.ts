@@ -3,7 +3,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CniError } from "../../shared/cni/errors.ts";
+import { CniError } from "../cni/errors.ts";
 import { parseResolvConf, parseResolvConfText } from "./dns.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "hl-dns-"));

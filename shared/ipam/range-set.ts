@@ -1,8 +1,8 @@
 /**
- * A range set (`ipam.ranges[i]`): ranges of one family that together form one pool; host-local
- * allocates one address per range set. Mirrors upstream `backend/allocator/range_set.go`.
+ * A range set (`ipam.ranges[i]`): ranges of one family that together form one pool; host-local and
+ * cluster-local allocate one address per range set. Mirrors upstream `backend/allocator/range_set.go`.
  */
-import type { IPAddr, IPFamily } from "../../../shared/ip/addr.ts";
+import type { IPAddr, IPFamily } from "../ip/addr.ts";
 import { canonicalizeRange, formatRange, rangeContains, rangesOverlap, RangeConfigError, type IPRange, type RangeInput } from "./range.ts";
 
 export type RangeSet = readonly IPRange[];

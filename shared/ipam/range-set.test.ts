@@ -1,7 +1,7 @@
 /** Range-set validation and membership (upstream range_set_test.go scenarios). */
 import { describe, expect, test } from "bun:test";
-import { parseIP, type IPAddr } from "../../../shared/ip/addr.ts";
-import { parseCIDRDetailed } from "../../../shared/ip/cidr.ts";
+import { parseIP, type IPAddr } from "../ip/addr.ts";
+import { parseCIDRDetailed } from "../ip/cidr.ts";
 import { canonicalizeRangeSet, formatRangeSet, rangeFor, rangeSetContains, rangeSetFamily, rangeSetsOverlap } from "./range-set.ts";
 import type { RangeInput } from "./range.ts";
 

@@ -1,7 +1,7 @@
 /** Range defaults and validation (upstream range_test.go scenarios). */
 import { describe, expect, test } from "bun:test";
-import { formatIP, parseIP, type IPAddr } from "../../../shared/ip/addr.ts";
-import { parseCIDRDetailed, type ParsedCIDR } from "../../../shared/ip/cidr.ts";
+import { formatIP, parseIP, type IPAddr } from "../ip/addr.ts";
+import { parseCIDRDetailed, type ParsedCIDR } from "../ip/cidr.ts";
 import {
   allocatableCount,
   canonicalizeRange,

@@ -11,7 +11,7 @@
  *   allocatable and there is no default gateway (a configured one is still honoured and skipped);
  * - `exclude`: addresses and prefixes of the subnet that are never handed out.
  */
-import { compareIP, formatIP, makeIP, nextIP, parseIP, prevIP, type IPAddr } from "../../../shared/ip/addr.ts";
+import { compareIP, formatIP, makeIP, nextIP, parseIP, prevIP, type IPAddr } from "../ip/addr.ts";
 import {
   containsIP,
   formatCIDR,
@@ -21,7 +21,7 @@ import {
   parseCIDRDetailed,
   type CIDR,
   type ParsedCIDR,
-} from "../../../shared/ip/cidr.ts";
+} from "../ip/cidr.ts";
 
 /** An inclusive run of excluded addresses, as integer values of the range's family. */
 export interface ExcludedSpan {
