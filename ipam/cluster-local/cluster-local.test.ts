@@ -51,6 +51,7 @@ function args(config: Record<string, unknown>, containerID = "c1", extra: Partia
     config,
     cniVersion: String(config.cniVersion),
     env: {},
+    stderr: () => {},
     ...extra,
   };
 }
