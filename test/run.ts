@@ -16,7 +16,13 @@
  *   test/e2e/setup/prepare.sh (cached builds of cnitool and rc-crictl), inside a throwaway netns AND
  *   a private mount namespace with a tmpfs on /var/lib/cni, junit to .test-out/e2e.xml.
  * - diff: the differential suite against the Go 1.1.1 binaries, same sandbox, .test-out/diff.xml.
- * - all: unit, integration, vm, e2e, diff, then the totals.
+ * - integration-agent, e2e-agent, diff-agent: the same lanes with a resident agent
+ *   (`cni-plugins serve`, docs/resident.md) started in the lane's sandbox, on the default socket
+ *   (/run/cni/plugins.sock, a tmpfs of the sandbox), so every plugin call whose caller shares the
+ *   sandbox's namespaces goes through the shim to the agent; the others run standalone, as they
+ *   would on a node. The lane fails when the agent served no call at all (its log is
+ *   .test-out/<lane>.agent.log).
+ * - all: unit, integration, integration-agent, vm, e2e, e2e-agent, diff, diff-agent, then the totals.
  *
  * As a normal user, the root lanes (integration, vm, e2e, diff) and the unit lane run in ONE
  * elevated child, `bun test/run.ts elevated <lane,...>` (sudo, or the desktop prompt;
@@ -47,7 +53,7 @@ import {
   type JunitCounts,
   type SuiteTotals,
 } from "./harness/junit.ts";
-import { DIST_BIN, REPO_ROOT, TEST_OUT } from "./harness/paths.ts";
+import { DIST_BIN, MULTI_CALL_BINARY, REPO_ROOT, TEST_OUT } from "./harness/paths.ts";
 import { netnsIdOf, SANDBOX_ENV } from "./harness/sandbox.ts";
 
 const UNIT_ROOTS = ["shared", "plugins", "ipam", "meta", "operator", "build", "test/harness", "test/bench"];
@@ -66,7 +72,7 @@ const VM_WALL_LIMIT_S = 1500; // every *.vm.test.ts file (vlan, ipvlan, dummy, v
 const VM_INFRA_FAILURE = 125;
 const VM_TIMEOUT = 124;
 
-type Suite = "unit" | "integration" | "vm" | "e2e" | "diff";
+type Suite = "unit" | "integration" | "integration-agent" | "vm" | "e2e" | "e2e-agent" | "diff" | "diff-agent";
 
 /** test/e2e: real runtimes + interop (lane e2e) and the differential suite against Go 1.1.1 (lane diff). */
 const E2E_DIR = "test/e2e";
@@ -180,71 +186,94 @@ async function runUnit(): Promise<SuiteTotals> {
  * /var/lib/cni and one on /run/cni, so libcni caches, host-local stores, tuning backups and
  * firewall records of the runtimes never touch the host's.
  */
-async function runE2eAsRoot(suite: "e2e" | "diff"): Promise<SuiteTotals> {
+async function runE2eAsRoot(suite: "e2e" | "diff" | "e2e-agent" | "diff-agent"): Promise<SuiteTotals> {
+  const base = suite.startsWith("e2e") ? "e2e" : "diff";
+  const agent = suite.endsWith("-agent");
   for (const tool of ["unshare", "nsenter", "ip", "mount"]) {
     if (Bun.which(tool) === null) return saveTotals(suite, failedSuite(`${suite}: required tool \`${tool}\` is not installed (run test/setup-host.sh)`));
   }
-  if (suite === "e2e") {
+  if (base === "e2e") {
     const prep = Bun.spawnSync(["bash", join(REPO_ROOT, E2E_DIR, "setup", "prepare.sh")], { stdout: "inherit", stderr: "inherit" });
     if (prep.exitCode !== 0) log("e2e: setup/prepare.sh failed; rows needing cnitool / rc-crictl will skip with the reason");
   }
-  const files = (suite === "e2e" ? E2E_FILES : DIFF_FILES)
+  const files = (base === "e2e" ? E2E_FILES : DIFF_FILES)
     .map((f) => `./${E2E_DIR}/${f}`)
     .filter((f) => existsSync(join(REPO_ROOT, f)));
   if (files.length === 0) return saveTotals(suite, failedSuite(`${suite}: no test files under ${E2E_DIR}`));
-  const argv = sandboxArgv(["/var/lib/cni", "/run/cni"], [
-    process.execPath,
-    "test",
-    ...files,
-    `--timeout=${E2E_TEST_TIMEOUT_MS}`,
-    "--reporter=junit",
-    `--reporter-outfile=${junitFile(suite)}`,
-  ]);
+  const argv = sandboxArgv(
+    ["/var/lib/cni", "/run/cni"],
+    [process.execPath, "test", ...files, `--timeout=${E2E_TEST_TIMEOUT_MS}`, "--reporter=junit", `--reporter-outfile=${junitFile(suite)}`],
+    agent ? agentLog(suite) : undefined,
+  );
   const started = Date.now();
   const totals = await runBunTest(suite, argv, { ...process.env, [SANDBOX_ENV]: netnsIdOf("self") });
   log(`${suite}: lane took ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  return saveTotals(suite, totals);
+  return saveTotals(suite, agent ? withAgentCheck(suite, totals) : totals);
+}
+
+/** The resident agent's log of an agent lane. */
+function agentLog(suite: Suite): string {
+  return join(TEST_OUT, `${suite}.agent.log`);
+}
+
+/** An agent lane whose agent served no call did not test the agent: that is a failure. */
+function withAgentCheck(suite: Suite, totals: SuiteTotals): SuiteTotals {
+  const text = existsSync(agentLog(suite)) ? readFileSync(agentLog(suite), "utf8") : "";
+  const summary = /served (\d+) call\(s\), refused (\d+)/.exec(text);
+  log(`${suite}: the agent ${summary ? `served ${summary[1]} call(s) and refused ${summary[2]} (they ran standalone)` : "left no summary"}`);
+  if (summary !== null && Number(summary[1]) > 0) return totals;
+  return { ...totals, failed: totals.failed + 1, problems: [...totals.problems, `${suite}: the resident agent served no call (see ${relative(REPO_ROOT, agentLog(suite))})`] };
 }
 
 /**
  * `command` in a throwaway network namespace (`lo` up) and a private mount namespace where each of
- * `stateDirs` is an empty tmpfs, so plugin state of the tests never touches the host's.
+ * `stateDirs` is an empty tmpfs, so plugin state of the tests never touches the host's. With
+ * `agentLogFile`, a resident agent (`cni-plugins serve` on the default socket) runs beside the
+ * command in the same namespaces, logging there, and is stopped (SIGTERM, by its pid) after it.
  */
-function sandboxArgv(stateDirs: string[], command: string[]): string[] {
+function sandboxArgv(stateDirs: string[], command: string[], agentLogFile?: string): string[] {
   for (const dir of stateDirs) mkdirSync(dir, { recursive: true });
   const mounts = stateDirs.map((d) => `mount -t tmpfs cni-test ${d} && `).join("");
-  return ["unshare", "--net", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", `${mounts}ip link set lo up && exec "$@"`, "sh", ...command];
+  if (agentLogFile === undefined) {
+    return ["unshare", "--net", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", `${mounts}ip link set lo up && exec "$@"`, "sh", ...command];
+  }
+  const agent =
+    `"${MULTI_CALL_BINARY}" serve --verbose --max-workers 32 >"${agentLogFile}" 2>&1 & agent=$!; ` +
+    `i=0; while [ ! -S /run/cni/plugins.sock ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i+1)); done; ` +
+    `"$@"; status=$?; kill -TERM $agent; wait $agent; exit $status`;
+  return ["unshare", "--net", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", `${mounts}ip link set lo up && ${agent}`, "sh", ...command];
 }
 
 function isRoot(): boolean {
   return process.getuid?.() === 0;
 }
 
-/** Root only: the integration suite inside a fresh network namespace. */
-async function runIntegrationAsRoot(): Promise<SuiteTotals> {
+/** Root only: the integration suite inside a fresh network namespace (with a resident agent: `agent`). */
+async function runIntegrationAsRoot(agent = false): Promise<SuiteTotals> {
+  const suite: Suite = agent ? "integration-agent" : "integration";
   const missing = EXPECTED_LINKS.filter((p) => !existsSync(join(DIST_BIN, p)));
   if (missing.length > 0) {
-    log(`integration: dist/bin lacks ${missing.join(", ")} (run \`make build\`); the affected tests will fail`);
+    log(`${suite}: dist/bin lacks ${missing.join(", ")} (run \`make build\`); the affected tests will fail`);
   }
   for (const tool of ["unshare", "nsenter", "ip", "mount"]) {
     if (Bun.which(tool) === null) {
-      return saveTotals("integration", failedSuite(`integration: required tool \`${tool}\` is not installed (run test/setup-host.sh)`));
+      return saveTotals(suite, failedSuite(`${suite}: required tool \`${tool}\` is not installed (run test/setup-host.sh)`));
     }
   }
   const files = findIntegrationTests(false);
   if (files.length === 0) {
-    return saveTotals("integration", failedSuite(`integration: no *.test.ts files under ${INTEGRATION_DIR}`));
+    return saveTotals(suite, failedSuite(`${suite}: no *.test.ts files under ${INTEGRATION_DIR}`));
   }
-  const argv = sandboxArgv(["/var/lib/cni", "/run/cni"], [
-    process.execPath,
-    "test",
-    ...files,
-    `--timeout=${INTEGRATION_TEST_TIMEOUT_MS}`,
-    "--reporter=junit",
-    `--reporter-outfile=${junitFile("integration")}`,
-  ]);
+  const argv = sandboxArgv(
+    ["/var/lib/cni", "/run/cni"],
+    [process.execPath, "test", ...files, `--timeout=${INTEGRATION_TEST_TIMEOUT_MS}`, "--reporter=junit", `--reporter-outfile=${junitFile(suite)}`],
+    agent ? agentLog(suite) : undefined,
+  );
   const hostNetns = netnsIdOf("self");
-  return saveTotals("integration", await runBunTest("integration", argv, { ...process.env, [SANDBOX_ENV]: hostNetns }));
+  const started = Date.now();
+  const totals = await runBunTest(suite, argv, { ...process.env, [SANDBOX_ENV]: hostNetns });
+  log(`${suite}: lane took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return saveTotals(suite, agent ? withAgentCheck(suite, totals) : totals);
 }
 
 /**
@@ -298,12 +327,15 @@ function forwardedTestEnv(): string[] {
 type ElevatedLane = PrivilegedLane | "unit";
 const ROOT_LANES: Record<ElevatedLane, () => Promise<SuiteTotals>> = {
   unit: runUnit,
-  integration: runIntegrationAsRoot,
+  integration: () => runIntegrationAsRoot(false),
+  "integration-agent": () => runIntegrationAsRoot(true),
   vm: runVmAsRoot,
   e2e: () => runE2eAsRoot("e2e"),
+  "e2e-agent": () => runE2eAsRoot("e2e-agent"),
   diff: () => runE2eAsRoot("diff"),
+  "diff-agent": () => runE2eAsRoot("diff-agent"),
 };
-const ALL_ROOT_LANES: PrivilegedLane[] = ["integration", "vm", "e2e", "diff"];
+const ALL_ROOT_LANES: PrivilegedLane[] = ["integration", "integration-agent", "vm", "e2e", "e2e-agent", "diff", "diff-agent"];
 /** What a root run writes in the checkout (`sudo make test` builds and installs, too). */
 const OUTPUT_DIRS = [".test-out", "dist", "node_modules"];
 /** Written first by the elevated child: proof that elevation worked (its absence: "not run"). */
@@ -390,31 +422,33 @@ async function main(): Promise<void> {
     case "vm":
     case "e2e":
     case "diff":
-      if (!isRoot()) return runWithElevation([mode], false, `sudo make test-${mode}`);
-      finish([await ROOT_LANES[mode]()]);
+    case "integration-agent":
+    case "e2e-agent":
+    case "diff-agent": {
+      // `integration`, `e2e` and `diff` run both ways: standalone and with the resident agent.
+      const lanes: PrivilegedLane[] = mode === "vm" || mode.endsWith("-agent") ? [mode] : [mode, `${mode as "integration" | "e2e" | "diff"}-agent`];
+      if (!isRoot()) return runWithElevation(lanes, false, `sudo make test-${mode.replace(/-agent$/, "")}`);
+      const results: SuiteTotals[] = [];
+      for (const lane of lanes) results.push(await ROOT_LANES[lane]());
+      finish(results);
+    }
     case "elevated": {
       const lanes = (process.argv[3] ?? "").split(",").filter((l): l is ElevatedLane => Object.hasOwn(ROOT_LANES, l));
       if (!isRoot() || lanes.length === 0) {
-        log("usage (as root, started by run.ts itself): bun test/run.ts elevated <unit,integration,vm,e2e,diff>");
+        log(`usage (as root, started by run.ts itself): bun test/run.ts elevated <${Object.keys(ROOT_LANES).join(",")}>`);
         process.exit(2);
       }
       return runElevatedChild(lanes);
     }
     case "all": {
       if (!isRoot()) return runWithElevation(ALL_ROOT_LANES, true, "sudo make test");
-      const unit = await runUnit();
-      const integration = await runIntegrationAsRoot();
-      const vm = await runVmAsRoot();
-      const e2e = await runE2eAsRoot("e2e");
-      const diff = await runE2eAsRoot("diff");
-      log(
-        `\nunit: ${formatTotals(unit)}\nintegration: ${formatTotals(integration)}\nvm: ${formatTotals(vm)}` +
-          `\ne2e: ${formatTotals(e2e)}\ndiff: ${formatTotals(diff)}`,
-      );
-      finish([unit, integration, vm, e2e, diff]);
+      const results: [string, SuiteTotals][] = [["unit", await runUnit()]];
+      for (const lane of ALL_ROOT_LANES) results.push([lane, await ROOT_LANES[lane]()]);
+      log(`\n${results.map(([lane, totals]) => `${lane}: ${formatTotals(totals)}`).join("\n")}`);
+      finish(results.map(([, totals]) => totals));
     }
     default:
-      log("usage: bun test/run.ts <unit|integration|vm|e2e|diff|all>");
+      log("usage: bun test/run.ts <unit|integration|vm|e2e|diff|all> (or integration-agent, e2e-agent, diff-agent alone)");
       process.exit(2);
   }
 }
