@@ -11,6 +11,7 @@
  *   exit      the thread exits under the call
  */
 import { serveCalls } from "./worker-loop.ts";
+import { getcwd } from "../shared/sys/libc.ts";
 import { setUmask } from "../shared/sys/process.ts";
 
 declare const self: Worker;
@@ -33,7 +34,7 @@ serveCalls(
       case "cwd": {
         const mask = setUmask(0);
         setUmask(mask);
-        io.stdout(JSON.stringify({ cwd: process.cwd(), umask: mask }));
+        io.stdout(JSON.stringify({ cwd: getcwd(), umask: mask }));
         return 0;
       }
       case "sleep":

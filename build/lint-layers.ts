@@ -128,7 +128,7 @@ for (const top of ["plugins", "ipam", "meta", "shared", "agent"]) {
     }
     if (top !== "agent" && !OWN_PROCESS.some((ok) => ok.test(rel))) {
       const code = text.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "");
-      if (/process\.(env|stdout|stdin|stderr)\b/.test(code)) problems.push(`${rel}: uses process.env/stdout/stdin/stderr (use CmdArgs)`);
+      if (/process\.(env|stdout|stdin|stderr|cwd)\b/.test(code)) problems.push(`${rel}: uses process.env/stdout/stdin/stderr/cwd (use CmdArgs; shared/sys getcwd for the thread's directory)`);
       if (/writeAllSync\(\s*2\b|console\.(log|error|warn|info)\(/.test(code) && rel !== "shared/cni/stdio.ts") {
         problems.push(`${rel}: writes to stderr itself (use CmdArgs.stderr)`);
       }

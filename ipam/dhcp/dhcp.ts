@@ -19,10 +19,10 @@
  *   needs; otherwise code 50. Nothing is sent to the DHCP server.
  * Deliberate differences from upstream are listed in DIFFERENCES.md (dhcp).
  */
-import { isAbsolute, resolve } from "node:path";
 import { InternalError, PluginUnavailableError, TryAgainLaterError, messageOf } from "../../shared/cni/errors.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
+import { absolutePath } from "../../shared/sys/file.ts";
 import { loadDhcpConfig, socketPathOf } from "./config.ts";
 import { DaemonCallError, DaemonUnreachableError, withDaemon, type RpcClient } from "./rpc-client.ts";
 import {
@@ -42,7 +42,8 @@ const START_HINT = "is the dhcp daemon running? start it with `dhcp daemon` (or 
 function rpcArgs(args: CmdArgs): RpcArgs {
   return {
     containerID: args.containerID,
-    netns: args.netns === "" || isAbsolute(args.netns) ? args.netns : resolve(args.netns),
+    // The daemon has another working directory: a relative path is made absolute here, as upstream.
+    netns: args.netns === "" || args.netns.startsWith("/") ? args.netns : absolutePath(args.netns),
     ifName: args.ifName,
     args: args.args,
     path: args.path,

@@ -142,6 +142,11 @@ describe("file (libc)", () => {
     }
   });
 
+  test("absolutePath: against the thread's working directory, cleaned (Go's filepath.Abs)", () => {
+    expect(file.absolutePath("ns/../ns/net")).toBe(join(process.cwd(), "ns", "net"));
+    expect(file.absolutePath("/proc/./1/ns/net/")).toBe("/proc/1/ns/net");
+  });
+
   test("rename, unlink, mkdirAll and utimes", () => {
     const a = join(dir, "a");
     writeFileSync(a, "x");

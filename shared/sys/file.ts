@@ -8,7 +8,7 @@
 import { O_CLOEXEC, O_CREAT, O_EXCL, O_RDONLY, O_TRUNC, O_WRONLY } from "./constants.ts";
 import { EAGAIN, EEXIST, ENOENT } from "./errno.ts";
 import { SyscallError } from "./errors.ts";
-import { AT_FDCWD, close, getdents64, linkat, mkdirat, openat, read, renameat, statx, STATX_SIZE, unlinkat, utimensat, write } from "./libc.ts";
+import { AT_FDCWD, close, getcwd, getdents64, linkat, mkdirat, openat, read, renameat, statx, STATX_SIZE, unlinkat, utimensat, write } from "./libc.ts";
 
 /** <fcntl.h> flags of the *at calls. */
 const AT_SYMLINK_NOFOLLOW = 0x100;
@@ -24,6 +24,14 @@ const DT_UNKNOWN = 0;
 const DT_DIR = 4;
 const DT_REG = 8;
 const DT_LNK = 10;
+
+/**
+ * `path` made absolute against the calling thread's working directory and cleaned, as Go's
+ * `filepath.Abs` does (an absolute path is only cleaned).
+ */
+export function absolutePath(path: string): string {
+  return path.startsWith("/") ? joinPath(path) : joinPath(getcwd(), path);
+}
 
 /**
  * Joins path elements and cleans the result like Go's `filepath.Join` (and node's `path.join`

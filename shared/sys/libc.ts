@@ -55,6 +55,7 @@ function load() {
     linkat: { args: ["i32", "ptr", "i32", "ptr", "i32"], returns: "i32" },
     mkdirat: { args: ["i32", "ptr", "u32"], returns: "i32" },
     utimensat: { args: ["i32", "ptr", "ptr", "i32"], returns: "i32" },
+    getcwd: { args: ["ptr", "u64"], returns: "ptr" },
   });
 }
 
@@ -324,6 +325,16 @@ export function mkdirat(dirfd: number, path: string, mode: number): void {
 }
 
 /** utimensat(2) with access and modification times in (seconds, nanoseconds). */
+/**
+ * getcwd(3): the calling thread's working directory (a thread of the resident agent has its own;
+ * `process.cwd()` is the process's, cached by the runtime).
+ */
+export function getcwd(): string {
+  const buf = new Uint8Array(4097);
+  if (sym().getcwd(buf, buf.byteLength) === null) fail("getcwd", "");
+  return new TextDecoder().decode(buf.subarray(0, buf.indexOf(0)));
+}
+
 export function utimensat(dirfd: number, path: string, atime: [number, number], mtime: [number, number], flags = 0): void {
   const times = new BigInt64Array([BigInt(atime[0]), BigInt(atime[1]), BigInt(mtime[0]), BigInt(mtime[1])]);
   check(sym().utimensat(dirfd, cstr(path), new Uint8Array(times.buffer), flags), "utimensat", JSON.stringify(path));
