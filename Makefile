@@ -121,6 +121,7 @@ demo:
 # Ours next to the Go 1.1.1 binaries, every scenario of docs/performance.md, one table at the end; root.
 bench: build
 	@bash test/setup-host.sh
+	@bash test/e2e/setup/prepare.sh
 	CNI_BENCH_COMPILE_FLAGS="$(COMPILE_FLAGS)" $(BUN) test/bench/run.ts
 
 clean:

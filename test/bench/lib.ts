@@ -7,14 +7,30 @@ import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 
-export type Impl = "ours" | "go";
-export const IMPLS: readonly Impl[] = ["ours", "go"];
+/**
+ * What is measured, side by side:
+ * - direct: ours as before resident mode, every plugin name a link to the executable;
+ * - standalone: ours as installed (the exec shim) with no agent: the shim runs the executable;
+ * - resident: the same shims with the agent serving the calls;
+ * - go: the Go reference plugins.
+ */
+export type Impl = "direct" | "standalone" | "resident" | "go";
+export const IMPLS: readonly Impl[] = ["direct", "standalone", "resident", "go"];
 
-/** Where each implementation's plugins are. */
+/** Where the plugins are: ours as built (shims), ours as links to the executable, Go's. */
 export interface Dirs {
   ours: string;
+  direct: string;
   go: string;
 }
+
+/** The plugin directory of `impl`. */
+export function dirOf(dirs: Dirs, impl: Impl): string {
+  return impl === "go" ? dirs.go : impl === "direct" ? dirs.direct : dirs.ours;
+}
+
+/** A socket where no agent listens: the shims of `standalone` fall back at once. */
+export const NO_AGENT_SOCKET = "/run/cni-bench-no-agent.sock";
 
 /** Runs a harness command (not timed); throws with its output on failure. */
 export function sh(argv: readonly string[], input?: string): string {
@@ -61,6 +77,8 @@ export interface CallEnv {
   CNI_PATH: string;
   PATH?: string;
   CNI_PHASES?: string;
+  /** Where the shims find the agent (docs/resident.md). */
+  CNI_PLUGINS_SOCKET?: string;
 }
 
 export interface CallResult {

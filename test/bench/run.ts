@@ -19,13 +19,13 @@
  * measured processes as little as possible; `--no-realtime` runs them as ordinary processes.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { log, normalisePageCache, sh } from "./lib.ts";
-import { cleanState, SCENARIOS, type ScenarioOutput } from "./scenarios.ts";
+import { cleanState, SCENARIOS, type Samples, type ScenarioOutput } from "./scenarios.ts";
 import { median } from "./stats.ts";
-import { formatTable, type Row, type Target } from "./table.ts";
+import { formatTable, type Column, type Row, type Target } from "./table.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const OURS = resolve(process.env.CNI_BENCH_OURS ?? join(ROOT, "dist/bin"));
@@ -56,6 +56,9 @@ function plan(): [string, number][] {
     ["kube-legacy", Math.max(3, Math.ceil(ROUNDS / 2))],
     ["kube-nftables", Math.max(3, Math.ceil(ROUNDS / 2))],
     ["memory", Math.max(3, Math.ceil(ROUNDS / 2))],
+    ["cri", ROUNDS],
+    ["agent-memory", 1],
+    ["shim", ROUNDS],
     ["phases", ROUNDS],
   ];
   return only === undefined ? all : all.filter(([id]) => only.includes(id));
@@ -78,24 +81,66 @@ function buildHello(state: string): string {
   return out;
 }
 
+/**
+ * The old layout of ours, as before resident mode: every plugin name a link to the executable
+ * (a directory of symbolic links in `state`).
+ */
+function directDir(state: string): string {
+  const dir = join(state, "direct");
+  mkdirSync(dir);
+  for (const name of readdirSync(OURS)) {
+    if (name !== "cni-plugins-shim") symlinkSync(join(OURS, "cni-plugins"), join(dir, name));
+  }
+  return dir;
+}
+
+/** Starts the resident agent (in this worker's namespaces) on a socket in `state`; waits until it listens. */
+async function startAgent(state: string): Promise<{ socket: string; pid: number; stop(): Promise<void> }> {
+  const socket = join(state, "agent", "plugins.sock");
+  const proc = Bun.spawn([join(OURS, "cni-plugins"), "serve", "--socket", socket, "--max-workers", "32"], {
+    stdin: "ignore",
+    stdout: "ignore",
+    stderr: "inherit",
+  });
+  for (let i = 0; ; i++) {
+    try {
+      (await Bun.connect({ unix: socket, socket: { data() {} } })).end();
+      break;
+    } catch {
+      if (i > 300 || proc.exitCode !== null) throw new Error(`the agent did not start listening on ${socket}`);
+      await Bun.sleep(20);
+    }
+  }
+  return {
+    socket,
+    pid: proc.pid,
+    async stop() {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    },
+  };
+}
+
 /** Worker: runs one scenario in this (fresh) network namespace and prints its output as JSON. */
-async function worker(id: string, rounds: number, hello: string): Promise<void> {
+async function worker(id: string, rounds: number, hello: string, direct: string): Promise<void> {
   sh(["ip", "link", "set", "lo", "up"]);
   const scenario = SCENARIOS[id];
   if (scenario === undefined) throw new Error(`unknown scenario ${id}`);
   const state = mkdtempSync(join(tmpdir(), `cni-bench-${id}-`));
+  const agent = await startAgent(state);
   try {
-    const out = await scenario({ dirs: { ours: OURS, go: GO }, hello, rounds, state });
+    const out = await scenario({ dirs: { ours: OURS, direct, go: GO }, agent, hello, rounds, state });
     process.stdout.write(`${JSON.stringify(out)}\n`);
   } finally {
+    await agent.stop();
     cleanState(state);
   }
 }
 
-function runWorker(id: string, rounds: number, hello: string): ScenarioOutput | string {
+function runWorker(id: string, rounds: number, hello: string, direct: string): ScenarioOutput | string {
   const started = performance.now();
   log(`${id}: ${rounds} rounds`);
-  const argv = ["unshare", "-n", process.execPath, import.meta.path, "--worker", id, "--rounds", String(rounds), "--hello", hello];
+  const argv = ["unshare", "-n", process.execPath, import.meta.path, "--worker", id, "--rounds", String(rounds), "--hello", hello, "--direct", direct];
   const r = spawnSync(REALTIME ? "chrt" : argv[0]!, REALTIME ? ["-r", "1", ...argv] : argv.slice(1), {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "inherit"],
@@ -113,54 +158,66 @@ function runWorker(id: string, rounds: number, hello: string): ScenarioOutput | 
   }
 }
 
+/** One row of the table from one metric of a scenario: which series, which targets. */
 interface RowSpec {
   metric: string;
   scenario: string;
-  target: Target;
+  targets: Target[];
   unit?: Row["unit"];
-  /** Reference series (default go). */
-  reference?: "go" | "hello" | "host-local";
+  /** The series shown (default: direct, standalone, resident, go). */
+  columns?: Column[];
 }
 
-const R = (max: number): Target => ({ kind: "ratio", max });
-const NONE: Target = { kind: "none" };
+const ratio = (of: Column, vs: Column, max: number): Target => ({ kind: "ratio", of, vs, max });
+/** Resident at most `max` of Go's time (issue 21). */
+const RES = (max: number): Target => ratio("resident", "go", max);
+/** Standalone (the shim falling back) at most 5 % slower than the executable called directly. */
+const STAND: Target = ratio("standalone", "direct", 1.05);
 
-/** Which rows each scenario's metrics become, with the targets of issue 11. */
+/** Which rows each scenario's metrics become, with their targets (issues 11 and 21). */
 const ROWS: Readonly<Record<string, RowSpec[]>> = {
-  "kube-nft": [
-    { metric: "add", scenario: "kube node, iptables-nft: bridge(ipMasq)+portmap+firewall ADD", target: R(0.5) },
-    { metric: "del", scenario: "kube node, iptables-nft: bridge(ipMasq)+portmap+firewall DEL", target: R(0.5) },
+  version: [
+    { metric: "version", scenario: "VERSION", targets: [{ kind: "within", of: "standalone", vs: "direct", max: 1 }] },
+    { metric: "version", scenario: "VERSION, the executable vs a compiled Bun hello-world", columns: ["direct", "hello"], targets: [{ kind: "within", of: "direct", vs: "hello", max: 1 }] },
   ],
-  "kube-legacy": [
-    { metric: "add", scenario: "kube node, iptables-legacy: bridge(ipMasq)+portmap+firewall ADD", target: R(0.5) },
-    { metric: "del", scenario: "kube node, iptables-legacy: bridge(ipMasq)+portmap+firewall DEL", target: R(0.5) },
-  ],
-  "kube-nftables": [
-    { metric: "add", scenario: "kube node, ours nftables backends (Go: iptables-nft) ADD", target: R(0.5) },
-    { metric: "del", scenario: "kube node, ours nftables backends (Go: iptables-nft) DEL", target: R(0.5) },
-  ],
-  "host-local-5000": [{ metric: "add", scenario: "host-local ADD, 5,000 reservations", target: R(0.5) }],
-  "host-local-20000": [{ metric: "add", scenario: "host-local ADD, 20,000 reservations", target: R(0.3) }],
-  chain5: [
-    { metric: "add", scenario: "bridge+portmap+firewall+tuning+bandwidth ADD", target: R(0.7) },
-    { metric: "del", scenario: "bridge+portmap+firewall+tuning+bandwidth DEL", target: R(0.7) },
-  ],
+  shim: [{ metric: "alone", scenario: "exec shim alone, start to exit", columns: ["resident", "hello"], targets: [{ kind: "at-most", of: "resident", max: 1 }] }],
+  loopback: [{ metric: "add", scenario: "loopback ADD", targets: [RES(0.5), STAND] }],
   bridge: [
-    { metric: "add", scenario: "bridge+host-local ADD", target: R(1.0) },
-    { metric: "del", scenario: "bridge+host-local DEL", target: R(0.8) },
+    { metric: "add", scenario: "bridge+host-local ADD", targets: [RES(0.5), STAND] },
+    { metric: "del", scenario: "bridge+host-local DEL", targets: [RES(1.0), STAND] },
   ],
   "cluster-local": [
-    { metric: "add", scenario: "bridge+cluster-local ADD (3-member etcd, loopback)", target: R(1.5), reference: "host-local" },
-    { metric: "del", scenario: "bridge+cluster-local DEL (3-member etcd, loopback)", target: NONE, reference: "host-local" },
+    { metric: "add standalone", scenario: "bridge+cluster-local ADD vs host-local, standalone", columns: ["standalone", "host-local"], targets: [ratio("standalone", "host-local", 1.5)] },
+    { metric: "add resident", scenario: "bridge+cluster-local ADD vs host-local, resident", columns: ["resident", "host-local"], targets: [ratio("resident", "host-local", 1.5)] },
+    { metric: "del standalone", scenario: "bridge+cluster-local DEL vs host-local, standalone", columns: ["standalone", "host-local"], targets: [] },
+    { metric: "del resident", scenario: "bridge+cluster-local DEL vs host-local, resident", columns: ["resident", "host-local"], targets: [] },
   ],
   concurrent: [
-    { metric: "add", scenario: "50 concurrent bridge+host-local ADDs (total)", target: R(1.0) },
-    { metric: "del", scenario: "50 concurrent bridge+host-local DELs (total)", target: NONE },
+    { metric: "add", scenario: "50 concurrent bridge+host-local ADDs (total)", targets: [RES(0.5), STAND] },
+    { metric: "del", scenario: "50 concurrent bridge+host-local DELs (total)", targets: [RES(1.0), STAND] },
   ],
-  loopback: [{ metric: "add", scenario: "loopback ADD", target: NONE }],
-  version: [
-    { metric: "version", scenario: "VERSION (process start)", target: NONE },
-    { metric: "version", scenario: "VERSION vs compiled Bun hello-world", target: { kind: "within", max: 1 }, reference: "hello" },
+  "host-local-5000": [{ metric: "add", scenario: "host-local ADD, 5,000 reservations", targets: [ratio("standalone", "go", 0.5), STAND] }],
+  "host-local-20000": [{ metric: "add", scenario: "host-local ADD, 20,000 reservations", targets: [ratio("standalone", "go", 0.3), STAND] }],
+  chain5: [
+    { metric: "add", scenario: "bridge+portmap+firewall+tuning+bandwidth ADD", targets: [RES(0.5), STAND] },
+    { metric: "del", scenario: "bridge+portmap+firewall+tuning+bandwidth DEL", targets: [RES(0.5), STAND] },
+  ],
+  "kube-nft": [
+    { metric: "add", scenario: "kube node, iptables-nft: bridge(ipMasq)+portmap+firewall ADD", targets: [RES(0.5), ratio("standalone", "go", 0.5), STAND] },
+    { metric: "del", scenario: "kube node, iptables-nft: bridge(ipMasq)+portmap+firewall DEL", targets: [RES(0.5), ratio("standalone", "go", 0.5), STAND] },
+  ],
+  "kube-legacy": [
+    { metric: "add", scenario: "kube node, iptables-legacy: bridge(ipMasq)+portmap+firewall ADD", targets: [RES(0.5), STAND] },
+    { metric: "del", scenario: "kube node, iptables-legacy: bridge(ipMasq)+portmap+firewall DEL", targets: [RES(0.5), STAND] },
+  ],
+  "kube-nftables": [
+    { metric: "add", scenario: "kube node, ours nftables backends (Go: iptables-nft) ADD", targets: [RES(0.5), STAND] },
+    { metric: "del", scenario: "kube node, ours nftables backends (Go: iptables-nft) DEL", targets: [RES(0.5), STAND] },
+  ],
+  cri: [{ metric: "cycle", scenario: "containerd CRI pod cycle, bridge(ipMasq)+portmap+firewall+tuning", targets: [RES(0.7), STAND] }],
+  "agent-memory": [
+    { metric: "rss 1k", scenario: "agent resident set after 1,000 bridge ADD/DEL pairs", unit: "MB", columns: ["resident"], targets: [] },
+    { metric: "rss 10k", scenario: "agent resident set after 10,000 bridge ADD/DEL pairs", unit: "MB", columns: ["resident"], targets: [] },
   ],
 };
 
@@ -176,55 +233,45 @@ const MEMORY_KINDS = [
   "bandwidth ADD",
 ];
 
+const ALL_COLUMNS: Column[] = ["direct", "standalone", "resident", "go"];
+
+function medians(samples: Samples[string] | undefined, columns: readonly Column[]): Row["values"] {
+  return Object.fromEntries(columns.map((c) => [c, median(samples?.[c] ?? [])]));
+}
+
 function memoryRows(out: ScenarioOutput): Row[] {
-  const m = (metric: string, impl: "ours" | "go" | "hello") => median(out.samples[metric]?.[impl] ?? []);
+  const s = out.samples;
   const rows: Row[] = [];
-  const floor = m("peak hello-world", "hello");
-  rows.push({ scenario: "peak RSS, compiled Bun hello-world (floor)", unit: "MB", ours: floor, reference: Number.NaN, target: NONE });
-  rows.push({ scenario: "private anon, compiled Bun hello-world", unit: "MB", ours: m("anon hello-world", "hello"), reference: Number.NaN, target: NONE });
+  rows.push({ scenario: "peak RSS, compiled Bun hello-world (floor)", unit: "MB", values: medians(s["peak hello-world"], ["hello"]), targets: [] });
   for (const kind of MEMORY_KINDS) {
-    rows.push({ scenario: `peak RSS, ${kind}`, unit: "MB", ours: m(`peak ${kind}`, "ours"), reference: m(`peak ${kind}`, "go"), target: NONE });
-    rows.push({ scenario: `private anon, ${kind}`, unit: "MB", ours: m(`anon ${kind}`, "ours"), reference: m(`anon ${kind}`, "go"), target: NONE });
+    // Resident: the exec shim's own peak (the agent's memory is the next rows).
+    rows.push({ scenario: `peak RSS per call, ${kind}`, unit: "MB", values: medians(s[`peak ${kind}`], ALL_COLUMNS), targets: [{ kind: "at-most", of: "resident", max: 2 }] });
+    rows.push({ scenario: `private anon per call, ${kind}`, unit: "MB", values: medians(s[`anon ${kind}`], ALL_COLUMNS), targets: [] });
   }
-  rows.push({
-    scenario: "peak RSS, bridge(ipMasq)+host-local ADD vs floor",
-    unit: "MB",
-    ours: m("peak bridge(ipMasq)+host-local ADD", "ours"),
-    reference: floor,
-    referenceLabel: "hello",
-    target: { kind: "within", max: 5 },
-  });
+  rows.push({ scenario: "agent resident set (after the memory scenario's calls)", unit: "MB", values: medians(s["agent rss"], ["resident"]), targets: [] });
   return rows;
 }
 
 function rowsFor(id: string, out: ScenarioOutput | string): Row[] {
   if (id === "phases") return [];
   if (id === "memory") {
-    if (typeof out === "string") return [{ scenario: "memory per call kind", unit: "MB", ours: Number.NaN, reference: Number.NaN, target: NONE, error: out }];
+    if (typeof out === "string") return [{ scenario: "memory per call kind", unit: "MB", values: {}, targets: [], error: out }];
     return memoryRows(out);
   }
   return (ROWS[id] ?? []).map((spec): Row => {
-    const base = { scenario: spec.scenario, unit: spec.unit ?? "ms", target: spec.target };
-    if (typeof out === "string") return { ...base, ours: Number.NaN, reference: Number.NaN, error: out };
-    const xs = out.samples[spec.metric] ?? {};
-    const ref = spec.reference ?? "go";
+    const base = { scenario: spec.scenario, unit: spec.unit ?? "ms", targets: spec.targets };
+    if (typeof out === "string") return { ...base, values: {}, error: out };
     const check = out.checks?.[spec.metric];
-    return {
-      ...base,
-      ours: median(xs.ours ?? []),
-      reference: median(xs[ref] ?? []),
-      referenceLabel: ref === "go" ? "Go" : ref,
-      ...(check === undefined ? {} : { check }),
-    };
+    return { ...base, values: medians(out.samples[spec.metric], spec.columns ?? ALL_COLUMNS), ...(check === undefined ? {} : { check }) };
   });
 }
 
 /** The phase breakdown (ours only), medians per phase. */
 function phaseReport(out: ScenarioOutput | string): string[] {
   if (typeof out === "string") return [`phases: ${out}`];
-  const lines = ["", "bridge(ipMasq)+host-local ADD of ours, per phase (CNI_PHASES=1, medians):"];
+  const lines = ["", "bridge(ipMasq)+host-local ADD of ours (standalone), per phase (CNI_PHASES=1, medians):"];
   for (const [phase, xs] of Object.entries(out.samples)) {
-    lines.push(`  ${phase.padEnd(46)} ${median(xs.ours ?? []).toFixed(1).padStart(7)} ms`);
+    lines.push(`  ${phase.padEnd(46)} ${median(xs.standalone ?? []).toFixed(1).padStart(7)} ms`);
   }
   return lines;
 }
@@ -232,7 +279,7 @@ function phaseReport(out: ScenarioOutput | string): string[] {
 async function main(): Promise<number> {
   const workerId = argValue("--worker");
   if (workerId !== undefined) {
-    await worker(workerId, ROUNDS, argValue("--hello") ?? "");
+    await worker(workerId, ROUNDS, argValue("--hello") ?? "", argValue("--direct") ?? "");
     return 0;
   }
   if (process.env[INNER] !== "1") {
@@ -250,13 +297,14 @@ async function main(): Promise<number> {
   const state = mkdtempSync(join(tmpdir(), "cni-bench-"));
   try {
     const hello = buildHello(state);
+    const direct = directDir(state);
     normalisePageCache([OURS, GO], [hello]);
     const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
     log(`ours ${OURS}, Go ${GO}, ${navigator.hardwareConcurrency} CPUs, load ${load}`);
     const rows: Row[] = [];
     const report: string[] = [];
     for (const [id, rounds] of plan()) {
-      const out = runWorker(id, rounds, hello);
+      const out = runWorker(id, rounds, hello, direct);
       rows.push(...rowsFor(id, out));
       if (typeof out !== "string") report.push(...(out.report ?? []));
       if (id === "phases") report.push(...phaseReport(out));

@@ -3,9 +3,11 @@
  * starts it as a worker under `unshare -n`), alternates ours and Go for `rounds` rounds (ABBA
  * order, see stats.ts) and returns its raw samples; run.ts turns them into the final table.
  */
-import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { ensureSandboxImage, startContainerd, type Containerd } from "../harness/containerd.ts";
 import { EtcdCluster } from "../harness/etcd-cluster.ts";
+import { RC_CRICTL } from "../e2e/lib/tools.ts";
 import { kubeProxyTables } from "./kube-table.ts";
 import {
   addNetnsBatch,
@@ -14,8 +16,10 @@ import {
   chainDel,
   ContainerNetns,
   delNetnsBatch,
+  dirOf,
   log,
   normalisePageCache,
+  NO_AGENT_SOCKET,
   sh,
   wallNow,
   type CallEnv,
@@ -25,10 +29,13 @@ import {
   IMPLS,
   CNI_VERSION,
 } from "./lib.ts";
-import { alternation } from "./stats.ts";
+import { alternation, median } from "./stats.ts";
+import type { Column } from "./table.ts";
 
 export interface ScenarioContext {
   dirs: Dirs;
+  /** The resident agent the worker started for this scenario (in its namespaces). */
+  agent: { socket: string; pid: number };
   /** A compiled Bun hello-world built with the plugins' compile flags. */
   hello: string;
   rounds: number;
@@ -37,10 +44,10 @@ export interface ScenarioContext {
 }
 
 /**
- * What a sample series measures: an implementation ("ours", "go"), the compiled Bun hello-world,
+ * What a sample series measures: an implementation (lib.ts `Impl`), the compiled Bun hello-world,
  * or ours with host-local where the row compares another IPAM plugin of ours with it.
  */
-export type Series = Impl | "hello" | "host-local";
+export type Series = Column;
 
 /** Samples per metric and per series. */
 export type Samples = Record<string, Partial<Record<Series, number[]>>>;
@@ -61,8 +68,21 @@ function push(s: Samples, metric: string, impl: Series, value: number): void {
   ((s[metric] ??= {})[impl] ??= []).push(value);
 }
 
+/** The socket the shims of `impl` are pointed at: the agent's for resident, none for the others. */
+function socketOf(ctx: ScenarioContext, impl: Impl): string {
+  return impl === "resident" ? ctx.agent.socket : NO_AGENT_SOCKET;
+}
+
 function env(ctx: ScenarioContext, impl: Impl, id: string, netns: string, extra: Partial<CallEnv> = {}): CallEnv {
-  return { CNI_CONTAINERID: id, CNI_NETNS: netns, CNI_IFNAME: "eth0", CNI_PATH: ctx.dirs[impl], PATH: BASE_PATH, ...extra };
+  return {
+    CNI_CONTAINERID: id,
+    CNI_NETNS: netns,
+    CNI_IFNAME: "eth0",
+    CNI_PATH: dirOf(ctx.dirs, impl),
+    PATH: BASE_PATH,
+    CNI_PLUGINS_SOCKET: socketOf(ctx, impl),
+    ...extra,
+  };
 }
 
 function hostLocal(ctx: ScenarioContext, impl: Impl, subnet: string): Record<string, unknown> {
@@ -110,8 +130,8 @@ function chainRounds(
       try {
         const e = env(ctx, impl, `${tag}-${round + warmup}`, ns.path, extraEnv);
         const chain = plugins(impl);
-        const add = chainAdd(ctx.dirs[impl], `${tag}-net`, chain, e);
-        const del = chainDel(ctx.dirs[impl], `${tag}-net`, chain, e, add.result);
+        const add = chainAdd(dirOf(ctx.dirs, impl), `${tag}-net`, chain, e);
+        const del = chainDel(dirOf(ctx.dirs, impl), `${tag}-net`, chain, e, add.result);
         if (round >= 0) {
           push(s, "add", impl, add.ms);
           push(s, "del", impl, del);
@@ -124,29 +144,46 @@ function chainRounds(
   return s;
 }
 
-/** VERSION of ours and Go next to a compiled Bun hello-world, in alternation. */
+/** VERSION of each implementation next to a compiled Bun hello-world, in alternation. */
 const version: Scenario = (ctx) => {
   const s: Samples = {};
-  const e = { CNI_CONTAINERID: "", CNI_NETNS: "", CNI_IFNAME: "", CNI_PATH: "" };
   for (let round = -3; round < ctx.rounds * 4; round++) {
-    for (const impl of alternation(["ours", "go", "hello"] as const, round)) {
+    for (const impl of alternation([...IMPLS, "hello"] as const, round)) {
+      const e = { CNI_CONTAINERID: "", CNI_NETNS: "", CNI_IFNAME: "", CNI_PATH: "" };
       const ms =
         impl === "hello"
-          ? timeHello(ctx.hello)
-          : call(ctx.dirs[impl], "bridge", "VERSION", e, `{"cniVersion":"${CNI_VERSION}"}`).ms;
+          ? timeRun([ctx.hello], 0)
+          : call(dirOf(ctx.dirs, impl), "bridge", "VERSION", { ...e, CNI_PLUGINS_SOCKET: socketOf(ctx, impl) }, `{"cniVersion":"${CNI_VERSION}"}`).ms;
       if (round >= 0) push(s, "version", impl, ms);
     }
   }
   return { samples: s };
 };
 
-function timeHello(file: string): number {
+/** Times a process from spawn to reaped; it must exit with `status`. */
+function timeRun(argv: string[], status: number): number {
   const t0 = wallNow();
-  const r = Bun.spawnSync({ cmd: [file], stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const r = Bun.spawnSync({ cmd: argv, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   const ms = wallNow() - t0;
-  if (r.exitCode !== 0) throw new Error(`${file} exited ${r.exitCode}`);
+  if (r.exitCode !== status) throw new Error(`${argv[0]} exited ${r.exitCode}, not ${status}`);
   return ms;
 }
+
+/**
+ * The exec shim on its own: its start-to-exit under its own name (it prints its usage and exits 2:
+ * no connection, no exec), next to the compiled Bun hello-world.
+ */
+const shim: Scenario = (ctx) => {
+  const s: Samples = {};
+  const file = join(ctx.dirs.ours, "cni-plugins-shim");
+  for (let round = -3; round < ctx.rounds * 4; round++) {
+    for (const series of alternation(["resident", "hello"] as const, round)) {
+      const ms = series === "hello" ? timeRun([ctx.hello], 0) : timeRun([file], 2);
+      if (round >= 0) push(s, "alone", series, ms);
+    }
+  }
+  return { samples: s };
+};
 
 const loopback: Scenario = (ctx) => {
   const s: Samples = {};
@@ -156,8 +193,8 @@ const loopback: Scenario = (ctx) => {
       for (const impl of alternation(IMPLS, round)) {
         const e = env(ctx, impl, `lo-${round}`, ns.path, { CNI_IFNAME: "lo" });
         const conf = JSON.stringify({ cniVersion: CNI_VERSION, name: "lo-bench", type: "loopback" });
-        const add = call(ctx.dirs[impl], "loopback", "ADD", e, conf).ms;
-        call(ctx.dirs[impl], "loopback", "DEL", e, conf);
+        const add = call(dirOf(ctx.dirs, impl), "loopback", "ADD", e, conf).ms;
+        call(dirOf(ctx.dirs, impl), "loopback", "DEL", e, conf);
         if (round >= 0) push(s, "add", impl, add);
       }
     }
@@ -172,49 +209,54 @@ const bridgeHostLocal: Scenario = (ctx) => ({
 });
 
 /**
- * bridge + cluster-local ADD and DEL on a three-member etcd cluster on loopback ("ours"), next to
- * bridge + host-local ("host-local"), both run from the plugin directory `dirOf(ctx)`, in
- * alternation, each round in a fresh container netns. Another directory (e.g. one whose plugins
- * hand the call to a resident agent) makes another column of the same comparison.
+ * bridge + cluster-local ADD and DEL on a three-member etcd cluster on loopback, next to bridge +
+ * host-local, both ours, standalone and resident (the metrics "add standalone", "add resident", …;
+ * the series: "standalone"/"resident" for cluster-local, "host-local" for host-local in the same
+ * mode), in alternation, each call in a fresh container netns.
  */
-function clusterLocalVsHostLocal(dirOf: (ctx: ScenarioContext) => string): Scenario {
-  return async (ctx) => {
-    const dir = dirOf(ctx);
-    const cluster = await EtcdCluster.start({ basePort: 26790, normalPriority: true });
-    try {
-      const s: Samples = {};
-      const ipams = {
-        "host-local": { type: "host-local", subnet: "10.90.0.0/16", dataDir: join(ctx.state, "ipam-cl-ref") },
-        ours: { type: "cluster-local", subnet: "10.90.0.0/16", etcd: cluster.etcdConfig({ node: "bench" }) },
-      } as const;
-      for (let round = -2; round < ctx.rounds; round++) {
-        for (const series of alternation(["ours", "host-local"] as const, round)) {
-          const ns = new ContainerNetns(`cl-${series}-${round + 2}`);
-          try {
-            const e: CallEnv = { CNI_CONTAINERID: `cl-${round + 2}`, CNI_NETNS: ns.path, CNI_IFNAME: "eth0", CNI_PATH: dir, PATH: BASE_PATH };
-            const chain: ChainPlugin[] = [{ type: "bridge", conf: { bridge: "cnibench2", isGateway: true, ipMasq: false, ipam: ipams[series] } }];
-            const add = chainAdd(dir, "cl-net", chain, e);
-            const del = chainDel(dir, "cl-net", chain, e, add.result);
-            if (round >= 0) {
-              push(s, "add", series, add.ms);
-              push(s, "del", series, del);
-            }
-          } finally {
-            ns.remove();
+const clusterLocal: Scenario = async (ctx) => {
+  const cluster = await EtcdCluster.start({ basePort: 26790, normalPriority: true });
+  try {
+    const s: Samples = {};
+    const ipams = {
+      "host-local": { type: "host-local", subnet: "10.90.0.0/16", dataDir: join(ctx.state, "ipam-cl-ref") },
+      "cluster-local": { type: "cluster-local", subnet: "10.90.0.0/16", etcd: cluster.etcdConfig({ node: "bench" }) },
+    } as const;
+    const runs = [
+      ["standalone", "cluster-local"],
+      ["standalone", "host-local"],
+      ["resident", "cluster-local"],
+      ["resident", "host-local"],
+    ] as const;
+    for (let round = -2; round < ctx.rounds; round++) {
+      for (const [mode, ipam] of alternation(runs, round)) {
+        const ns = new ContainerNetns(`cl-${mode[0]}-${ipam[0]}-${round + 2}`);
+        try {
+          const e = env(ctx, mode, `cl-${round + 2}`, ns.path);
+          const chain: ChainPlugin[] = [{ type: "bridge", conf: { bridge: "cnibench2", isGateway: true, ipMasq: false, ipam: ipams[ipam] } }];
+          const add = chainAdd(ctx.dirs.ours, "cl-net", chain, e);
+          const del = chainDel(ctx.dirs.ours, "cl-net", chain, e, add.result);
+          if (round >= 0) {
+            const series = ipam === "host-local" ? "host-local" : mode;
+            push(s, `add ${mode}`, series, add.ms);
+            push(s, `del ${mode}`, series, del);
           }
+        } finally {
+          ns.remove();
         }
       }
-      const left = await cluster.keys("/cni/ipam/cl-net/owners/");
-      return {
-        samples: s,
-        checks: { add: { ok: left.length === 0, text: "no reservation left after DEL" } },
-        ...(left.length === 0 ? {} : { report: [`cluster-local: ${left.length} reservations left after DEL`] }),
-      };
-    } finally {
-      await cluster.stop();
     }
-  };
-}
+    const left = await cluster.keys("/cni/ipam/cl-net/owners/");
+    const check = { ok: left.length === 0, text: "no reservation left after DEL" };
+    return {
+      samples: s,
+      checks: { "add standalone": check, "add resident": check },
+      ...(left.length === 0 ? {} : { report: [`cluster-local: ${left.length} reservations left after DEL`] }),
+    };
+  } finally {
+    await cluster.stop();
+  }
+};
 
 /** bridge(ipMasq) → portmap → firewall → tuning → bandwidth on a node without other rules. */
 const chain5: Scenario = (ctx) => ({
@@ -238,7 +280,7 @@ const concurrent: Scenario = async (ctx) => {
           const outs = await Promise.all(
             names.map(async (n) => {
               const p = Bun.spawn({
-                cmd: [join(ctx.dirs[impl], "bridge")],
+                cmd: [join(dirOf(ctx.dirs, impl), "bridge")],
                 env: { ...env(ctx, impl, n, `/run/netns/${n}`), CNI_COMMAND: command } as Record<string, string>,
                 stdin: Buffer.from(conf()),
                 stdout: "pipe",
@@ -315,8 +357,8 @@ function hostLocalWith(n: number): Scenario {
             type: "host-local",
             ipam: { type: "host-local", subnet: "10.128.0.0/14", dataDir: join(ctx.state, `hl-${impl}`) },
           });
-          const add = call(ctx.dirs[impl], "host-local", "ADD", e, conf).ms;
-          call(ctx.dirs[impl], "host-local", "DEL", e, conf);
+          const add = call(dirOf(ctx.dirs, impl), "host-local", "ADD", e, conf).ms;
+          call(dirOf(ctx.dirs, impl), "host-local", "DEL", e, conf);
           if (round >= 0) push(s, "add", impl, add);
         }
       }
@@ -353,7 +395,7 @@ function kube(variant: IptablesVariant, oursNftables: boolean): Scenario {
   return (ctx) => {
     const path = kubeNode(ctx, variant);
     const plugins = (impl: Impl): ChainPlugin[] => {
-      const nft = impl === "ours" && oursNftables;
+      const nft = impl !== "go" && oursNftables;
       return [bridge(ctx, impl, { ipMasq: true, nftables: nft }), nft ? withNftables(PORTMAP) : PORTMAP, nft ? withNftables(FIREWALL) : FIREWALL];
     };
     return { samples: chainRounds(ctx, `k${variant[0]}${oursNftables ? "n" : ""}`, plugins, { PATH: path }) };
@@ -393,7 +435,7 @@ const memory: Scenario = (ctx) => {
   const scratch = join(ctx.state, "mem");
   mkdirSync(scratch, { recursive: true });
   normalisePageCache([ctx.dirs.ours, ctx.dirs.go], [ctx.hello]);
-  const record = (kind: string, impl: Impl | "hello", m: MemSample) => {
+  const record = (kind: string, impl: Series, m: MemSample) => {
     push(s, `peak ${kind}`, impl, m.hwm_kb / 1024);
     push(s, `anon ${kind}`, impl, m.anon_kb / 1024);
   };
@@ -401,12 +443,13 @@ const memory: Scenario = (ctx) => {
   for (let round = 0; round < rounds; round++) {
     record("hello-world", "hello", probe(ctx.hello, {}, "", scratch).mem);
     for (const impl of alternation(IMPLS, round)) {
-      const dir = ctx.dirs[impl];
+      const dir = dirOf(ctx.dirs, impl);
       const base = (id: string, netns: string, command: string, ifname = "eth0") => ({
         ...(env(ctx, impl, id, netns, { CNI_IFNAME: ifname }) as unknown as Record<string, string>),
         CNI_COMMAND: command,
       });
-      record("VERSION", impl, probe(join(dir, "bridge"), { CNI_COMMAND: "VERSION", PATH: BASE_PATH }, `{"cniVersion":"${CNI_VERSION}"}`, scratch).mem);
+      const version = { CNI_COMMAND: "VERSION", PATH: BASE_PATH, CNI_PLUGINS_SOCKET: socketOf(ctx, impl) };
+      record("VERSION", impl, probe(join(dir, "bridge"), version, `{"cniVersion":"${CNI_VERSION}"}`, scratch).mem);
       const ns = new ContainerNetns(`mem-${impl}-${round}`);
       try {
         const lo = JSON.stringify({ cniVersion: CNI_VERSION, name: "mem-lo", type: "loopback" });
@@ -434,7 +477,132 @@ const memory: Scenario = (ctx) => {
       }
     }
   }
+  // The agent that served the resident calls: its resident set now (one figure per round).
+  push(s, "agent rss", "resident", processRssMiB(ctx.agent.pid));
   return { samples: s };
+};
+
+/** VmRSS of a process in MiB. */
+function processRssMiB(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"));
+  return Number(/\d+/.exec(line ?? "")?.[0] ?? Number.NaN) / 1024;
+}
+
+/**
+ * The agent's memory over a long life: bridge(ipMasq)+host-local ADD/DEL pairs through it, in
+ * STREAMS parallel streams each with its own container netns; its resident set after the first
+ * 1,000 pairs and after 10,000 (one run; `rounds` does not apply).
+ */
+const STREAMS = 8;
+const agentMemory: Scenario = async (ctx) => {
+  const s: Samples = {};
+  const names = Array.from({ length: STREAMS }, (_, i) => `am-${i}`);
+  addNetnsBatch(names);
+  try {
+    const conf = JSON.stringify({ cniVersion: CNI_VERSION, name: "am-net", type: "bridge", ...bridge(ctx, "resident", { ipMasq: true, bridge: "cnibench3" }).conf });
+    const pair = async (stream: number, n: number) => {
+      for (const command of ["ADD", "DEL"]) {
+        const p = Bun.spawn({
+          cmd: [join(ctx.dirs.ours, "bridge")],
+          env: { ...env(ctx, "resident", `am-${stream}-${n}`, `/run/netns/${names[stream]}`), CNI_COMMAND: command } as Record<string, string>,
+          stdin: Buffer.from(conf),
+          stdout: "pipe",
+          stderr: "pipe",
+        });
+        const [out, code] = await Promise.all([new Response(p.stdout).text(), p.exited]);
+        if (code !== 0) throw new Error(`agent-memory: ${command} ${stream}/${n} exited ${code}: ${out.slice(0, 300)}`);
+      }
+    };
+    const runPairs = async (from: number, to: number) => {
+      await Promise.all(
+        names.map(async (_, stream) => {
+          for (let n = from + stream; n < to; n += STREAMS) await pair(stream, n);
+        }),
+      );
+    };
+    const t0 = wallNow();
+    await runPairs(0, 1000);
+    const after1k = processRssMiB(ctx.agent.pid);
+    log(`agent-memory: 1,000 pairs in ${((wallNow() - t0) / 1000).toFixed(1)} s, agent at ${after1k.toFixed(1)} MiB`);
+    await runPairs(1000, 10_000);
+    const after10k = processRssMiB(ctx.agent.pid);
+    log(`agent-memory: 10,000 pairs in ${((wallNow() - t0) / 1000).toFixed(1)} s, agent at ${after10k.toFixed(1)} MiB`);
+    push(s, "rss 1k", "resident", after1k);
+    push(s, "rss 10k", "resident", after10k);
+    const left = leftoverReservations(join(ctx.state, "ipam-resident", "am-net"));
+    const grew = after10k / after1k - 1;
+    return {
+      samples: s,
+      checks: {
+        "rss 10k": { ok: grew <= 0.1 && left === 0, text: `within 10 % of the 1,000-pair figure (${(grew * 100).toFixed(1)} %), no reservation left` },
+      },
+    };
+  } finally {
+    delNetnsBatch(names);
+  }
+};
+
+/**
+ * A Kubernetes pod's network life through containerd's CRI: RunPodSandbox, StopPodSandbox and
+ * RemovePodSandbox (rc-crictl), with bridge(ipMasq)+portmap+firewall+tuning, one private containerd
+ * per implementation (its cni.bin_dir; for ours, CNI_PLUGINS_SOCKET in its environment, which
+ * libcni passes to the plugins), cycles in alternation. The time is the three CRI calls' wall time
+ * (the sandbox container's start and stop are in it, alike for all).
+ */
+const cri: Scenario = async (ctx) => {
+  if (!existsSync(RC_CRICTL)) throw new Error(`${RC_CRICTL} is missing (test/e2e/setup/prepare.sh builds it)`);
+  const image = "localhost/cni-bench-pause:latest";
+  const daemons = new Map<Impl, Containerd>();
+  try {
+    for (const [i, impl] of IMPLS.entries()) {
+      const state = join(ctx.state, `cri-${impl}`);
+      const confDir = join(state, "net.d");
+      mkdirSync(confDir, { recursive: true });
+      const conflist = {
+        cniVersion: "1.0.0",
+        name: `cri-${impl}`,
+        plugins: [
+          { type: "bridge", bridge: `cribench${i}`, isGateway: true, ipMasq: true, hairpinMode: true, ipam: { type: "host-local", ranges: [[{ subnet: `10.91.${i}.0/24` }]], routes: [{ dst: "0.0.0.0/0" }] } },
+          { type: "portmap", capabilities: { portMappings: true } },
+          { type: "firewall" },
+          { type: "tuning" },
+        ],
+      };
+      writeFileSync(join(confDir, "10-cri.conflist"), JSON.stringify(conflist));
+      const d = await startContainerd({
+        state,
+        rundir: `/run/cni-bench-cri-${impl}`,
+        binDir: dirOf(ctx.dirs, impl),
+        confDir,
+        sandboxImage: image,
+        env: { CNI_PLUGINS_SOCKET: socketOf(ctx, impl) },
+      });
+      daemons.set(impl, d);
+      const problem = await ensureSandboxImage(d, image, "/bin/busybox", state);
+      if (problem !== undefined) throw new Error(`cri ${impl}: ${problem}`);
+    }
+    const s: Samples = {};
+    const crictl = async (impl: Impl, args: string[]) => {
+      const r = await daemons.get(impl)!.crictl(RC_CRICTL, args);
+      if (r.status !== 0) throw new Error(`cri ${impl}: rc-crictl ${args[0]} exited ${r.status}: ${r.stderr.trim().slice(0, 300)}`);
+      return r;
+    };
+    for (let round = -1; round < ctx.rounds; round++) {
+      for (const impl of alternation(IMPLS, round)) {
+        const logdir = join(ctx.state, `cri-${impl}`, "logs");
+        mkdirSync(logdir, { recursive: true });
+        const t0 = wallNow();
+        const runp = await crictl(impl, ["runp", "-name", `bench-${impl}-${round + 1}`, "-logdir", logdir]);
+        const pod = runp.stdout.trim().split("\n").pop() ?? "";
+        await crictl(impl, ["stopp", pod]);
+        await crictl(impl, ["rmp", pod]);
+        if (round >= 0) push(s, "cycle", impl, wallNow() - t0);
+      }
+    }
+    return { samples: s };
+  } finally {
+    for (const d of daemons.values()) await d.stop();
+  }
 };
 
 interface PhaseLine {
@@ -488,19 +656,19 @@ const phases: Scenario = (ctx) => {
     for (const ipMasq of [true, false]) {
       const ns = new ContainerNetns(`ph-${round + 1}-${ipMasq ? "m" : "p"}`);
       try {
-        const e = env(ctx, "ours", `ph-${round + 1}`, ns.path, { CNI_PHASES: "1" });
-        const b = bridge(ctx, "ours", { ipMasq });
+        const e = env(ctx, "standalone", `ph-${round + 1}`, ns.path, { CNI_PHASES: "1" });
+        const b = bridge(ctx, "standalone", { ipMasq });
         const conf = JSON.stringify({ cniVersion: CNI_VERSION, name: "ph-net", type: "bridge", ...b.conf });
         const add = call(ctx.dirs.ours, "bridge", "ADD", e, conf);
         call(ctx.dirs.ours, "bridge", "DEL", e, conf);
         if (round < 0) continue;
         if (!ipMasq) {
-          push(s, "bridge+host-local ADD without ipMasq: total", "ours", add.ms);
+          push(s, "bridge+host-local ADD without ipMasq: total", "standalone", add.ms);
           continue;
         }
         const p = parsePhases(add.stderr);
         if (p === undefined) throw new Error("no CNI_PHASES line on stderr (is the binary built from this tree?)");
-        for (const [k, v] of Object.entries(phasesOf(p, add.startedAt, add.endedAt))) push(s, k, "ours", v);
+        for (const [k, v] of Object.entries(phasesOf(p, add.startedAt, add.endedAt))) push(s, k, "standalone", v);
       } finally {
         ns.remove();
       }
@@ -513,7 +681,7 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   version,
   loopback,
   "bridge": bridgeHostLocal,
-  "cluster-local": clusterLocalVsHostLocal((ctx) => ctx.dirs.ours),
+  "cluster-local": clusterLocal,
   concurrent,
   "host-local-5000": hostLocalWith(5000),
   "host-local-20000": hostLocalWith(20_000),
@@ -522,6 +690,9 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   "kube-legacy": kube("legacy", false),
   "kube-nftables": kube("nft", true),
   memory,
+  "agent-memory": agentMemory,
+  cri,
+  shim,
   phases,
 };
 

@@ -1,28 +1,39 @@
 /**
- * The final table of `make bench`: one row per figure, ours next to its reference (the Go 1.1.1
- * plugin, or a compiled Bun hello-world for start-up and memory), with the target and whether it
- * was met.
+ * The final table of `make bench`: one row per figure with a column per series — ours through the
+ * old layout (every plugin name a link to the executable: `direct`), ours standalone (the exec shim
+ * falls back: no agent), ours resident (through the agent), and Go 1.1.1 (or another reference:
+ * a compiled Bun hello-world, ours with host-local) — the ratios, the targets and whether they were
+ * met.
  */
 import { ratio } from "./stats.ts";
 
+/** The series a row may have; see the header. */
+export type Column = "direct" | "standalone" | "resident" | "go" | "hello" | "host-local";
+
+export const COLUMN_LABEL: Readonly<Record<Column, string>> = {
+  direct: "direct",
+  standalone: "standalone",
+  resident: "resident",
+  go: "Go",
+  hello: "hello",
+  "host-local": "host-local",
+};
+
 export type Target =
-  /** ours / reference ≤ max. */
-  | { kind: "ratio"; max: number }
-  /** ours − reference ≤ max, in the row's unit. */
-  | { kind: "within"; max: number }
-  /** Printed for information. */
-  | { kind: "none" };
+  /** of / vs ≤ max. */
+  | { kind: "ratio"; of: Column; vs: Column; max: number }
+  /** of − vs ≤ max, in the row's unit. */
+  | { kind: "within"; of: Column; vs: Column; max: number }
+  /** of ≤ max, in the row's unit. */
+  | { kind: "at-most"; of: Column; max: number };
 
 export interface Row {
   scenario: string;
   unit: "ms" | "MB";
-  /** Median of ours; NaN when not measured. */
-  ours: number;
-  /** Median of the reference; NaN when there is none. */
-  reference: number;
-  /** What the reference is ("Go" unless said otherwise). */
-  referenceLabel?: string;
-  target: Target;
+  /** Medians per series; missing or NaN: not measured. */
+  values: Partial<Record<Column, number>>;
+  /** Every one must hold for the row to be met; none: printed for information. */
+  targets: Target[];
   /** A condition the row must also satisfy to be met (e.g. "no failure, no duplicate"). */
   check?: { ok: boolean; text: string };
   /** Why the row has no figures (the scenario failed). */
@@ -31,62 +42,74 @@ export interface Row {
 
 export type Verdict = "met" | "MISSED" | "-" | "error";
 
-/** Whether the row meets its target (and its check). */
+function value(row: Row, c: Column): number {
+  return row.values[c] ?? Number.NaN;
+}
+
+/** Whether one target holds: true, false, or undefined when a figure is missing. */
+function holds(row: Row, t: Target): boolean | undefined {
+  const of = value(row, t.of);
+  const x = t.kind === "ratio" ? ratio(of, value(row, t.vs)) : t.kind === "within" ? of - value(row, t.vs) : of;
+  return Number.isFinite(x) ? x <= t.max : undefined;
+}
+
+/** Whether the row meets its targets (and its check). */
 export function verdict(row: Row): Verdict {
   if (row.error !== undefined) return "error";
-  if (row.check !== undefined && !row.check.ok) return "MISSED";
-  switch (row.target.kind) {
-    case "none":
-      return "-";
-    case "ratio": {
-      const r = ratio(row.ours, row.reference);
-      if (Number.isNaN(r)) return "error";
-      return r <= row.target.max ? "met" : "MISSED";
-    }
-    case "within": {
-      const d = row.ours - row.reference;
-      if (Number.isNaN(d)) return "error";
-      return d <= row.target.max ? "met" : "MISSED";
-    }
-  }
+  const results = row.targets.map((t) => holds(row, t));
+  if (results.includes(undefined)) return "error";
+  if ((row.check !== undefined && !row.check.ok) || results.includes(false)) return "MISSED";
+  return row.targets.length === 0 && row.check === undefined ? "-" : "met";
 }
 
-function figure(v: number, unit: Row["unit"]): string {
-  return Number.isFinite(v) ? `${v.toFixed(1)} ${unit}` : "-";
+function figure(v: number | undefined, unit: Row["unit"]): string {
+  return v !== undefined && Number.isFinite(v) ? `${v.toFixed(1)} ${unit}` : "-";
 }
 
-/** The comparison column: the ratio for ratio targets (and plain rows), the difference otherwise. */
-function comparison(row: Row): string {
-  if (row.target.kind === "within") {
-    const d = row.ours - row.reference;
-    return Number.isFinite(d) ? `${d >= 0 ? "+" : ""}${d.toFixed(1)} ${row.unit}` : "-";
-  }
-  const r = ratio(row.ours, row.reference);
+function ratioText(a: number | undefined, b: number | undefined): string {
+  const r = ratio(a ?? Number.NaN, b ?? Number.NaN);
   return Number.isFinite(r) ? r.toFixed(2) : "-";
 }
 
 function targetText(row: Row): string {
-  const t = row.target;
-  const base = t.kind === "ratio" ? `<= ${t.max}` : t.kind === "within" ? `<= +${t.max} ${row.unit}` : "";
-  if (row.check === undefined) return base;
-  return base === "" ? row.check.text : `${base}, ${row.check.text}`;
+  const parts = row.targets.map((t) => {
+    const of = COLUMN_LABEL[t.of];
+    if (t.kind === "at-most") return `${of} <= ${t.max} ${row.unit}`;
+    const vs = COLUMN_LABEL[t.vs];
+    return t.kind === "ratio" ? `${of}/${vs} <= ${t.max}` : `${of}-${vs} <= +${t.max} ${row.unit}`;
+  });
+  if (row.check !== undefined) parts.push(row.check.text);
+  return parts.join(", ");
+}
+
+/** The reference a row is compared with: Go, else the first other reference it has. */
+function referenceOf(row: Row): Column | undefined {
+  return (["go", "hello", "host-local"] as const).find((c) => row.values[c] !== undefined);
 }
 
 /** The table as aligned text, header first; errors are listed under it. */
 export function formatTable(rows: readonly Row[]): string {
-  const header = ["scenario", "ours", "reference", "ours/ref", "target", "result"];
-  const lines = rows.map((r) => [
-    r.scenario,
-    figure(r.ours, r.unit),
-    Number.isFinite(r.reference) ? `${figure(r.reference, r.unit)} ${r.referenceLabel ?? "Go"}` : "-",
-    comparison(r),
-    targetText(r),
-    verdict(r),
-  ]);
+  const header = ["scenario", "direct", "standalone", "resident", "reference", "stand/direct", "stand/ref", "res/ref", "target", "result"];
+  const lines = rows.map((r) => {
+    const ref = referenceOf(r);
+    const refValue = ref === undefined ? undefined : r.values[ref];
+    return [
+      r.scenario,
+      figure(r.values.direct, r.unit),
+      figure(r.values.standalone, r.unit),
+      figure(r.values.resident, r.unit),
+      ref === undefined ? "-" : `${figure(refValue, r.unit)} ${COLUMN_LABEL[ref]}`,
+      ratioText(r.values.standalone, r.values.direct),
+      ratioText(r.values.standalone, refValue),
+      ratioText(r.values.resident, refValue),
+      targetText(r),
+      verdict(r),
+    ];
+  });
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   const render = (cells: string[]) =>
     cells
-      .map((c, i) => (i === 0 || i === 4 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)))
+      .map((c, i) => (i === 0 || i === 8 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)))
       .join("  ")
       .trimEnd();
   const out = [render(header), widths.map((w) => "-".repeat(w)).join("  "), ...lines.map(render)];
