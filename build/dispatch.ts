@@ -1,7 +1,7 @@
 /**
  * Everything the multi-call executable does after build/entry.ts, which answers VERSION by itself:
  * it dispatches on the name the process was invoked by (the plugins; `cni-plugins` with `install`,
- * `inspect`, `gc` or nothing; `dhcp daemon`).
+ * `inspect`, `gc`, `reload` or nothing; `dhcp daemon`).
  *
  * Start-up is most of a short plugin call (docs/performance.md), so this file imports only what
  * every call needs: node:fs and node:path are not loaded here, and a plugin's code is loaded only
@@ -34,7 +34,8 @@ function multiCallHelp(name: string): string {
     `Run through a link named after a plugin. Plugins in this build:\n` +
     pluginNames().map((p) => `  ${p}\n`).join("") +
     `Install into a CNI bin directory: cni-plugins install --dest /opt/cni/bin\n` +
-    `Find and collect what dead containers left behind: cni-plugins inspect | gc [--apply] (--help)\n`
+    `Find and collect what dead containers left behind: cni-plugins inspect | gc [--apply] (--help)\n` +
+    `Put back firewall rules a firewall reload or flush removed: cni-plugins reload [--dry-run | --watch] (--help)\n`
   );
 }
 
@@ -60,6 +61,20 @@ async function dispatch(argv0Name: string): Promise<number> {
     return installer.runInstallCommand(process.argv.slice(3), pluginNames(), (t) => writeAllSync(1, t), (t) => writeAllSync(2, t));
   }
   const verb = process.argv[2];
+  if (name === "cni-plugins" && verb === "reload") {
+    // `cni-plugins reload [--dry-run|--watch]`: firewall state put back after flushes (operator/reload, docs/operator.md).
+    const reload = await import("../operator/reload/command.ts");
+    return reload.runReloadCommand(process.argv.slice(3), {
+      stdout: (t) => writeAllSync(1, t),
+      stderr: (t) => writeAllSync(2, t),
+      env: process.env,
+      plugins: pluginNames(),
+      onStop: (fn) => {
+        process.once("SIGTERM", fn);
+        process.once("SIGINT", fn);
+      },
+    });
+  }
   if (name === "cni-plugins" && (verb === "inspect" || verb === "gc")) {
     // `cni-plugins inspect|gc`: the operator's view of stale attachments (operator/, docs/operator.md).
     const operator = await import("../operator/command.ts");

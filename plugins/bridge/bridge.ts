@@ -22,6 +22,7 @@ import { ipamStep, IPAM_STEP, teardown, Undo, type TeardownStep } from "../../sh
 import type { CmdArgs, Interface, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { annotate } from "../../shared/error/annotate.ts";
+import { lockOf, systemFirewallDrivers } from "../../shared/firewall/backend.ts";
 import { parseMasqBackend, setupIPMasq, teardownIPMasq } from "../../shared/firewall/ipmasq.ts";
 import { configureIface } from "../../shared/iface/configure.ts";
 import {
@@ -98,10 +99,11 @@ const MASQUERADE_STEP = "masquerade rules";
 function teardownSteps(conf: BridgeConf, args: CmdArgs, created?: CreatedLink): TeardownStep[] {
   const attachment = { containerID: args.containerID, ifName: args.ifName };
   let addrs: string[] = [];
+  const spoofcheck = (): void => lockOf(systemFirewallDrivers()).whileDeleting({ network: conf.name, ...attachment }, () => teardownSpoofCheck(attachment));
   return [
     ipamStep(conf.ipamType, args),
     { name: CONTAINER_LINK_STEP, run: () => void (addrs = deleteContainerLink(args, created)) },
-    { name: SPOOFCHECK_STEP, run: () => (conf.macspoofchk ? teardownSpoofCheck(attachment) : undefined) },
+    { name: SPOOFCHECK_STEP, run: () => (conf.macspoofchk ? spoofcheck() : undefined) },
     {
       name: MASQUERADE_STEP,
       run: () => (conf.ipMasq ? teardownIPMasq({ network: conf.name, ...attachment, backend: conf.ipMasqBackend, ...(addrs.length > 0 ? { ips: addrs } : {}) }) : undefined),
@@ -157,7 +159,8 @@ async function add(args: CmdArgs): Promise<Result> {
 
     if (conf.macspoofchk) {
       undo.reached(SPOOFCHECK_STEP);
-      setupSpoofCheck({ hostVeth: veth.host.name, containerMac: veth.container.mac, containerID: args.containerID, ifName: args.ifName });
+      const spoofcheck = { hostVeth: veth.host.name, containerMac: veth.container.mac, containerID: args.containerID, ifName: args.ifName };
+      lockOf(systemFirewallDrivers()).whileAdding({ network: conf.name, ...spoofcheck }, () => setupSpoofCheck(spoofcheck));
     }
 
     if (conf.ipamType !== "") {

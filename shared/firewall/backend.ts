@@ -17,6 +17,7 @@
 import { annotateError } from "../error/annotate.ts";
 import type { ValidAttachment } from "../cni/netconf.ts";
 import { TeardownError } from "../cni/teardown.ts";
+import { attachmentLock, UNCOORDINATED, type AttachmentLock } from "./attachment-lock.ts";
 import { CommandNotFoundError } from "./exec.ts";
 import { systemIptables, type IptablesDriver } from "./iptables/driver.ts";
 import { isNftUnsupported, systemNft, type NftDriver } from "./nftables/driver.ts";
@@ -27,13 +28,23 @@ export type BackendName = "iptables" | "nftables";
 export interface FirewallDrivers {
   iptables: IptablesDriver;
   nftables: NftDriver;
+  /**
+   * How writers of an attachment's rules coordinate with each other and with `cni-plugins reload`
+   * (attachment-lock.ts); left out by the in-memory fakes of unit tests, which nothing else sees.
+   */
+  lock?: AttachmentLock;
 }
 
 let system: FirewallDrivers | undefined;
-/** The host's iptables (detected variant) and nft, created on first use. */
+/** The host's iptables (detected variant) and nft, and the node's attachment lock, created on first use. */
 export function systemFirewallDrivers(): FirewallDrivers {
-  system ??= { iptables: systemIptables(), nftables: systemNft };
+  system ??= { iptables: systemIptables(), nftables: systemNft, lock: attachmentLock() };
   return system;
+}
+
+/** The attachment lock of `d` (none for fakes). */
+export function lockOf(d: FirewallDrivers): AttachmentLock {
+  return d.lock ?? UNCOORDINATED;
 }
 
 /** Upstream's default: iptables, unless iptables is unusable and nftables usable. */

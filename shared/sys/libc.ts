@@ -55,6 +55,8 @@ function load() {
     linkat: { args: ["i32", "ptr", "i32", "ptr", "i32"], returns: "i32" },
     mkdirat: { args: ["i32", "ptr", "u32"], returns: "i32" },
     utimensat: { args: ["i32", "ptr", "ptr", "i32"], returns: "i32" },
+    chroot: { args: ["ptr"], returns: "i32" },
+    chdir: { args: ["ptr"], returns: "i32" },
   });
 }
 
@@ -259,6 +261,16 @@ export function mount(source: string | null, target: string, fstype: string | nu
     "mount",
     JSON.stringify(target),
   );
+}
+
+/** chroot(2): the whole process (every thread) sees `path` as "/" from now on. */
+export function chroot(path: string): void {
+  check(sym().chroot(cstr(path)), "chroot", JSON.stringify(path));
+}
+
+/** chdir(2). */
+export function chdir(path: string): void {
+  check(sym().chdir(cstr(path)), "chdir", JSON.stringify(path));
 }
 
 /** umount2(2). */

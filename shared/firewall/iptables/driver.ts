@@ -31,6 +31,12 @@ export interface IptablesDriver {
    * netlink). False when it cannot or the kernel refused (nothing changed): plan a restore instead.
    */
   removeChains?(family: IPFamily, table: string, removals: readonly { chain: string; referrers: readonly string[] }[]): boolean;
+  /**
+   * The whole table (`iptables-save -t <table>`), for readers that look at many chains at once
+   * (`cni-plugins inspect`, reload's checks); "" for a legacy table that does not exist (reading it
+   * would create it). Absent on drivers that cannot (fakes): read chain by chain then.
+   */
+  saveTable?(family: IPFamily, table: string): string;
 }
 
 /** True for a built-in chain of `table` (PREROUTING of nat, FORWARD of filter, …). */
@@ -94,7 +100,7 @@ export function resetIptablesModeCache(): void {
  * The real host iptables, through `mode` or (by default) the variant {@link hostIptablesMode}
  * picks on first use.
  */
-export function systemIptables(mode?: IptablesMode): IptablesDriver {
+export function systemIptables(mode?: IptablesMode): Required<IptablesDriver> {
   const currentMode = (): IptablesMode | undefined => mode ?? hostIptablesMode();
   const tools = (family: IPFamily): ReturnType<typeof toolsFor> => {
     const m = currentMode();
@@ -121,6 +127,10 @@ export function systemIptables(mode?: IptablesMode): IptablesDriver {
     },
     removeChains(family, table, removals) {
       return currentMode() === "nft" && removeChainsInKernel(family === 6 ? "ip6" : "ip", table, removals);
+    },
+    saveTable(family, table) {
+      if (currentMode() === "legacy" && !legacyTableNames(family).includes(table)) return "";
+      return runCommand([tools(family).save, "-t", table]).stdout;
     },
   };
 }
