@@ -120,7 +120,7 @@ interface Work {
 const STATE_RANK: Record<AttachmentState, number> = { skipped: -1, ok: 0, "would restore": 1, restored: 1, failed: 2 };
 
 function settle(o: AttachmentOutcome): void {
-  if (o.state === "skipped") return;
+  if (o.state === "skipped" || (o.state === "failed" && o.parts.length === 0)) return;
   let state: AttachmentState = "ok";
   for (const p of o.parts) if (STATE_RANK[p.state] > STATE_RANK[state]) state = p.state;
   o.state = state;

@@ -33,6 +33,11 @@ export interface Pod {
   ip: string;
 }
 
+/** `cni-plugins reload` against `node`'s cache and configuration (more flags may follow). */
+export function reloadArgv(node: ReloadNode): string[] {
+  return [MULTI_CALL_BINARY, "reload", "--cache-dir", node.cacheDir, "--conf-dir", node.confDir];
+}
+
 export class ReloadNode {
   readonly ns: PersistentNetns;
   readonly cacheDir = makeTempDir("reload-cache-");
@@ -93,7 +98,7 @@ export class ReloadNode {
 
   /** `cni-plugins reload ARGS` against this node's cache and configuration. */
   reload(...args: string[]): Run {
-    return this.run([MULTI_CALL_BINARY, "reload", "--cache-dir", this.cacheDir, "--conf-dir", this.confDir, ...args]);
+    return this.run([...reloadArgv(this), ...args]);
   }
 
   /** Writes the network into the node's configuration directory. */
@@ -168,7 +173,7 @@ export class ReloadWatcher {
   private readonly forget: () => void;
 
   constructor(node: ReloadNode, ...args: string[]) {
-    this.proc = Bun.spawn(["nsenter", `--net=${node.ns.path}`, "--", MULTI_CALL_BINARY, "reload", "--watch", "--cache-dir", node.cacheDir, "--conf-dir", node.confDir, ...args], {
+    this.proc = Bun.spawn(["nsenter", `--net=${node.ns.path}`, "--", ...reloadArgv(node), "--watch", ...args], {
       stdout: "pipe",
       stderr: "pipe",
       env: node.env(),

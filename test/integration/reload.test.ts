@@ -13,7 +13,7 @@
  * and a watcher that cannot work.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { FileLock } from "../../shared/sys/flock.ts";
 import { formatChainName } from "../../shared/firewall/naming.ts";
 import { dnatChainName } from "../../meta/portmap/iptables-rules.ts";
@@ -22,7 +22,7 @@ import type { NetworkConfigList } from "../harness/conflist.ts";
 import { firewalldInstalled } from "../harness/firewall-firewalld.ts";
 import { startHttpProbe, type HttpProbe } from "../harness/http-probe.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
-import { ReloadNode, ReloadWatcher, type Pod } from "../harness/reload-lab.ts";
+import { ReloadNode, reloadArgv, ReloadWatcher, type Pod } from "../harness/reload-lab.ts";
 import { sandboxed } from "../harness/sandbox.ts";
 
 /** How soon the watcher must have restored everything (the issue's bound). */
@@ -104,10 +104,11 @@ async function faultThenReload(node: ReloadNode, probe: HttpProbe, baseline: str
 async function deadPod(node: ReloadNode, list: NetworkConfigList, hostPort: number): Promise<Pod> {
   const pod = await node.pod(list, hostPort);
   const cache = node.ours.cacheFilePath(list.name, pod.rt);
-  const kept = `${cache}.kept`;
-  copyFileSync(cache, kept);
+  const kept = readFileSync(cache);
+  const { atime, mtime } = statSync(cache);
   await node.ours.del(list, pod.rt);
-  copyFileSync(kept, cache);
+  writeFileSync(cache, kept);
+  utimesSync(cache, atime, mtime);
   pod.ns.destroy();
   return pod;
 }
@@ -254,6 +255,100 @@ scenario("nftables backends", {
   nft: true,
   interval: "60",
   faults: [deleteTable("ip", "cni_hostport"), deleteTable("inet", "cni_plugins_masquerade"), deleteTable("inet", "cni_plugins_firewall"), nftFlush],
+});
+
+describe.skipIf(!sandboxed())("reload: bad input, races with ADD and DEL, a watcher that cannot work", () => {
+  useSuiteFixtureCleanup();
+  let node: ReloadNode;
+  let list: NetworkConfigList;
+  let pods: Pod[];
+
+  beforeAll(async () => {
+    node = await ReloadNode.create({ variant: "nft", firewalld: false });
+    list = network("rl-race", "rlrace", "10.231.3.0/24", node.dataDir, { firewall: { backend: "iptables" } });
+    node.addNetwork(list);
+    pods = [await node.pod(list, 18090), await node.pod(list, 18091)];
+  }, 60_000);
+
+  /** `-A` lines that occur more than once (a rule written twice). */
+  const duplicated = (): string[] => {
+    const lines = node.firewallState().split("\n").filter((l) => l.startsWith("-A "));
+    return lines.filter((l, i) => lines.indexOf(l) !== i);
+  };
+
+  test("a truncated cache file and one whose network uses a plugin not of this suite: named, skipped, not fatal", () => {
+    const good = node.ours.cacheFilePath(list.name, pods[0]!.rt);
+    const truncated = `${node.cacheDir}/results/rl-race-broken-eth0`;
+    const text = readFileSync(good, "utf8");
+    writeFileSync(truncated, text.slice(0, text.length / 2));
+    const foreign = JSON.parse(text) as { config: string; networkName: string; containerId: string };
+    foreign.networkName = "rl-foreign";
+    foreign.containerId = "foreign-1";
+    foreign.config = Buffer.from(JSON.stringify({ cniVersion: "1.0.0", name: "rl-foreign", plugins: [{ type: "flannel" }, { type: "tuning" }] })).toString("base64");
+    const foreignFile = `${node.cacheDir}/results/rl-foreign-foreign-1-eth0`;
+    writeFileSync(foreignFile, JSON.stringify(foreign));
+    try {
+      node.must(["iptables", "-w", "-t", "nat", "-F"]);
+      const r = node.reload();
+      expect(r.status, r.stdout + r.stderr).toBe(0);
+      expect(r.stdout).toContain(`note: libcni cache ${truncated}: not JSON (truncated?)`);
+      expect(r.stdout).toContain('network "rl-foreign" foreign-1/eth0: ok');
+      expect(r.stdout).toContain('note: plugin "flannel" is not part of this suite: skipped');
+      expect(node.linesNaming("foreign-1")).toEqual([]);
+      expect(r.stdout).toMatch(new RegExp(`network "rl-race" ${pods[0]!.containerID}/eth0: restored`));
+    } finally {
+      rmSync(truncated);
+      rmSync(foreignFile);
+    }
+  });
+
+  test("a pod being deleted is not put back: DEL done, its cache entry and netns still there", async () => {
+    const baseline = node.firewallState();
+    const gone = await node.pod(list, 18092);
+    const cache = node.ours.cacheFilePath(list.name, gone.rt);
+    const kept = readFileSync(cache);
+    const { atime, mtime } = statSync(cache);
+    await node.ours.del(list, gone.rt);
+    // The runtime has not removed it yet (it is the entry ADD wrote, as it was).
+    writeFileSync(cache, kept);
+    utimesSync(cache, atime, mtime);
+    node.must(["iptables", "-w", "-t", "nat", "-F"]);
+    const r = node.reload();
+    expect(r.status, r.stdout).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`${gone.containerID}/eth0: skipped: being deleted`));
+    expect(node.linesNaming(...namesOf(gone))).toEqual([]);
+    expect(node.firewallState()).toBe(baseline);
+    rmSync(cache);
+  });
+
+  test("reload racing a DEL and an ADD (all waiting for the lock at once): nothing resurrected, nothing twice", async () => {
+    node.must(["iptables", "-w", "-t", "nat", "-F"]);
+    node.must(["iptables", "-w", "-t", "filter", "-F", "CNI-FORWARD"]);
+    const lock = FileLock.open("/run/cni/reload/lock", 0o600);
+    lock.lock();
+    const dying = pods[1]!;
+    const reload = Bun.spawn(["nsenter", `--net=${node.ns.path}`, "--", ...reloadArgv(node)], { stdout: "pipe", stderr: "pipe" });
+    const del = node.ours.del(list, dying.rt);
+    const add = node.pod(list, 18093);
+    await Bun.sleep(300);
+    lock.close();
+    const [status, , added] = await Promise.all([reload.exited, del, add]);
+    expect(status, await new Response(reload.stdout).text()).toBe(0);
+    expect(node.linesNaming(...namesOf(dying))).toEqual([]);
+    expect(duplicated()).toEqual([]);
+    for (const live of [pods[0]!, added]) expect(node.linesNaming(live.containerID).length).toBeGreaterThan(0);
+    const again = node.reload("--json");
+    expect((JSON.parse(again.stdout) as { attachments: { parts: { state: string }[] }[] }).attachments.flatMap((a) => a.parts.map((p) => p.state)).filter((x) => x !== "ok")).toEqual([]);
+  }, 30_000);
+
+  test("a watcher that cannot work at all says why and exits 1; a usage error exits 2", () => {
+    const r = node.run([...reloadArgv(node).slice(0, 2), "--watch", "--cache-dir", "/etc/passwd"]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^cni-plugins reload: cannot work: .*\/etc\/passwd\/results/m);
+    const u = node.run([...reloadArgv(node).slice(0, 2), "--bogus"]);
+    expect(u.status).toBe(2);
+    expect(u.stderr).toContain('unknown flag "--bogus"');
+  });
 });
 
 afterAll(() => {
