@@ -52,6 +52,8 @@ install: build
 	install -m 0644 build/cni-dhcp.socket $(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.socket
 	sed 's#/opt/cni/bin/dhcp#$(BINDIR)/dhcp#' build/cni-dhcp.service > $(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.service
 	chmod 0644 $(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.service
+	sed 's#/opt/cni/bin/cni-plugins#$(BINDIR)/cni-plugins#' build/cni-reload.service > $(DESTDIR)$(SYSTEMDDIR)/cni-reload.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDDIR)/cni-reload.service
 
 # dist/cni-plugins-ts-linux-$(ARCH)-$(VERSION).tgz (extract into /opt/cni/bin) + dist/SHA256SUMS.
 dist: build

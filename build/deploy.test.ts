@@ -1,8 +1,9 @@
 /**
  * deploy/ stays consistent with itself and with `cni-plugins install`: the DaemonSet's init
  * container runs the image's own entrypoint and command, with the node's /opt/cni/bin mounted at
- * the `--dest` it names; the Containerfile's entrypoint is the executable image-rootfs.sh puts in
- * the image; the manifest's image is what `make image` tags. (test/e2e/image.test.ts builds and runs
+ * the `--dest` it names; the long-running container is the reload watcher, chrooted into the node's
+ * root file system mounted at the `--host-root` it names; the Containerfile's entrypoint is the
+ * executable image-rootfs.sh puts in the image; the manifest's image is what `make image` tags. (test/e2e/image.test.ts builds and runs
  * the image itself.)
  */
 import { describe, expect, test } from "bun:test";
@@ -16,11 +17,22 @@ interface Container {
   image: string;
   command?: string[];
   args?: string[];
-  volumeMounts?: { name: string; mountPath: string }[];
+  securityContext?: { privileged?: boolean };
+  volumeMounts?: { name: string; mountPath: string; mountPropagation?: string }[];
 }
 interface DaemonSet {
   kind: string;
-  spec: { template: { spec: { initContainers: Container[]; containers: Container[]; volumes: { name: string; hostPath?: { path: string; type?: string } }[] } } };
+  spec: {
+    template: {
+      spec: {
+        hostNetwork?: boolean;
+        hostPID?: boolean;
+        initContainers: Container[];
+        containers: Container[];
+        volumes: { name: string; hostPath?: { path: string; type?: string } }[];
+      };
+    };
+  };
 }
 
 /** The JSON-form array of a Containerfile instruction (`ENTRYPOINT ["a", "b"]`). */
@@ -48,6 +60,23 @@ describe("deploy/", () => {
     const imageName = /^IMAGE_NAME \?= (\S+)$/m.exec(readFileSync(join(DEPLOY, "..", "Makefile"), "utf8"))?.[1];
     expect(imageName).toBeDefined();
     expect(init!.image).toStartWith(`${imageName}:`); // what `make image` tags
+  });
+
+  test("daemonset.yaml: the long-running container is `cni-plugins reload --watch` on the node's root file system, with the node's namespaces", () => {
+    const spec = ds.spec.template.spec;
+    expect([spec.hostNetwork, spec.hostPID]).toEqual([true, true]);
+    const [watch] = spec.containers;
+    expect(spec.containers).toHaveLength(1);
+    expect(watch!.image).toBe(spec.initContainers[0]!.image);
+    const [exe] = instruction(containerfile, "ENTRYPOINT");
+    expect(watch!.command).toEqual([exe!, "reload"]);
+    const args = watch!.args ?? [];
+    expect(args).toContain("--watch");
+    const root = args[args.indexOf("--host-root") + 1];
+    const mount = watch!.volumeMounts?.find((m) => m.mountPath === root);
+    expect(mount?.mountPropagation).toBe("HostToContainer");
+    expect(spec.volumes.find((v) => v.name === mount!.name)?.hostPath).toEqual({ path: "/", type: "Directory" });
+    expect(watch!.securityContext?.privileged).toBe(true);
   });
 
   test("Containerfile: FROM scratch, entrypoint = the executable image-rootfs.sh installs, in install mode", () => {

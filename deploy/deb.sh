@@ -4,6 +4,7 @@
 # swaps the Go plugins for ours where Debian installs them (podman looks there):
 #   /usr/lib/cni/cni-plugins + a hard link per plugin name
 #   /lib/systemd/system/cni-dhcp.{service,socket}   (the dhcp daemon, `dhcp daemon`; not enabled)
+#   /lib/systemd/system/cni-reload.service          (`cni-plugins reload --watch`; not enabled)
 #   /usr/share/doc/cni-plugins-ts/{copyright,README.md}
 # No maintainer scripts: units that were enabled for Debian's package stay enabled (same paths).
 # Going back: `apt-get install containernetworking-plugins` removes this package again.
@@ -30,6 +31,8 @@ install_plugins "$STAGE/usr/lib/cni"
 install -m 0644 "$ROOT/build/cni-dhcp.socket" "$STAGE/lib/systemd/system/cni-dhcp.socket"
 sed 's#/opt/cni/bin/dhcp#/usr/lib/cni/dhcp#' "$ROOT/build/cni-dhcp.service" > "$STAGE/lib/systemd/system/cni-dhcp.service"
 chmod 0644 "$STAGE/lib/systemd/system/cni-dhcp.service"
+sed 's#/opt/cni/bin/cni-plugins#/usr/lib/cni/cni-plugins#' "$ROOT/build/cni-reload.service" > "$STAGE/lib/systemd/system/cni-reload.service"
+chmod 0644 "$STAGE/lib/systemd/system/cni-reload.service"
 {
   echo "This package: cni-plugins-ts $VERSION, CNI reference plugins in TypeScript."
   echo "License: Apache-2.0; the full text follows."

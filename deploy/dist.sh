@@ -4,6 +4,7 @@
 #   cni-plugins          the multi-call executable (stored once)
 #   <plugin>...          hard links to it inside the tar, one per plugin name
 #   LICENSE, README.md
+#   cni-reload.service   the systemd unit of `cni-plugins reload --watch` (for /etc/systemd/system)
 # plus OUT/SHA256SUMS (deploy/sha256sums.sh). Offline. The archive's metadata is fixed (owners 0/0,
 # mtimes = the commit time, fixed order, gzip -n), so the same build gives the same bytes.
 #
@@ -16,12 +17,13 @@ STAGE=$(mktemp -d "${TMPDIR:-/tmp}/cni-dist.XXXXXX")
 trap 'rm -rf "$STAGE"' EXIT
 install_plugins "$STAGE"
 install -m 0644 "$ROOT/LICENSE" "$STAGE/LICENSE"
+install -m 0644 "$ROOT/build/cni-reload.service" "$STAGE/cni-reload.service"
 render_readme "$STAGE/README.md"
 
 mkdir -p "$OUT"
 # cni-plugins first, so the tar stores the executable under its own name and the plugin names as links
 tar -C "$STAGE" --owner=0 --group=0 --numeric-owner --mtime="@$EPOCH" --format=gnu \
-  -cf - ./cni-plugins $(printf './%s ' "${PLUGINS[@]}") ./LICENSE ./README.md | gzip -n -6 > "$TGZ.tmp"
+  -cf - ./cni-plugins $(printf './%s ' "${PLUGINS[@]}") ./LICENSE ./README.md ./cni-reload.service | gzip -n -6 > "$TGZ.tmp"
 mv "$TGZ.tmp" "$TGZ"
 "$HERE/sha256sums.sh" "$OUT"
 echo "dist: $TGZ ($(du -h "$TGZ" | cut -f1)), $OUT/SHA256SUMS"

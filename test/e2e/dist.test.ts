@@ -7,7 +7,7 @@
  * its environment variable and must show every plugin call, delegated IPAM included.
  */
 import { describe, expect } from "bun:test";
-import { readdirSync, statSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { pluginNames } from "../../build/registry.ts";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
@@ -26,7 +26,7 @@ let tarball: string | undefined;
 describe.skipIf(!sandboxed())("release tarball (make dist)", () => {
   useFixtureCleanup();
 
-  rowTest("make dist: SHA256SUMS, the executable once, a hard link per plugin, LICENSE, README.md", undefined, async () => {
+  rowTest("make dist: SHA256SUMS, the executable once, a hard link per plugin, LICENSE, README.md, cni-reload.service", undefined, async () => {
     const made = await run(["make", "-C", REPO_ROOT, "--no-print-directory", "dist"], { timeoutMs: 280_000 });
     expect(show(made)).toStartWith("exit=0");
     const name = /^dist: (\S+\.tgz) /m.exec(made.stdout)?.[1];
@@ -39,7 +39,8 @@ describe.skipIf(!sandboxed())("release tarball (make dist)", () => {
     // `tar -tv`: "-rwxr-xr-x 0/0 113662128 2026-11-23 23:56 ./cni-plugins", "hrwxr-xr-x ... ./bridge link to ./cni-plugins"
     const listing = (await run(["tar", "-tvzf", file])).stdout.trim().split("\n").map((l) => l.split(/\s+/));
     const entries = listing.map((f) => ({ mode: f[0]!, owner: f[1]!, path: f[5]!, linkTo: f[6] === "link" ? f[8] : undefined }));
-    expect(entries.map((e) => e.path).sort()).toEqual(["./LICENSE", "./README.md", "./cni-plugins", ...NAMES.map((n) => `./${n}`)].sort());
+    expect(entries.map((e) => e.path).sort()).toEqual(["./LICENSE", "./README.md", "./cni-plugins", "./cni-reload.service", ...NAMES.map((n) => `./${n}`)].sort());
+    expect(entries.find((e) => e.path === "./cni-reload.service")).toMatchObject({ mode: "-rw-r--r--", owner: "0/0" });
     expect(entries[0]).toMatchObject({ path: "./cni-plugins", mode: "-rwxr-xr-x", owner: "0/0" });
     for (const n of NAMES) expect(entries.find((e) => e.path === `./${n}`)).toMatchObject({ mode: "hrwxr-xr-x", linkTo: "./cni-plugins" });
     tarball = file;
@@ -49,7 +50,8 @@ describe.skipIf(!sandboxed())("release tarball (make dist)", () => {
     expect(tarball).toBeDefined();
     const bin = makeTempDir("cni-e2e-dist-bin-");
     expect(show(await run(["tar", "-C", bin, "-xzf", tarball!]))).toStartWith("exit=0");
-    expect(readdirSync(bin).sort()).toEqual(["LICENSE", "README.md", "cni-plugins", ...NAMES].sort());
+    expect(readdirSync(bin).sort()).toEqual(["LICENSE", "README.md", "cni-plugins", "cni-reload.service", ...NAMES].sort());
+    expect(readFileSync(join(bin, "cni-reload.service"), "utf8")).toContain("ExecStart=/opt/cni/bin/cni-plugins reload --watch");
     const ino = statSync(join(bin, "cni-plugins")).ino;
     for (const n of NAMES) expect(statSync(join(bin, n)).ino).toBe(ino);
 

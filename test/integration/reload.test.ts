@@ -24,6 +24,7 @@ import { startHttpProbe, type HttpProbe } from "../harness/http-probe.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
 import { ReloadNode, reloadArgv, ReloadWatcher, type Pod } from "../harness/reload-lab.ts";
 import { sandboxed } from "../harness/sandbox.ts";
+import { makeTempDir } from "../harness/tempdir.ts";
 
 /** How soon the watcher must have restored everything (the issue's bound). */
 const RESTORE_BOUND_MS = 2000;
@@ -97,18 +98,24 @@ async function faultThenReload(node: ReloadNode, probe: HttpProbe, baseline: str
   expect(node.firewallState()).toBe(baseline);
 }
 
+/** The plugins' DEL of `pod` with its cache entry left as ADD wrote it (the runtime has not removed it yet). */
+async function delKeepingCache(node: ReloadNode, pod: Pod): Promise<string> {
+  const cache = node.ours.cacheFilePath(pod.network.name, pod.rt);
+  const kept = readFileSync(cache);
+  const { atime, mtime } = statSync(cache);
+  await node.ours.del(pod.network, pod.rt);
+  writeFileSync(cache, kept);
+  utimesSync(cache, atime, mtime);
+  return cache;
+}
+
 /**
  * A pod whose runtime crashed after the plugins' DEL: its netns is gone, its cache entry stays.
  * Reload must write nothing for it.
  */
 async function deadPod(node: ReloadNode, list: NetworkConfigList, hostPort: number): Promise<Pod> {
   const pod = await node.pod(list, hostPort);
-  const cache = node.ours.cacheFilePath(list.name, pod.rt);
-  const kept = readFileSync(cache);
-  const { atime, mtime } = statSync(cache);
-  await node.ours.del(list, pod.rt);
-  writeFileSync(cache, kept);
-  utimesSync(cache, atime, mtime);
+  await delKeepingCache(node, pod);
   pod.ns.destroy();
   return pod;
 }
@@ -305,13 +312,7 @@ describe.skipIf(!sandboxed())("reload: bad input, races with ADD and DEL, a watc
   test("a pod being deleted is not put back: DEL done, its cache entry and netns still there", async () => {
     const baseline = node.firewallState();
     const gone = await node.pod(list, 18092);
-    const cache = node.ours.cacheFilePath(list.name, gone.rt);
-    const kept = readFileSync(cache);
-    const { atime, mtime } = statSync(cache);
-    await node.ours.del(list, gone.rt);
-    // The runtime has not removed it yet (it is the entry ADD wrote, as it was).
-    writeFileSync(cache, kept);
-    utimesSync(cache, atime, mtime);
+    const cache = await delKeepingCache(node, gone);
     node.must(["iptables", "-w", "-t", "nat", "-F"]);
     const r = node.reload();
     expect(r.status, r.stdout).toBe(0);
@@ -340,6 +341,17 @@ describe.skipIf(!sandboxed())("reload: bad input, races with ADD and DEL, a watc
     const again = node.reload("--json");
     expect((JSON.parse(again.stdout) as { attachments: { parts: { state: string }[] }[] }).attachments.flatMap((a) => a.parts.map((p) => p.state)).filter((x) => x !== "ok")).toEqual([]);
   }, 30_000);
+
+  test("--host-root: run as the DaemonSet runs it, from a mount namespace with the node's root file system at /host", () => {
+    const baseline = node.firewallState();
+    node.must(["iptables", "-w", "-t", "nat", "-F"]);
+    const host = makeTempDir("reload-host-root-");
+    const script = `mount --rbind / "${host}" && exec "$@"`;
+    const r = node.run(["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, "sh", ...reloadArgv(node), "--host-root", host]);
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toContain("restored");
+    expect(node.firewallState()).toBe(baseline);
+  });
 
   test("a watcher that cannot work at all says why and exits 1; a usage error exits 2", () => {
     const r = node.run([...reloadArgv(node).slice(0, 2), "--watch", "--cache-dir", "/etc/passwd"]);
