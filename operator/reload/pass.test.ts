@@ -19,7 +19,9 @@ import type { AnyFirewallPart, FirewallPartsOf } from "../../shared/firewall/rea
 import type { CmdArgs } from "../../shared/cni/types.ts";
 import { makeFirewallPlugin, type FirewallDeps } from "../../meta/firewall/firewall.ts";
 import { firewallPartsWith } from "../../meta/firewall/reload.ts";
-import { makePortmapPlugin } from "../../meta/portmap/portmap.ts";
+import { loadPortmapConfig } from "../../meta/portmap/config.ts";
+import { portmapFeatures } from "../../meta/portmap/portmap.ts";
+import { parseCIDR } from "../../shared/ip/ip.ts";
 import { portmapFirewallParts } from "../../meta/portmap/reload.ts";
 import { bridgeFirewallParts } from "../../plugins/bridge/reload.ts";
 import { setupSpoofCheck } from "../../plugins/bridge/spoofcheck.ts";
@@ -148,7 +150,10 @@ function dumps(d: { iptables: FakeIptables; nftables: FakeNft }): string {
   return [d.iptables.dump(4), d.iptables.dump(6), d.nftables.dump()].join("\n---\n");
 }
 
-/** The two live pods of LIST, ADDed in order through the plugins' own ADD code. */
+/**
+ * The two live pods of LIST, ADDed in order through the plugins' own ADD code (the firewall parts of
+ * it: bridge's and portmap's ADD also configure links and sysctls of the host).
+ */
 async function addedByPlugins(): Promise<{ iptables: FakeIptables; nftables: FakeNft }> {
   const d = { iptables: new FakeIptables(), nftables: new FakeNft() };
   const stateDir = tempDir();
@@ -159,7 +164,9 @@ async function addedByPlugins(): Promise<{ iptables: FakeIptables; nftables: Fak
     const args = (i: number): CmdArgs => pluginArgs(cached, net, i, {});
     setupSpoofCheck({ hostVeth: `veth0000000${n}`, containerMac: `0a:00:00:00:01:0${n}`, containerID: `c${n}`, ifName: "eth0" }, d.nftables);
     setupIPMasq({ network: "podnet", containerID: `c${n}`, ifName: "eth0", ips: [`10.88.0.${n + 1}/24`] }, undefined, d);
-    await makePortmapPlugin(() => d).add(args(1));
+    // portmap's ADD minus what is not firewall state (its route_localnet sysctl would be the host's here)
+    const pm = loadPortmapConfig(args(1));
+    portmapFeatures(d).iptables.setup({ conf: pm, containerID: `c${n}`, container: parseCIDR(`10.88.0.${n + 1}/24`)!, guard: pm.snat });
     await makeFirewallPlugin(fakeFirewallDeps(d, stateDir)).add(args(2));
   }
   return d;
