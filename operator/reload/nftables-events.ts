@@ -29,12 +29,16 @@ export const WATCHED_TABLES: ReadonlySet<string> = new Set([
   `bridge ${SPOOFCHECK_TABLE}`,
 ]);
 
+/** How every change this source reports begins. */
+export const NFTABLES_REASON = "nf_tables:";
+
 /** A description of the first deletion that matters, or undefined. */
 export function relevantDeletion(changes: readonly NftDeletion[]): string | undefined {
   const d = changes.find((c) => c.family !== undefined && WATCHED_TABLES.has(`${c.family} ${c.table}`));
   if (d === undefined) return undefined;
   const where = `${d.family} ${d.table}`;
-  return d.kind === "table" ? `nf_tables: table ${where} deleted` : d.kind === "chain" ? `nf_tables: chain ${d.chain} of ${where} deleted` : `nf_tables: rule deleted from ${where} ${d.chain ?? ""}`.trimEnd();
+  const what = d.kind === "table" ? `table ${where} deleted` : d.kind === "chain" ? `chain ${d.chain} of ${where} deleted` : `rule deleted from ${where} ${d.chain ?? ""}`.trimEnd();
+  return `${NFTABLES_REASON} ${what}`;
 }
 
 /**
@@ -60,7 +64,7 @@ export function watchNftables(onChange: (why: string) => void, log: (line: strin
       }
       read(sock.fd, buf, 0, buf.length, null, (err, n) => {
         if (err !== null) {
-          if (err.code === "ENOBUFS") onChange("nf_tables notifications were dropped by the kernel");
+          if (err.code === "ENOBUFS") onChange(`${NFTABLES_REASON} notifications were dropped by the kernel`);
           else if (err.code !== "EAGAIN" && err.code !== "EINTR") {
             log(`reading nf_tables notifications: ${err.message}`);
             setTimeout(next, 1000);
@@ -73,7 +77,7 @@ export function watchNftables(onChange: (why: string) => void, log: (line: strin
           const why = relevantDeletion(parseNftChanges(buf.subarray(0, n)));
           if (why !== undefined) onChange(why);
         } catch (e) {
-          onChange(`nf_tables notification not understood (${messageOf(e)})`);
+          onChange(`${NFTABLES_REASON} a notification not understood (${messageOf(e)})`);
         }
         next();
       });

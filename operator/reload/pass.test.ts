@@ -24,6 +24,7 @@ import { portmapFeatures } from "../../meta/portmap/portmap.ts";
 import { parseCIDR } from "../../shared/ip/ip.ts";
 import { portmapFirewallParts } from "../../meta/portmap/reload.ts";
 import { bridgeFirewallParts } from "../../plugins/bridge/reload.ts";
+import { ptpFirewallParts } from "../../plugins/ptp/reload.ts";
 import { setupSpoofCheck } from "../../plugins/bridge/spoofcheck.ts";
 import type { NamespaceView } from "../liveness.ts";
 import type { NetworkList } from "../networks.ts";
@@ -327,6 +328,17 @@ describe("reload pass", () => {
     expect([...n.marks.values()].map((m) => m.containerID).sort()).toEqual(["kept", "young"]);
     await reloadPass({ ...OPTS, dryRun: true }, n.deps);
     expect(n.marks.size).toBe(2);
+  });
+
+  test("ptp: its masquerade rules, as setupIPMasq writes them (nftables backend)", async () => {
+    const ptp = { cniVersion: "1.0.0", name: "podnet", plugins: [{ type: "ptp", ipMasq: true, ipMasqBackend: "nftables", ipam: { type: "host-local" } }] };
+    const n = node({ ptp: ptpFirewallParts });
+    put(n, "podnet-c1-eth0", entry("c1", 1, { list: ptp }), 1000);
+    const r = await reloadPass(OPTS, n.deps);
+    expect(r.attachments[0]!.parts.map((p) => [p.what, p.state])).toEqual([["ipMasq (nftables)", "restored"]]);
+    const added = { iptables: new FakeIptables(), nftables: new FakeNft() };
+    setupIPMasq({ network: "podnet", containerID: "c1", ifName: "eth0", ips: ["10.88.0.2/24"] }, "nftables", added);
+    expect(dumps(n.d)).toBe(dumps(added));
   });
 
   test("pluginArgs: libcni's buildOneConfig (name, cniVersion, prevResult after the first, runtimeConfig of enabled capabilities)", () => {

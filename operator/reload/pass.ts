@@ -112,6 +112,8 @@ interface Work {
   network: NetworkList;
   key: AttachmentKey;
   mtimeMs: number;
+  /** Live because its netns path exists (not by --valid or an address): its disappearance ends that. */
+  liveByNetns: boolean;
   outcome: AttachmentOutcome;
   sync: { part: FirewallPart; out: PartOutcome }[];
   async: { part: AsyncFirewallPart; out: PartOutcome }[];
@@ -197,8 +199,7 @@ function goneMeanwhile(w: Work, deps: ReloadDeps): string | undefined {
   const marked = deps.deletionMarkTime(w.key);
   if (marked !== undefined && marked >= w.mtimeMs) return `being deleted (DEL marked it at ${new Date(marked).toISOString()})`;
   if (!deps.exists(w.entry.file)) return "its cache entry was removed meanwhile";
-  // Only when the verdict rested on the netns path (not on --valid or an address).
-  if (w.outcome.why.startsWith("netns ") && !deps.exists(w.entry.netns)) return `netns ${w.entry.netns} went away meanwhile`;
+  if (w.liveByNetns && !deps.exists(w.entry.netns)) return `netns ${w.entry.netns} went away meanwhile`;
   return undefined;
 }
 
@@ -321,7 +322,8 @@ export async function reloadPass(opts: ReloadOptions, deps: ReloadDeps): Promise
       if (verdict.state === "unknown") outcome.why = "no netns or address recorded: not known to be live";
       continue;
     }
-    const w: Work = { entry, network, key: { network: entry.networkName, containerID: entry.containerID, ifName: entry.ifName }, mtimeMs, outcome, sync: [], async: [] };
+    const key = { network: entry.networkName, containerID: entry.containerID, ifName: entry.ifName };
+    const w: Work = { entry, network, key, mtimeMs, liveByNetns: opts.valid === undefined && entry.netns !== "", outcome, sync: [], async: [] };
     let result: Result | undefined;
     try {
       result = parsePrevResult(entry.result, network.cniVersion);

@@ -23,6 +23,7 @@
 import { messageOf } from "../../shared/error/annotate.ts";
 import type { IptablesMode } from "../../shared/firewall/iptables/variant.ts";
 import { untilAborted } from "./firewalld-events.ts";
+import { NFTABLES_REASON } from "./nftables-events.ts";
 import type { ReloadOptions, ReloadReport } from "./pass.ts";
 
 export interface ReloadWatchOptions {
@@ -41,13 +42,15 @@ export const DEFAULT_DEBOUNCE_MS = 150;
 /** The longest delay between passes that keep restoring the same parts, and between retries of failures. */
 const MAX_BACKOFF_MS = 60_000;
 /**
- * Passes that restore some of the same parts as the restoring pass before, less than
- * {@link FIGHT_WINDOW_MS} after it, are counted; from the {@link FIGHT_STREAK}th on, the next pass
- * waits (1 s, doubling): something is fighting over the rules. A firewalld restart alone flushes
- * twice (on its way down and up), so the first few repeats are nothing unusual.
+ * Passes caused by nf_tables notifications alone that restore some of the same parts as the
+ * restoring pass before, less than {@link FIGHT_WINDOW_MS} after it, are counted; from the
+ * {@link FIGHT_STREAK}th on, the next pass waits (1 s, doubling): something is fighting over the
+ * rules, deleting them as soon as they are back. A pass that firewalld's signals (or anything but
+ * those notifications) caused ends the count: firewalld reloading or restarting is no fight, though a
+ * restart alone flushes twice (on its way down and up).
  */
 const FIGHT_WINDOW_MS = 10_000;
-const FIGHT_STREAK = 3;
+const FIGHT_STREAK = 4;
 
 export interface ReloadWatchSinks {
   /** Each pass's report and what caused it. */
@@ -101,11 +104,12 @@ export function startReloadWatch(opts: ReloadWatchOptions, sinks: ReloadWatchSin
     timer = setTimeout(() => void fire(), Math.max(opts.debounceMs, notBefore - Date.now()));
   };
 
-  const afterPass = (report: ReloadReport): void => {
+  const afterPass = (report: ReloadReport, why: string): void => {
     const restored = restoredParts(report);
     const now = Date.now();
+    const notifiedOnly = why.split("; ").every((w) => w.startsWith(NFTABLES_REASON));
     if (restored.size > 0) {
-      const again = now - lastRestoredAt < FIGHT_WINDOW_MS && [...restored].some((k) => lastRestored.has(k));
+      const again = notifiedOnly && now - lastRestoredAt < FIGHT_WINDOW_MS && [...restored].some((k) => lastRestored.has(k));
       streak = again ? streak + 1 : 0;
       lastRestored = restored;
       lastRestoredAt = now;
@@ -133,7 +137,7 @@ export function startReloadWatch(opts: ReloadWatchOptions, sinks: ReloadWatchSin
       try {
         const report = await deps.pass({ ...opts.reload, dryRun: false });
         sinks.pass(report, why);
-        afterPass(report);
+        afterPass(report, why);
       } catch (err) {
         sinks.log(`reload pass (${why}) failed: ${messageOf(err)}`);
         failDelay = Math.min(MAX_BACKOFF_MS, failDelay === 0 ? 1000 : failDelay * 2);
@@ -150,7 +154,7 @@ export function startReloadWatch(opts: ReloadWatchOptions, sinks: ReloadWatchSin
     try {
       const report = await deps.pass({ ...opts.reload, dryRun: false });
       sinks.pass(report, "start");
-      afterPass(report);
+      afterPass(report, "start");
     } catch (err) {
       sinks.log(`cannot work: ${messageOf(err)}`);
       return 1;

@@ -78,11 +78,12 @@ export interface HttpProbe {
   /** Whether the last answer was a 200. */
   readonly up: boolean;
   /**
-   * Waits until the port answers, and returns how long after `from` (epoch ms) it answered again:
-   * 0 when it never stopped answering since `brokenSince` (epoch ms, the fault's start; `from` is
-   * its end). Rejects after `timeoutMs`.
+   * Waits until the port answers; `ms`: how long after `from` (epoch ms, the fault's end) it
+   * answered again (0: it already did), `wentDown`: whether it stopped answering at all since
+   * `brokenSince` (the fault's start), `outageMs`: from the first failed probe since then to the
+   * answer. Rejects after `timeoutMs`.
    */
-  upAgain(brokenSince: number, from: number, timeoutMs: number): Promise<number>;
+  upAgain(brokenSince: number, from: number, timeoutMs: number): Promise<{ ms: number; wentDown: boolean; outageMs: number }>;
   stop(): void;
 }
 
@@ -116,8 +117,9 @@ export async function startHttpProbe(netnsPath: string, host: string, port: numb
       for (;;) {
         const last = events.at(-1);
         if (last?.up) {
-          const wentDown = events.some((e) => !e.up && e.at >= brokenSince);
-          return wentDown ? Math.max(0, last.at - from) : 0;
+          const down = events.find((e) => !e.up && e.at >= brokenSince);
+          if (down === undefined) return { ms: 0, wentDown: false, outageMs: 0 };
+          return { ms: Math.max(0, last.at - from), wentDown: true, outageMs: last.at - down.at };
         }
         if (Date.now() > end) throw new Error(`${host}:${port} did not answer again within ${timeoutMs} ms`);
         await Bun.sleep(10);

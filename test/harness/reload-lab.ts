@@ -199,6 +199,22 @@ export class ReloadWatcher {
     }
   }
 
+  /** Waits until the watcher has printed nothing for `ms` (its passes have settled). */
+  async quiet(ms: number, timeoutMs = 10_000): Promise<void> {
+    const end = Date.now() + timeoutMs;
+    let seen = this.stdout.length + this.stderr.length;
+    let since = Date.now();
+    while (Date.now() - since < ms) {
+      if (Date.now() > end) throw new Error(`the watcher kept printing for ${timeoutMs} ms:\n${this.stdout.slice(-2000)}`);
+      await Bun.sleep(20);
+      const now = this.stdout.length + this.stderr.length;
+      if (now !== seen) {
+        seen = now;
+        since = Date.now();
+      }
+    }
+  }
+
   /** SIGTERM; the exit status. */
   async stop(): Promise<number> {
     this.proc.kill("SIGTERM");
