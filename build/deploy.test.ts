@@ -1,8 +1,9 @@
 /**
  * deploy/ stays consistent with itself and with `cni-plugins install`: the DaemonSet's init
  * container runs the image's own entrypoint and command, with the node's /opt/cni/bin mounted at
- * the `--dest` it names; the Containerfile's entrypoint is the executable image-rootfs.sh puts in
- * the image; the manifest's image is what `make image` tags. (test/e2e/image.test.ts builds and runs
+ * the `--dest` it names; the long-running container is the reload watcher, chrooted into the node's
+ * root file system mounted at the `--host-root` it names; the Containerfile's entrypoint is the
+ * executable image-rootfs.sh puts in the image; the manifest's image is what `make image` tags. (test/e2e/image.test.ts builds and runs
  * the image itself.)
  */
 import { describe, expect, test } from "bun:test";
@@ -61,21 +62,30 @@ describe("deploy/", () => {
     expect(init!.image).toStartWith(`${imageName}:`); // what `make image` tags
   });
 
-  test("daemonset.yaml: the agent container runs the installed cni-plugins serve in the host's namespaces", () => {
+  /** The long-running containers run the installed executable in the host's namespaces through the image's shim. */
+  function hostCommand(name: string): string[] {
     const pod = ds.spec.template.spec;
-    expect(pod.hostNetwork).toBe(true);
-    expect(pod.hostPID).toBe(true);
-    const agent = pod.containers.find((c) => c.name === "agent");
-    expect(agent).toBeDefined();
-    expect(agent!.image).toBe(pod.initContainers[0]!.image);
-    expect(agent!.securityContext?.privileged).toBe(true);
-    const [shim, mode, pid, program, verb] = agent!.command ?? [];
+    expect([pod.hostNetwork, pod.hostPID]).toEqual([true, true]);
+    const c = pod.containers.find((x) => x.name === name);
+    expect(c).toBeDefined();
+    expect(c!.image).toBe(pod.initContainers[0]!.image);
+    expect(c!.securityContext?.privileged).toBe(true);
+    const [shim, mode, pid, program, ...rest] = c!.command ?? [];
     // The image's own static shim (image-rootfs.sh installs it) joins PID 1's mount namespace ...
     expect(readFileSync(join(DEPLOY, "image-rootfs.sh"), "utf8")).toContain(`"$ROOTFS${shim}"`);
     expect([mode, pid]).toEqual(["--namespaces-of", "1"]);
     // ... and starts the executable the init container installed into the node's /opt/cni/bin.
     expect(program).toBe("/opt/cni/bin/cni-plugins");
-    expect(verb).toBe("serve");
+    return [...rest, ...(c!.args ?? [])];
+  }
+
+  test("daemonset.yaml: the agent container runs `cni-plugins serve` in the host's namespaces", () => {
+    expect(hostCommand("agent")[0]).toBe("serve");
+  });
+
+  test("daemonset.yaml: the reload-watch container runs `cni-plugins reload --watch` in the host's namespaces", () => {
+    expect(hostCommand("reload-watch")).toEqual(["reload", "--watch"]);
+    expect(ds.spec.template.spec.containers.map((c) => c.name).sort()).toEqual(["agent", "reload-watch"]);
   });
 
   test("Containerfile: FROM scratch, entrypoint = the executable image-rootfs.sh installs, in install mode", () => {

@@ -1,7 +1,7 @@
 /**
  * Everything the multi-call executable does after build/entry.ts, which answers VERSION by itself:
  * it routes on the name the process was invoked by (the plugins; `cni-plugins` with `install`,
- * `inspect`, `gc`, `serve` or nothing; `dhcp daemon`) and runs the call.
+ * `inspect`, `gc`, `reload`, `serve` or nothing; `dhcp daemon`) and runs the call.
  *
  * The resident agent (agent/, `cni-plugins serve`) runs its requests through the same two pieces
  * with the request's name, arguments, environment and streams: {@link routeOf} decides, and
@@ -26,6 +26,7 @@ export type Route =
   | { kind: "dhcp-daemon"; args: string[] }
   | { kind: "install"; args: string[] }
   | { kind: "operator"; verb: "inspect" | "gc"; args: string[] }
+  | { kind: "reload"; args: string[] }
   | { kind: "serve"; args: string[] }
   | { kind: "help"; name: string };
 
@@ -38,6 +39,7 @@ export function routeOf(name: string, args: readonly string[]): Route {
   if (name === "cni-plugins") {
     if (verb === "install") return { kind: "install", args: rest };
     if (verb === "inspect" || verb === "gc") return { kind: "operator", verb, args: rest };
+    if (verb === "reload") return { kind: "reload", args: rest };
     if (verb === "serve") return { kind: "serve", args: rest };
   }
   return { kind: "help", name };
@@ -78,6 +80,7 @@ function multiCallHelp(name: string): string {
     pluginNames().map((p) => `  ${p}\n`).join("") +
     `Install into a CNI bin directory: cni-plugins install --dest /opt/cni/bin\n` +
     `Find and collect what dead containers left behind: cni-plugins inspect | gc [--apply] (--help)\n` +
+    `Put back firewall rules a firewall reload or flush removed: cni-plugins reload [--dry-run | --watch] (--help)\n` +
     `Serve plugin calls from a resident agent: cni-plugins serve [--socket PATH] (--help)\n`
   );
 }
@@ -122,6 +125,20 @@ async function dispatch(argv0Name: string): Promise<number> {
       // `cni-plugins inspect|gc`: the operator's view of stale attachments (operator/, docs/operator.md).
       const operator = await import("../operator/command.ts");
       return operator.runOperatorCommand(route.verb, route.args, out, err);
+    }
+    case "reload": {
+      // `cni-plugins reload [--dry-run|--watch]`: firewall state put back after flushes (operator/reload, docs/operator.md).
+      const reload = await import("../operator/reload/command.ts");
+      return reload.runReloadCommand(route.args, {
+        stdout: out,
+        stderr: err,
+        env: process.env,
+        plugins: pluginNames(),
+        onStop: (fn) => {
+          process.once("SIGTERM", fn);
+          process.once("SIGINT", fn);
+        },
+      });
     }
     case "help":
       err(multiCallHelp(route.name));

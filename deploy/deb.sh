@@ -6,6 +6,7 @@
 #   /lib/systemd/system/cni-plugins.{service,socket}, cni-plugins-dhcp.socket   (the resident agent,
 #     `cni-plugins serve`; not enabled: `systemctl enable --now cni-plugins.socket`)
 #   /lib/systemd/system/cni-dhcp.{service,socket}   (the dhcp daemon, `dhcp daemon`; not enabled)
+#   /lib/systemd/system/cni-reload.service          (`cni-plugins reload --watch`; not enabled)
 #   /usr/share/doc/cni-plugins-ts/{copyright,README.md}
 # No maintainer scripts: units that were enabled for Debian's package stay enabled (same paths).
 # Going back: `apt-get install containernetworking-plugins` removes this package again.

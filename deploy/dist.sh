@@ -6,6 +6,7 @@
 #   <plugin>...          hard links to the shim inside the tar, one per plugin name
 #   systemd/             the units of the resident agent and the dhcp daemon (for /etc/systemd/system)
 #   LICENSE, README.md
+#   cni-reload.service   the systemd unit of `cni-plugins reload --watch` (for /etc/systemd/system)
 # plus OUT/SHA256SUMS (deploy/sha256sums.sh). Offline. The archive's metadata is fixed (owners 0/0,
 # mtimes = the commit time, fixed order, gzip -n), so the same build gives the same bytes.
 #
@@ -20,6 +21,7 @@ install_plugins "$STAGE"
 install -d -m 0755 "$STAGE/systemd"
 install_units "$STAGE/systemd" /opt/cni/bin
 install -m 0644 "$ROOT/LICENSE" "$STAGE/LICENSE"
+install -m 0644 "$ROOT/build/cni-reload.service" "$STAGE/cni-reload.service"
 render_readme "$STAGE/README.md"
 
 mkdir -p "$OUT"

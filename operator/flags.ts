@@ -1,6 +1,8 @@
 /**
- * Command line of `cni-plugins inspect` and `cni-plugins gc` (docs/operator.md).
+ * Command line of `cni-plugins inspect`, `cni-plugins gc` and `cni-plugins reload` (docs/operator.md).
  */
+
+export type OperatorVerb = "inspect" | "gc" | "reload";
 
 export interface OperatorFlags {
   /** Where the network configurations live (`--conf-dir`, default /etc/cni/net.d). */
@@ -20,6 +22,12 @@ export interface OperatorFlags {
   json: boolean;
   /** gc only: run GC (default: dry run, print what GC would be given). */
   apply: boolean;
+  /** reload only: check, write nothing (`--dry-run`). */
+  dryRun: boolean;
+  /** reload only: keep running and restore after every flush or firewalld reload (`--watch`). */
+  watch: boolean;
+  /** reload --watch: period of the check that runs whatever the notifications say, ms (`--interval SECONDS`; 0: none). */
+  intervalMs: number;
 }
 
 export interface ValidSpec {
@@ -35,13 +43,17 @@ export class UsageError extends Error {
 export const DEFAULT_CONF_DIR = "/etc/cni/net.d";
 export const DEFAULT_CACHE_DIR = "/var/lib/cni";
 export const DEFAULT_BIN_DIRS = "/opt/cni/bin:/usr/lib/cni";
+export const DEFAULT_INTERVAL_SECONDS = 60;
 
-export const USAGE = `usage: cni-plugins inspect|gc [flags]
+export const USAGE = `usage: cni-plugins inspect|gc|reload [flags]
   inspect   list what the node holds for each network (host-local and cluster-local
             reservations, libcni cache entries, iptables and nftables rules, bandwidth IFBs,
             tuning backups, dhcp leases), grouped by attachment, and whether each attachment is live
   gc        the same, then the spec's GC with cni.dev/valid-attachments for every network:
             a dry run unless --apply is given
+  reload    put back the firewall rules of every live attachment in the runtimes' cache that a
+            firewall reload or flush removed (ipMasq, portmap, the firewall plugin's rules and
+            firewalld zones, bridge spoof-check), with the plugins' own ADD code
 flags:
   --conf-dir DIR       network configurations (default ${DEFAULT_CONF_DIR})
   --network NAME       only this network (repeatable)
@@ -50,8 +62,14 @@ flags:
                        directory, then ${DEFAULT_BIN_DIRS})
   --valid ID[/IF]      a live container (all its interfaces, or one); repeatable
   --valid-file FILE    live containers, one ID[/IF] per line ('#' comments); '-' reads stdin
-  --json               one JSON document on stdout
+  --json               one JSON document on stdout (reload --watch: one per pass and line)
   --apply              gc only: run GC (without it gc changes nothing)
+  --dry-run            reload only: say what would be restored, change nothing
+  --watch              reload only: keep running; restore after every nf_tables flush or
+                       deletion, firewalld reload or restart, and periodic check
+  --interval SECONDS   reload --watch: the periodic check (default ${DEFAULT_INTERVAL_SECONDS}; 0: none), the
+                       only way iptables-legacy flushes are noticed
+                       (the DaemonSet's container)
 `;
 
 /** Parses a `CID` or `CID/IFNAME` entry. */
@@ -78,7 +96,7 @@ export function parseValidFile(text: string, name: string): ValidSpec[] {
  * Parses argv (after the verb). `readFile` reads --valid-file (`-` is stdin); `selfDir` is the
  * directory of this executable, searched first by GC.
  */
-export function parseFlags(verb: "inspect" | "gc", argv: readonly string[], readFile: (path: string) => string, selfDir: string): OperatorFlags {
+export function parseFlags(verb: OperatorVerb, argv: readonly string[], readFile: (path: string) => string, selfDir: string): OperatorFlags {
   const f: OperatorFlags = {
     confDir: DEFAULT_CONF_DIR,
     networks: [],
@@ -87,6 +105,12 @@ export function parseFlags(verb: "inspect" | "gc", argv: readonly string[], read
     valid: undefined,
     json: false,
     apply: false,
+    dryRun: false,
+    watch: false,
+    intervalMs: DEFAULT_INTERVAL_SECONDS * 1000,
+  };
+  const reloadOnly = (flag: string): void => {
+    if (verb !== "reload") throw new UsageError(`${flag} is a flag of reload`);
   };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
@@ -124,6 +148,22 @@ export function parseFlags(verb: "inspect" | "gc", argv: readonly string[], read
         if (verb !== "gc") throw new UsageError("--apply is a flag of gc");
         f.apply = true;
         break;
+      case "--dry-run":
+        reloadOnly(name);
+        f.dryRun = true;
+        break;
+      case "--watch":
+        reloadOnly(name);
+        f.watch = true;
+        break;
+      case "--interval": {
+        reloadOnly(name);
+        const text = value();
+        const seconds = Number(text);
+        if (!/^\d+(\.\d+)?$/.test(text) || !Number.isFinite(seconds)) throw new UsageError(`--interval: ${JSON.stringify(text)} is not a number of seconds`);
+        f.intervalMs = Math.round(seconds * 1000);
+        break;
+      }
       case "-h":
       case "--help":
         throw new UsageError("");
@@ -131,5 +171,6 @@ export function parseFlags(verb: "inspect" | "gc", argv: readonly string[], read
         throw new UsageError(`unknown flag ${JSON.stringify(flag)}`);
     }
   }
+  if (f.dryRun && f.watch) throw new UsageError("--dry-run and --watch exclude each other");
   return f;
 }

@@ -6,7 +6,7 @@
  *    node has that address configured;
  * 3. neither recorded: unknown, which GC treats as live (nothing is collected on a guess).
  */
-import { statSync } from "node:fs";
+import { exists } from "../shared/sys/file.ts";
 import { nodeAddresses } from "../shared/iface/node-addresses.ts";
 import type { ValidSpec } from "./flags.ts";
 import type { SeenAttachment } from "./sources.ts";
@@ -29,14 +29,7 @@ export interface NamespaceView {
 export function systemNamespaceView(): NamespaceView {
   let holders: Map<string, string> | undefined;
   return {
-    exists: (path) => {
-      try {
-        statSync(path);
-        return true;
-      } catch {
-        return false;
-      }
-    },
+    exists,
     holder: (address) => (holders ??= nodeAddresses()).get(address),
   };
 }

@@ -19,7 +19,18 @@ describe("flags", () => {
   const parse = (...argv: string[]) => parseFlags("gc", argv, () => "a\n# comment\nb/eth1  # trailing\n\n", "/self");
   test("defaults", () => {
     const f = parse();
-    expect(f).toEqual({ confDir: "/etc/cni/net.d", networks: [], cacheDir: "/var/lib/cni", binDirs: "/self:/opt/cni/bin:/usr/lib/cni", valid: undefined, json: false, apply: false });
+    expect(f).toEqual({
+      confDir: "/etc/cni/net.d",
+      networks: [],
+      cacheDir: "/var/lib/cni",
+      binDirs: "/self:/opt/cni/bin:/usr/lib/cni",
+      valid: undefined,
+      json: false,
+      apply: false,
+      dryRun: false,
+      watch: false,
+      intervalMs: 60_000,
+    });
   });
   test("every flag, both spellings", () => {
     const f = parse("--conf-dir", "/c", "--network=n1", "--network", "n2", "--cache-dir=/k", "--bin-dir", "/b", "--valid", "x", "--valid=y/eth0", "--valid-file", "f", "--json", "--apply");
@@ -30,6 +41,12 @@ describe("flags", () => {
     expect(f.valid).toEqual([{ containerID: "x" }, { containerID: "y", ifName: "eth0" }, { containerID: "a" }, { containerID: "b", ifName: "eth1" }]);
     expect(f.json && f.apply).toBe(true);
   });
+  test("reload: --dry-run, --watch, --interval (seconds, fractions allowed)", () => {
+    expect(parseFlags("reload", ["--dry-run"], () => "", "/s").dryRun).toBe(true);
+    const w = parseFlags("reload", ["--watch", "--interval=0.5"], () => "", "/s");
+    expect([w.watch, w.intervalMs]).toEqual([true, 500]);
+    expect(parseFlags("reload", ["--interval", "0"], () => "", "/s").intervalMs).toBe(0);
+  });
   test("an empty --valid-file means: nothing is live (not: the cache decides)", () => {
     expect(parseFlags("gc", ["--valid-file", "f"], () => "\n# none\n", "/s").valid).toEqual([]);
   });
@@ -38,6 +55,9 @@ describe("flags", () => {
     expect(() => parse("--conf-dir")).toThrow(/--conf-dir needs a value/);
     expect(() => parse("--valid", "a/")).toThrow(UsageError);
     expect(() => parseFlags("inspect", ["--apply"], () => "", "/s")).toThrow(/--apply is a flag of gc/);
+    expect(() => parseFlags("gc", ["--watch"], () => "", "/s")).toThrow(/--watch is a flag of reload/);
+    expect(() => parseFlags("reload", ["--interval", "soon"], () => "", "/s")).toThrow(/--interval: "soon" is not a number of seconds/);
+    expect(() => parseFlags("reload", ["--watch", "--dry-run"], () => "", "/s")).toThrow(/exclude each other/);
     expect(() => parseValidFile("ok\nx y\n", "f")).toThrow(/f:2/);
   });
 });
@@ -198,7 +218,7 @@ describe("liveness", () => {
 });
 
 describe("gc", () => {
-  const flags = (over: Partial<OperatorFlags>): OperatorFlags => ({ confDir: "", networks: [], cacheDir: "/k", binDirs: "/b", valid: undefined, json: false, apply: false, ...over });
+  const flags = (over: Partial<OperatorFlags>): OperatorFlags => ({ ...parseFlags("gc", ["--conf-dir", "-", "--cache-dir", "/k", "--bin-dir", "/b"], () => "", "/s"), confDir: "", ...over });
 
   function node(): { dir: string; env: OperatorEnv; calls: unknown[] } {
     const dir = tmp();

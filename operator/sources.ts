@@ -23,13 +23,14 @@ import { NetworkKeys } from "../ipam/cluster-local/keys.ts";
 import { nodeReservations } from "../ipam/cluster-local/release.ts";
 import { DEFAULT_DATA_DIR as HOST_LOCAL_DATA_DIR } from "../ipam/host-local/store/disk.ts";
 import { findExecutable, runCommand } from "../shared/firewall/exec.ts";
-import { legacyTableNames, hostIptablesMode } from "../shared/firewall/iptables/driver.ts";
+import { hostIptablesMode, systemIptables } from "../shared/firewall/iptables/driver.ts";
 import { tokenize } from "../shared/firewall/iptables/save-format.ts";
 import { ruleComment } from "../shared/firewall/iptables/rule.ts";
 import { toolsFor } from "../shared/firewall/iptables/variant.ts";
 import { formatComment, masqInstanceHash } from "../shared/firewall/naming.ts";
 import { parseIP, formatIP } from "../shared/ip/ip.ts";
 import { Handle } from "../shared/netlink/index.ts";
+import { CacheEntryError, parseCacheEntry, resultAddresses, RESULTS_SUBDIR, type CacheEntry } from "./cache-entry.ts";
 import type { NetworkList } from "./networks.ts";
 
 export type HoldingKind = "cache" | "host-local" | "cluster-local" | "iptables" | "nftables" | "ifb" | "tuning" | "dhcp";
@@ -98,12 +99,8 @@ export const systemReaders: SourceReaders = {
   readFile: (p) => readFileSync(p, "utf8"),
   iptablesSave(family, table) {
     const mode = hostIptablesMode(process.env);
-    if (mode === undefined) return undefined;
-    // A legacy table that does not exist is not read: reading it would create it.
-    if (mode === "legacy" && !legacyTableNames(family).includes(table)) return "";
-    const save = toolsFor(mode, family).save;
-    if (findExecutable(save, process.env) === undefined) return undefined;
-    return runCommand([save, "-t", table], process.env).stdout;
+    if (mode === undefined || findExecutable(toolsFor(mode, family).save, process.env) === undefined) return undefined;
+    return systemIptables(process.env, mode).saveTable(family, table);
   },
   nftRuleset() {
     if (findExecutable("nft", process.env) === undefined) return undefined;
@@ -179,27 +176,26 @@ function dirsOf(net: NetworkList, pick: (plugin: Record<string, unknown>) => str
   return [...new Set(net.plugins.map(pick).filter((d): d is string => d !== undefined))];
 }
 
-/** Addresses of a result object (any spec version). */
-function resultAddresses(result: unknown): string[] {
-  if (typeof result !== "object" || result === null) return [];
-  const r = result as { ips?: { address?: unknown }[]; ip4?: { ip?: unknown }; ip6?: { ip?: unknown } };
-  const cidrs = [...(r.ips ?? []).map((i) => i.address), r.ip4?.ip, r.ip6?.ip];
-  return cidrs.filter((c): c is string => typeof c === "string").map((c) => c.split("/")[0]!);
-}
-
 function readCache(st: NetworkState, r: SourceReaders, cacheDir: string): void {
-  const dir = join(cacheDir, "results");
+  const dir = join(cacheDir, RESULTS_SUBDIR);
   const prefix = `${st.network.name}-`;
   const names = namesIn(r, dir);
   for (const n of names.filter((n) => n.startsWith(prefix))) {
     const file = join(dir, n);
     st.read(`libcni cache ${file}`, () => {
-      const e = JSON.parse(r.readFile(file)) as { kind?: unknown; containerId?: unknown; ifName?: unknown; networkName?: unknown; netns?: unknown; result?: unknown };
-      if (e.networkName !== st.network.name || typeof e.containerId !== "string" || typeof e.ifName !== "string") return;
-      const a = st.attachment(e.containerId, e.ifName);
+      let e: CacheEntry;
+      try {
+        e = parseCacheEntry(file, r.readFile(file));
+      } catch (err) {
+        // An entry of an older libcni (not cniCacheV1) is not reported; a corrupt one is.
+        if (err instanceof CacheEntryError && /^kind /.test(err.message)) return;
+        throw err;
+      }
+      if (e.networkName !== st.network.name) return;
+      const a = st.attachment(e.containerID, e.ifName);
       a.cached = true;
       a.holdings.push({ kind: "cache", what: file });
-      if (typeof e.netns === "string" && e.netns !== "") a.netns.add(e.netns);
+      if (e.netns !== "") a.netns.add(e.netns);
       for (const ip of resultAddresses(e.result)) a.addresses.add(ip);
     });
   }

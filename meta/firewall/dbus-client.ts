@@ -28,10 +28,26 @@ export class DBusError extends Error {
   }
 }
 
+/** A signal received on the connection (after an AddMatch that selects it). */
+export interface DBusSignal {
+  sender: string;
+  path: string;
+  interface: string;
+  member: string;
+  body: unknown[];
+}
+
 export interface DBusConnection {
   call(msg: DBusCall): Promise<unknown>;
+  /** Calls `fn` for every signal the bus routes to this connection (resident watchers only). */
+  onSignal(fn: (s: DBusSignal) => void): void;
+  /** Calls `fn` once when the connection ends or fails (the bus went away, or {@link close}). */
+  onClose(fn: (err: Error | undefined) => void): void;
   close(): void;
 }
+
+/** D-Bus message type of a signal (dbus-native's constants.messageType.signal). */
+const SIGNAL = 4;
 
 interface NativeBus {
   invoke(msg: Record<string, unknown>, cb: (err: unknown, ...res: unknown[]) => void): void;
@@ -53,13 +69,38 @@ export function connectBus(address: string): DBusConnection {
   const lib = require("@homebridge/dbus-native") as { createClient(opts: Record<string, unknown>): NativeBus };
   const bus = lib.createClient({ busAddress: address });
   let failure: Error | undefined;
+  let ended = false;
   const waiting = new Set<(e: Error) => void>();
+  const closers: ((err: Error | undefined) => void)[] = [];
+  const end = (err: Error | undefined): void => {
+    if (ended) return;
+    ended = true;
+    for (const fn of closers.splice(0)) fn(err);
+  };
   bus.connection.on("error", (e) => {
     failure = toError(e);
     for (const reject of waiting) reject(failure);
     waiting.clear();
+    end(failure);
+  });
+  bus.connection.on("end", () => {
+    failure ??= new DBusError("org.freedesktop.DBus.Error.Disconnected", "the bus closed the connection");
+    for (const reject of waiting) reject(failure);
+    waiting.clear();
+    end(undefined);
   });
   return {
+    onSignal(fn) {
+      bus.connection.on("message", (m) => {
+        const msg = m as { type?: number; sender?: string; path?: string; interface?: string; member?: string; body?: unknown[] };
+        if (msg.type !== SIGNAL) return;
+        fn({ sender: msg.sender ?? "", path: msg.path ?? "", interface: msg.interface ?? "", member: msg.member ?? "", body: msg.body ?? [] });
+      });
+    },
+    onClose(fn) {
+      if (ended) fn(failure);
+      else closers.push(fn);
+    },
     call(msg) {
       if (failure !== undefined) return Promise.reject(failure);
       return new Promise((resolve, reject) => {
@@ -82,6 +123,7 @@ export function connectBus(address: string): DBusConnection {
       } catch {
         // already closed
       }
+      end(undefined);
     },
   };
 }

@@ -18,7 +18,8 @@ import { annotate } from "../../shared/error/annotate.ts";
 import { prevResultFrom, validAttachmentsOf } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { versionsFrom } from "../../shared/cni/version.ts";
-import { chooseBackend, systemFirewallDrivers, type BackendName, type FirewallDrivers } from "../../shared/firewall/backend.ts";
+import type { AttachmentKey } from "../../shared/firewall/attachment-lock.ts";
+import { chooseBackend, lockOf, systemFirewallDrivers, type BackendName, type FirewallDrivers } from "../../shared/firewall/backend.ts";
 import type { FirewallBackend, FirewalldBackend, FirewallRules, FirewallTarget } from "./backend.ts";
 import { loadFirewallConf, parseBackend, parseIngressPolicy, validateAdminChain, type FirewallBackendName, type FirewallConf } from "./config.ts";
 import { firewalldBackend, isFirewalldRunning, systemBusAddress } from "./firewalld-backend.ts";
@@ -55,15 +56,26 @@ export function firewallFeatures(d: FirewallDrivers): Record<BackendName, Firewa
   return { iptables: iptablesFirewall(d.iptables), nftables: nftablesFirewall(d.nftables) };
 }
 
-/** The requested backend; without one, firewalld when it runs, else the shared default. */
-export async function selectBackend(requested: FirewallBackendName | undefined, args: CmdArgs, deps: FirewallDeps): Promise<FirewallBackend> {
-  const address = systemBusAddress(args.env);
-  if (requested === "firewalld" || (requested === undefined && (await deps.firewalldRunning(address)))) return deps.firewalld(address);
-  const d = deps.drivers(args.env);
-  return firewallFeatures(d)[chooseBackend(requested, d)];
+/** The requested backend's name; without one, firewalld when it runs, else the shared default over `d`. */
+export async function backendName(requested: FirewallBackendName | undefined, args: CmdArgs, deps: FirewallDeps, d: FirewallDrivers): Promise<FirewallBackendName> {
+  if (requested === "firewalld" || (requested === undefined && (await deps.firewalldRunning(systemBusAddress(args.env))))) return "firewalld";
+  return chooseBackend(requested, d);
 }
 
-function target(conf: FirewallConf, args: CmdArgs, prev: Result | undefined, withPolicy: boolean): FirewallTarget {
+/** The requested backend; without one, firewalld when it runs, else the shared default. */
+export async function selectBackend(requested: FirewallBackendName | undefined, args: CmdArgs, deps: FirewallDeps): Promise<FirewallBackend> {
+  const d = deps.drivers(args.env);
+  const name = await backendName(requested, args, deps, d);
+  return name === "firewalld" ? deps.firewalld(systemBusAddress(args.env)) : firewallFeatures(d)[name];
+}
+
+/** The lock's key of one invocation's attachment (shared/firewall/attachment-lock.ts). */
+function attachmentOf(conf: FirewallConf, args: CmdArgs): AttachmentKey {
+  return { network: conf.name, containerID: args.containerID, ifName: args.ifName };
+}
+
+/** What the backends act on; `withPolicy`: with the config's ingress policy (ADD), else "open". */
+export function target(conf: FirewallConf, args: CmdArgs, prev: Result | undefined, withPolicy: boolean): FirewallTarget {
   const addrs = hostAddresses(prev);
   const policy = withPolicy ? parseIngressPolicy(conf.ingressPolicy) : "open";
   return {
@@ -97,9 +109,16 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
       const record = { network: conf.name, containerID: args.containerID, ifName: args.ifName, backend: backend.backend, zone: conf.zone, addrs: t.addrs };
       annotate(`failed to record the attachment under ${deps.stateDir}`, () => recordAttachment(deps.stateDir, record));
     }
+    const lock = lockOf(deps.drivers(args.env));
+    if (backend.backend !== "firewalld") {
+      lock.whileAdding(attachmentOf(conf, args), () => backend.setup(t));
+      return prev;
+    }
+    // D-Bus is asynchronous: the lock is never held across it (only the deletion mark is cleared).
+    lock.whileAdding(attachmentOf(conf, args), () => {});
     await backend.setup(t);
     // As upstream, the ingress policy of the firewalld backend is enforced with iptables.
-    if (backend.backend === "firewalld" && t.policy !== "open") addIsolationIptables(deps.drivers(args.env).iptables, t);
+    if (t.policy !== "open") lock.whileAdding(attachmentOf(conf, args), () => addIsolationIptables(deps.drivers(args.env).iptables, t));
     return prev;
   }
 
@@ -114,12 +133,17 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
     const conf = loadFirewallConf(args);
     const backend = await selectBackend(parseBackend(conf.backend, true), args, deps);
     const record = recordOf(deps.stateDir, conf.name, args.containerID, args.ifName);
-    // A backend whose tools are gone has nothing left to remove.
-    if (backend.backend === "firewalld" || backend.available()) {
-      const t = target(conf, args, prevResultFrom(args), false);
-      // Without prevResult, the addresses ADD recorded for this backend.
-      if (t.addrs.length === 0 && record?.backend === backend.backend) t.addrs = record.addrs;
+    const t = target(conf, args, prevResultFrom(args), false);
+    // Without prevResult, the addresses ADD recorded for this backend.
+    if (t.addrs.length === 0 && record?.backend === backend.backend) t.addrs = record.addrs;
+    const lock = lockOf(deps.drivers(args.env));
+    if (backend.backend === "firewalld") {
+      // D-Bus is asynchronous: the lock is never held across it (only the deletion mark is left).
+      lock.whileDeleting(attachmentOf(conf, args), () => {});
       await backend.teardown(t, true);
+    } else {
+      // A backend whose tools are gone has nothing left to remove.
+      lock.whileDeleting(attachmentOf(conf, args), () => (backend.available() ? backend.teardown(t, true) : undefined));
     }
     forgetAttachment(deps.stateDir, conf.name, args.containerID, args.ifName);
   }

@@ -10,7 +10,7 @@
  */
 import { annotate } from "../../shared/error/annotate.ts";
 import { runAll } from "../../shared/firewall/backend.ts";
-import type { IptablesPlan } from "../../shared/firewall/iptables/chain.ts";
+import type { IptablesPlan, IptRule } from "../../shared/firewall/iptables/chain.ts";
 import type { IptablesDriver } from "../../shared/firewall/iptables/driver.ts";
 import { hasRule } from "../../shared/firewall/iptables/rule.ts";
 import { readIptables, transactIptables } from "../../shared/firewall/iptables/transact.ts";
@@ -60,6 +60,27 @@ export function checkFamily(p: IptablesPlan, t: FirewallTarget, family: IPFamily
   return problems;
 }
 
+/** Problems with the isolation rules of `t.bridge` in one family (upstream setupIsolationChains; empty for `open`). */
+export function checkIsolation(p: IptablesPlan, t: FirewallTarget): string[] {
+  if (t.policy === "open" || t.bridge === undefined) return [];
+  const r = isolationRules(t.policy, t.bridge);
+  const want: [string, IptRule][] = [
+    [FORWARD, r.forwardJump],
+    ...r.stage1Top.map((rule): [string, IptRule] => [STAGE1, rule]),
+    [STAGE1, r.stage1Return],
+    [STAGE2, r.stage2Top],
+    [STAGE2, r.stage2Return],
+  ];
+  return want.filter(([chain, rule]) => !hasRule(p.rulesOf(chain), rule)).map(([chain, rule]) => `expected ${chain} rule [${rule.join(" ")}] not found`);
+}
+
+/** The ingress policy's problems in its families, read only (used with the firewalld backend, as upstream). */
+export function checkIsolationIptables(ipt: IptablesDriver, t: FirewallTarget): string[] {
+  if (t.policy === "open") return [];
+  requireTools(ipt);
+  return t.policyFamilies.flatMap((family) => readIptables(ipt, family, (tx) => checkIsolation(tx.table(FILTER), t).map((p) => `IPv${family}: ${p}`)));
+}
+
 function requireTools(ipt: IptablesDriver): void {
   if (!ipt.available()) throw new Error("could not initialize iptables: no iptables-save/iptables-restore found");
 }
@@ -94,9 +115,10 @@ export function iptablesFirewall(ipt: IptablesDriver): FirewallRules {
         );
       }
     },
+    /** The address rules (and, when `t` carries an ingress policy, the isolation rules). */
     check(t) {
       requireTools(ipt);
-      return withAddrs(t).flatMap((family) => readIptables(ipt, family, (tx) => checkFamily(tx.table(FILTER), t, family)));
+      return [...withAddrs(t).flatMap((family) => readIptables(ipt, family, (tx) => checkFamily(tx.table(FILTER), t, family))), ...checkIsolationIptables(ipt, t)];
     },
     teardown(t, expected) {
       annotate("failed to remove firewall rules", () =>

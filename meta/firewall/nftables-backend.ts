@@ -88,7 +88,7 @@ export function planNftAdd(state: NftTableState | undefined, t: FirewallTarget):
   return tx;
 }
 
-/** Problems with this target's rules (empty: all present). */
+/** Problems with this target's rules (empty: all present), the isolation rules too when `t` carries an ingress policy. */
 export function checkNft(state: NftTableState | undefined, t: FirewallTarget): string[] {
   if (t.addrs.length === 0) return [];
   if (state === undefined) return [`nftables table inet ${NFT_TABLE} not found`];
@@ -104,6 +104,12 @@ export function checkNft(state: NftTableState | undefined, t: FirewallTarget): s
       const needle = `${fam} ${dir} ${a.ip} `;
       if (!mine.some((r) => r.includes(needle) && r.includes(extra))) problems.push(`nftables chain ${NFT_PRIV} lacks the ${dir} rule for ${a.ip}`);
     }
+  }
+  if (t.policy !== "open" && t.bridge !== undefined) {
+    if (!state.rules.some((r) => r.chain === NFT_FORWARD && r.rule.trim() === `jump ${NFT_STAGE1}`)) problems.push(`nftables chain ${NFT_FORWARD} lacks jump ${NFT_STAGE1}`);
+    const wanted: [string, string][] = [[NFT_STAGE1, `same-bridge ${t.bridge}`], [NFT_STAGE2, `stage-2 ${t.bridge}`]];
+    if (t.policy === "isolated") wanted.push([NFT_STAGE1, `isolated ${t.bridge}`]);
+    for (const [chain, comment] of wanted) if (commented(state, chain, comment).length === 0) problems.push(`nftables chain ${chain} lacks the rule "${comment}"`);
   }
   return problems;
 }

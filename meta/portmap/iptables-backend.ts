@@ -153,7 +153,10 @@ export function iptablesPortmap(ipt: IptablesDriver): PortmapFeature {
       });
       return ports.flat();
     },
-    /** Problems with the rules for `t.container` (empty: exactly as ADD made them). Reads only. */
+    /**
+     * Problems with the rules for `t.container` (empty: exactly as ADD made them), including the
+     * localnet guard when `t.guard` asks for it. Reads only.
+     */
     check(t) {
       const { conf, containerID, container } = t;
       const family = container.ip.family;
@@ -173,6 +176,11 @@ export function iptablesPortmap(ipt: IptablesDriver): PortmapFeature {
           if (!hasRule(nat.rulesOf(SETMARK_CHAIN), setMarkRule(conf.markMasqBit))) problems.push(`IPv${family} ${SETMARK_CHAIN} lacks its mark rule`);
           if (!hasRule(nat.rulesOf(MARK_MASQ_CHAIN), markMasqRule(conf.markMasqBit))) problems.push(`IPv${family} ${MARK_MASQ_CHAIN} lacks its masquerade rule`);
           if (!hasRule(nat.rulesOf("POSTROUTING"), MASQ_ENTRY_RULE)) problems.push(`IPv${family} POSTROUTING does not jump to ${MARK_MASQ_CHAIN}`);
+        }
+        if (t.guard && family === 4) {
+          const filter = tx.table("filter");
+          if (!hasRule(filter.rulesOf(LOCALNET_GUARD_CHAIN), GUARD_RULE)) problems.push(`IPv4 ${LOCALNET_GUARD_CHAIN} lacks its guard rule`);
+          if (!hasRule(filter.rulesOf("INPUT"), GUARD_ENTRY_RULE)) problems.push(`IPv4 INPUT does not jump to ${LOCALNET_GUARD_CHAIN}`);
         }
         return problems;
       });

@@ -169,8 +169,8 @@ function isLocalGatedJump(r: NftRuleState): boolean {
   return fib && expr.some((s) => s.jump?.target === HOSTPORTS_ALL);
 }
 
-/** CHECK: problems with the rules for `container` (empty: all present). */
-function checkPorts(state: NftTableState | undefined, conf: PortmapConfig, containerID: string, container: CIDR): string[] {
+/** CHECK: problems with the rules for `container` (empty: all present); the localnet guard too when `guard` asks for it. */
+function checkPorts(state: NftTableState | undefined, conf: PortmapConfig, containerID: string, container: CIDR, guard: boolean): string[] {
   const family = container.ip.family;
   if (state === undefined) return [`nftables table ${nftFamily(family)} ${NFT_TABLE} not found`];
   const problems: string[] = [];
@@ -178,6 +178,10 @@ function checkPorts(state: NftTableState | undefined, conf: PortmapConfig, conta
     const ok = state.rules.some((r) => r.chain === base && isLocalGatedJump(r));
     if (!ok) problems.push(`nftables chain ${base} does not jump to ${HOSTPORTS_ALL}`);
   }
+  for (const target of [HOSTIP_HOSTPORTS, HOSTPORTS]) {
+    if (!state.rules.some((r) => r.chain === HOSTPORTS_ALL && normalizeRule(r.rule) === `jump ${target}`)) problems.push(`nftables chain ${HOSTPORTS_ALL} does not jump to ${target}`);
+  }
+  if (guard && family === 4 && !state.rules.some((r) => r.chain === GUARD && normalizeRule(r.rule).endsWith(" drop"))) problems.push(`nftables chain ${GUARD} lacks its guard rule`);
   const mine = rulesWithComment(state, containerID);
   const forwards = mine.filter((r) => r.chain !== MASQUERADING).flatMap((r) => parseNftForward(r) ?? []);
   for (const m of mappingsForFamily(conf.mappings, family)) {
@@ -252,7 +256,7 @@ export function nftablesPortmap(nft: NftDriver, nodeAddresses: () => ReadonlyMap
       }
       return removed;
     },
-    check: (t) => checkPorts(read(t.container.ip.family), t.conf, t.containerID, t.container),
+    check: (t) => checkPorts(read(t.container.ip.family), t.conf, t.containerID, t.container, t.guard ?? false),
     /**
      * Beyond upstream (whose GC leaves these): the rules name only the container (the comment Go's
      * DEL looks for), not the network, so a rule is stale when its container is in NO attachment of

@@ -213,3 +213,16 @@ describe("portmap config", () => {
     expect(duplicateMappings(twice, 4)).toEqual(["host port 80/tcp is mapped twice in portMappings (IPv4)"]);
   });
 });
+
+describe("portmap checks for cni-plugins reload", () => {
+  // (the nftables check reads rules as `nft -j` prints them: test/integration/reload.test.ts)
+  test("with the guard asked for, a missing localnet guard is named; CHECK's own call does not ask", () => {
+    const ipt = new FakeIptables();
+    const f = iptablesPortmap(ipt);
+    f.setup({ conf: conf(), containerID: "c1", container: v4, guard: true });
+    expect(f.check({ conf: conf(), containerID: "c1", container: v4, guard: true })).toEqual([]);
+    ipt.restore(4, "*filter\n-F CNI-HOSTPORT-LOCALNET\nCOMMIT\n");
+    expect(f.check({ conf: conf(), containerID: "c1", container: v4, guard: true })).toEqual(["IPv4 CNI-HOSTPORT-LOCALNET lacks its guard rule"]);
+    expect(f.check({ conf: conf(), containerID: "c1", container: v4 })).toEqual([]);
+  });
+});

@@ -12,6 +12,7 @@ import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import {
   chooseBackend,
   collectEverywhere,
+  lockOf,
   systemFirewallDrivers,
   teardownEverywhere,
   type BackendName,
@@ -35,7 +36,8 @@ function attachmentKey(conf: PortmapConfig, containerID: string): string {
   return `${conf.name}/${containerID}`;
 }
 
-function udpPorts(ports: readonly { protocol: string; hostPort: number }[]): number[] {
+/** The distinct UDP host ports of `ports` (their conntrack entries are flushed after a change). */
+export function udpPorts(ports: readonly { protocol: string; hostPort: number }[]): number[] {
   return [...new Set(ports.filter((p) => p.protocol === "udp").map((p) => p.hostPort))];
 }
 
@@ -67,12 +69,14 @@ export function makePortmapPlugin(getDrivers: (env: CmdArgs["env"]) => FirewallD
     const f = portmapFeatures(d)[chooseBackend(conf.backend, d)];
     const ips = containerIPs(prev, args.ifName);
     const localhost = conf.snat;
-    for (const ip of [ips.v4, ips.v6]) {
-      if (ip === undefined) continue;
-      forward(f, conf, args, ip, localhost);
-      // After the rules: new packets of stale UDP flows then hit the new DNAT (#123).
-      flushUdpConntrack(ip.ip.family, udpPorts(mappingsForFamily(conf.mappings, ip.ip.family)), args.stderr);
-    }
+    lockOf(d).whileAdding({ network: conf.name, containerID: args.containerID, ifName: args.ifName }, () => {
+      for (const ip of [ips.v4, ips.v6]) {
+        if (ip === undefined) continue;
+        forward(f, conf, args, ip, localhost);
+        // After the rules: new packets of stale UDP flows then hit the new DNAT (#123).
+        flushUdpConntrack(ip.ip.family, udpPorts(mappingsForFamily(conf.mappings, ip.ip.family)), args.stderr);
+      }
+    });
     if (ips.v4 !== undefined && localhost) {
       const ifName = routeInterface(ips.v4.ip);
       if (ifName !== undefined) enableRouteLocalnet(ifName, attachmentKey(conf, args.containerID));
@@ -90,7 +94,9 @@ export function makePortmapPlugin(getDrivers: (env: CmdArgs["env"]) => FirewallD
       target.families = ([4, 6] as const).filter((f) => (f === 4 ? ips.v4 : ips.v6) !== undefined);
     }
     const d = getDrivers(args.env);
-    const removed = annotate("failed to remove port mappings", () => teardownEverywhere(Object.values(portmapFeatures(d)), target, chooseBackend(conf.backend, d)));
+    const removed = lockOf(d).whileDeleting({ network: conf.name, containerID: args.containerID, ifName: args.ifName }, () =>
+      annotate("failed to remove port mappings", () => teardownEverywhere(Object.values(portmapFeatures(d)), target, chooseBackend(conf.backend, d))),
+    );
     const ports = udpPorts([...removed.flat(), ...conf.mappings]);
     for (const family of [4, 6] as const) flushUdpConntrack(family, ports, args.stderr);
     releaseRouteLocalnet(attachmentKey(conf, args.containerID));

@@ -22,8 +22,7 @@ import { ipamStep, IPAM_STEP, teardown, Undo, type TeardownStep } from "../../sh
 import type { CmdArgs, Interface, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { annotate } from "../../shared/error/annotate.ts";
-import { systemFirewallDrivers } from "../../shared/firewall/backend.ts";
-import { systemNft } from "../../shared/firewall/nftables/driver.ts";
+import { lockOf, systemFirewallDrivers } from "../../shared/firewall/backend.ts";
 import { parseMasqBackend, setupIPMasq, teardownIPMasq } from "../../shared/firewall/ipmasq.ts";
 import { configureIface } from "../../shared/iface/configure.ts";
 import {
@@ -101,10 +100,11 @@ function teardownSteps(conf: BridgeConf, args: CmdArgs, created?: CreatedLink): 
   const attachment = { containerID: args.containerID, ifName: args.ifName };
   const d = systemFirewallDrivers(args.env);
   let addrs: string[] = [];
+  const spoofcheck = (): void => lockOf(d).whileDeleting({ network: conf.name, ...attachment }, () => teardownSpoofCheck(attachment, d.nftables));
   return [
     ipamStep(conf.ipamType, args),
     { name: CONTAINER_LINK_STEP, run: () => void (addrs = deleteContainerLink(args, created)) },
-    { name: SPOOFCHECK_STEP, run: () => (conf.macspoofchk ? teardownSpoofCheck(attachment, d.nftables) : undefined) },
+    { name: SPOOFCHECK_STEP, run: () => (conf.macspoofchk ? spoofcheck() : undefined) },
     {
       name: MASQUERADE_STEP,
       run: () =>
@@ -166,10 +166,9 @@ async function add(args: CmdArgs): Promise<Result> {
 
     if (conf.macspoofchk) {
       undo.reached(SPOOFCHECK_STEP);
-      setupSpoofCheck(
-        { hostVeth: veth.host.name, containerMac: veth.container.mac, containerID: args.containerID, ifName: args.ifName },
-        systemNft(args.env),
-      );
+      const spoofcheck = { hostVeth: veth.host.name, containerMac: veth.container.mac, containerID: args.containerID, ifName: args.ifName };
+      const d = systemFirewallDrivers(args.env);
+      lockOf(d).whileAdding({ network: conf.name, ...spoofcheck }, () => setupSpoofCheck(spoofcheck, d.nftables));
     }
 
     if (conf.ipamType !== "") {

@@ -3,7 +3,7 @@ import type { NftDriver } from "../../shared/firewall/nftables/driver.ts";
 import type { NftTableState } from "../../shared/firewall/nftables/state.ts";
 import { FakeNft } from "../../shared/firewall/nftables/fake.ts";
 import { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
-import { gcSpoofCheck, setupSpoofCheck, SPOOFCHECK_TABLE, spoofCheckNames, teardownSpoofCheck } from "./spoofcheck.ts";
+import { checkSpoofCheck, gcSpoofCheck, setupSpoofCheck, SPOOFCHECK_TABLE, spoofCheckNames, teardownSpoofCheck } from "./spoofcheck.ts";
 
 /** Records rendered transactions; serves a fixed table listing. */
 function recorder(table: NftTableState | undefined): NftDriver & { scripts: string[] } {
@@ -117,5 +117,23 @@ describe("spoofcheck GC", () => {
     gcSpoofCheck([{ containerID: "keep", ifName: "eth0" }], owned, nft);
     expect(nft.transactions.length).toBe(n);
     gcSpoofCheck([], () => true, new FakeNft());
+  });
+});
+
+describe("spoofcheck check (cni-plugins reload)", () => {
+  const s = { ...target, hostVeth: "veth0011aabb", containerMac: "0a:58:0a:01:02:03" };
+  test("nothing missing after setup; each missing rule and the table are named", () => {
+    const nft = new FakeNft();
+    expect(checkSpoofCheck(s, nft)).toEqual(["nftables table bridge nat not found"]);
+    setupSpoofCheck(s, nft);
+    expect(checkSpoofCheck(s, nft)).toEqual([]);
+    const drop = nft.listTable("bridge", SPOOFCHECK_TABLE)!.rules.find((r) => r.chain === "cni-br-iface-ctr1-eth0-mac" && r.rule.trim() === "drop")!;
+    nft.run(new NftTransaction("bridge", SPOOFCHECK_TABLE).deleteRule("cni-br-iface-ctr1-eth0-mac", drop.handle));
+    expect(checkSpoofCheck(s, nft)).toEqual(['nftables chain bridge nat cni-br-iface-ctr1-eth0-mac lacks rule: drop comment "macspoofchk-ctr1-eth0"']);
+    setupSpoofCheck(s, nft);
+    expect(checkSpoofCheck(s, nft)).toEqual([]);
+    expect(checkSpoofCheck({ ...s, containerMac: "0a:58:0a:01:02:04" }, nft)).toEqual([
+      'nftables chain bridge nat cni-br-iface-ctr1-eth0-mac lacks rule: ether saddr 0a:58:0a:01:02:04 return comment "macspoofchk-ctr1-eth0"',
+    ]);
   });
 });

@@ -64,17 +64,15 @@ function deleteBaseRules(tx: NftTransaction, rules: readonly NftRuleRef[] | unde
 /** The setup transaction (pure apart from the read of existing jumps). */
 export function buildSpoofCheckSetup(s: SpoofCheckSetup, existing: NftTransaction = new NftTransaction("bridge", SPOOFCHECK_TABLE)): NftTransaction {
   const { ifaceChain, macChain, comment } = spoofCheckNames(s);
-  return existing
+  existing
     .addTable()
     .addChain({ name: SPOOFCHECK_BASE_CHAIN, type: "filter", hook: "prerouting", priority: -300, policy: "accept" })
     .addChain({ name: ifaceChain })
     .addChain({ name: macChain })
     .flushChain(ifaceChain)
-    .flushChain(macChain)
-    .addRule({ chain: SPOOFCHECK_BASE_CHAIN, rule: `iifname ${quoted(s.hostVeth)} jump ${ifaceChain}`, comment })
-    .addRule({ chain: ifaceChain, rule: `jump ${macChain}`, comment })
-    .addRule({ chain: macChain, rule: `ether saddr ${s.containerMac} return`, comment })
-    .addRule({ chain: macChain, rule: "drop", comment });
+    .flushChain(macChain);
+  for (const [chain, rule] of spoofCheckRules(s)) existing.addRule({ chain, rule, comment });
+  return existing;
 }
 
 /** Installs the spoof-check rules for one attachment. */
@@ -84,6 +82,36 @@ export function setupSpoofCheck(s: SpoofCheckSetup, driver: NftDriver): void {
     deleteBaseRules(tx, driver.listChain("bridge", SPOOFCHECK_TABLE, SPOOFCHECK_BASE_CHAIN), spoofCheckNames(s).comment);
     driver.run(buildSpoofCheckSetup(s, tx));
   });
+}
+
+/** The rules {@link buildSpoofCheckSetup} writes, as `[chain, body]` pairs (all with the attachment's comment). */
+function spoofCheckRules(s: SpoofCheckSetup): [string, string][] {
+  const { ifaceChain, macChain } = spoofCheckNames(s);
+  return [
+    [SPOOFCHECK_BASE_CHAIN, `iifname ${quoted(s.hostVeth)} jump ${ifaceChain}`],
+    [ifaceChain, `jump ${macChain}`],
+    [macChain, `ether saddr ${s.containerMac} return`],
+    [macChain, "drop"],
+  ];
+}
+
+/** `iifname == "x"` and `iifname "x"` read the same; MACs compare case-insensitively. */
+function comparable(rule: string): string {
+  return normalizeRule(rule).replaceAll(" == ", " ").toLowerCase();
+}
+
+/** Problems with the attachment's spoof-check rules (empty: all there); reads the table only. */
+export function checkSpoofCheck(s: SpoofCheckSetup, driver: NftDriver): string[] {
+  const table = driver.listTable("bridge", SPOOFCHECK_TABLE);
+  if (table === undefined) return [`nftables table bridge ${SPOOFCHECK_TABLE} not found`];
+  const problems: string[] = [];
+  if (!table.chains.some((c) => c.name === SPOOFCHECK_BASE_CHAIN && c.hook === "prerouting")) problems.push(`nftables base chain bridge ${SPOOFCHECK_TABLE} ${SPOOFCHECK_BASE_CHAIN} not found`);
+  const { comment } = spoofCheckNames(s);
+  const have = new Set(table.rules.filter((r) => r.comment === comment).map((r) => `${r.chain}\n${comparable(r.rule)}`));
+  for (const [chain, rule] of spoofCheckRules(s)) {
+    if (!have.has(`${chain}\n${comparable(rule)}`)) problems.push(`nftables chain bridge ${SPOOFCHECK_TABLE} ${chain} lacks rule: ${rule} comment "${comment}"`);
+  }
+  return problems;
 }
 
 /** Deletes, in `tx`, the two chains of `t` (target or `<containerID>-<ifName>`) that are in `chains`, and drops them from it. */

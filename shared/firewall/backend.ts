@@ -17,6 +17,7 @@
 import { annotateError } from "../error/annotate.ts";
 import type { ValidAttachment } from "../cni/netconf.ts";
 import { TeardownError } from "../cni/teardown.ts";
+import { attachmentLock, UNCOORDINATED, type AttachmentLock } from "./attachment-lock.ts";
 import { CommandNotFoundError, type ToolEnv } from "./exec.ts";
 import { systemIptables, type IptablesDriver } from "./iptables/driver.ts";
 import { isNftUnsupported, systemNft, type NftDriver } from "./nftables/driver.ts";
@@ -27,11 +28,24 @@ export type BackendName = "iptables" | "nftables";
 export interface FirewallDrivers {
   iptables: IptablesDriver;
   nftables: NftDriver;
+  /**
+   * How writers of an attachment's rules coordinate with each other and with `cni-plugins reload`
+   * (attachment-lock.ts); left out by the in-memory fakes of unit tests, which nothing else sees.
+   */
+  lock?: AttachmentLock;
 }
 
-/** The host's iptables (variant detected on first use) and nft, for one invocation with environment `env`. */
+/**
+ * The host's iptables (variant detected on first use) and nft, for one invocation with environment
+ * `env`, and the node's attachment lock.
+ */
 export function systemFirewallDrivers(env: ToolEnv): FirewallDrivers {
-  return { iptables: systemIptables(env), nftables: systemNft(env) };
+  return { iptables: systemIptables(env), nftables: systemNft(env), lock: attachmentLock() };
+}
+
+/** The attachment lock of `d` (none for fakes). */
+export function lockOf(d: FirewallDrivers): AttachmentLock {
+  return d.lock ?? UNCOORDINATED;
 }
 
 /** Upstream's default: iptables, unless iptables is unusable and nftables usable. */

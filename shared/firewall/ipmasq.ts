@@ -12,6 +12,7 @@ import { parseCIDR, type CIDR } from "../ip/ip.ts";
 import {
   chooseBackend,
   collectEverywhere,
+  lockOf,
   teardownEverywhere,
   type BackendName,
   type FirewallDrivers,
@@ -19,6 +20,7 @@ import {
 } from "./backend.ts";
 import { iptablesMasq } from "./ipmasq-iptables.ts";
 import { nftablesMasq } from "./ipmasq-nftables.ts";
+import type { FirewallPart } from "./reapply.ts";
 
 export type MasqBackendName = BackendName;
 
@@ -64,19 +66,37 @@ function instance(t: MasqTarget): MasqInstance {
   return { network: t.network, containerID: t.containerID, ifName: t.ifName, ips };
 }
 
-/** Masquerades traffic from `t.ips` leaving their subnets, in the chosen (or default) backend. */
+/**
+ * Masquerades traffic from `t.ips` leaving their subnets, in the chosen (or default) backend, under
+ * the firewall lock (attachment-lock.ts).
+ */
 export function setupIPMasq(t: MasqTarget, backend: MasqBackendName | undefined, d: FirewallDrivers): void {
   const inst = instance(t);
   if (inst.ips.length === 0) return;
-  annotate(`failed to set up IP masquerade for ${t.network}`, () => features(d)[chooseBackend(backend, d)].setup(inst));
+  lockOf(d).whileAdding(t, () => annotate(`failed to set up IP masquerade for ${t.network}`, () => features(d)[chooseBackend(backend, d)].setup(inst)));
+}
+
+/** reload's part for `t` (shared/firewall/reapply.ts): CHECK's read and ADD's write, in the backend ADD chose. */
+export function ipMasqPart(t: MasqTarget, backend: MasqBackendName | undefined, d: FirewallDrivers): FirewallPart | undefined {
+  const inst = instance(t);
+  if (inst.ips.length === 0) return undefined;
+  const name = chooseBackend(backend, d);
+  const f = features(d)[name];
+  return {
+    what: `ipMasq (${name})`,
+    sync: true,
+    check: () => f.check(inst),
+    setup: () => annotate(`failed to set up IP masquerade for ${t.network}`, () => f.setup(inst)),
+  };
 }
 
 /**
  * Removes the attachment's masquerade rules from BOTH backends, idempotently and without needing
  * its addresses; when given, `ips` (the addresses the container still has) narrow the iptables work
  * to their IP families. `backend` (the raw `ipMasqBackend`; an unknown value is ignored, DEL must
- * not fail on it) only says where the rules most likely are. A backend whose tools are missing or unsupported is skipped; other failures are
- * reported together.
+ * not fail on it) only says where the rules most likely are. A backend whose tools are missing or
+ * unsupported is skipped; other failures are reported together. Runs under the firewall lock,
+ * after marking the attachment deleted (attachment-lock.ts).
  */
 export function teardownIPMasq(
   t: { network: string; containerID: string; ifName: string; ips?: string[]; backend?: string | undefined },
@@ -85,7 +105,9 @@ export function teardownIPMasq(
   const ips = t.ips?.map((s) => parseCIDR(s)).filter((c): c is CIDR => c !== null);
   const likely = t.backend === "iptables" || t.backend === "nftables" ? t.backend : undefined;
   const target: MasqDelTarget = { network: t.network, containerID: t.containerID, ifName: t.ifName, ...(ips?.length ? { ips } : {}) };
-  annotate(`failed to tear down IP masquerade for ${t.network}`, () => teardownEverywhere(Object.values(features(d)), target, chooseBackend(likely, d)));
+  lockOf(d).whileDeleting(t, () =>
+    annotate(`failed to tear down IP masquerade for ${t.network}`, () => teardownEverywhere(Object.values(features(d)), target, chooseBackend(likely, d))),
+  );
 }
 
 /** CHECK: the rules for `t.ips` exist in the backend in use; throws describing what is missing. */

@@ -81,6 +81,11 @@ const NFPROTO: Readonly<Record<NftFamilyName, number>> = {
   netdev: NFPROTO_NETDEV,
 };
 
+/** The nft family name of an nfgen_family (NFPROTO_*) value, undefined for one nft does not name. */
+export function nftFamilyOf(nfproto: number): NftFamilyName | undefined {
+  return (Object.keys(NFPROTO) as NftFamilyName[]).find((f) => NFPROTO[f] === nfproto);
+}
+
 /** One rule of a chain as far as finding and deleting it goes. */
 export interface NftRuleRef {
   chain: string;

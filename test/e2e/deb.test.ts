@@ -154,6 +154,7 @@ describe.skipIf(skipReason !== undefined)("Debian package (make deb) over Debian
     expect(inodes.size).toBe(1);
     expect((await inNs(["cat", "/lib/systemd/system/cni-dhcp.service"])).stdout).toContain("ExecStart=/usr/lib/cni/dhcp daemon");
     expect((await inNs(["cat", "/lib/systemd/system/cni-plugins.service"])).stdout).toContain("ExecStart=/usr/lib/cni/cni-plugins serve");
+    expect((await inNs(["cat", "/lib/systemd/system/cni-reload.service"])).stdout).toContain("ExecStart=/usr/lib/cni/cni-plugins reload --watch");
 
     // 2. podman (CNI backend) with /usr/lib/cni, the per-call log on to see that our plugins ran
     const callLog = join(makeTempDir("cni-e2e-deb-log-"), "calls.jsonl");

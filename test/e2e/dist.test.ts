@@ -28,7 +28,7 @@ let tarball: string | undefined;
 describe.skipIf(!sandboxed())("release tarball (make dist)", () => {
   useFixtureCleanup();
 
-  rowTest("make dist: SHA256SUMS, the executable once, a hard link per plugin, LICENSE, README.md", undefined, async () => {
+  rowTest("make dist: SHA256SUMS, the executable once, a hard link per plugin, LICENSE, README.md, cni-reload.service", undefined, async () => {
     const made = await run(["make", "-C", REPO_ROOT, "--no-print-directory", "dist"], { timeoutMs: 280_000 });
     expect(show(made)).toStartWith("exit=0");
     const name = /^dist: (\S+\.tgz) /m.exec(made.stdout)?.[1];
@@ -56,6 +56,7 @@ describe.skipIf(!sandboxed())("release tarball (make dist)", () => {
     const bin = makeTempDir("cni-e2e-dist-bin-");
     expect(show(await run(["tar", "-C", bin, "-xzf", tarball!]))).toStartWith("exit=0");
     expect(readdirSync(bin).sort()).toEqual(["LICENSE", "README.md", "cni-plugins", "cni-plugins-shim", "systemd", ...NAMES].sort());
+    expect(readFileSync(join(bin, "systemd", "cni-reload.service"), "utf8")).toContain("ExecStart=/opt/cni/bin/cni-plugins reload --watch");
     const ino = statSync(join(bin, "cni-plugins-shim")).ino;
     for (const n of NAMES) expect(statSync(join(bin, n)).ino).toBe(ino);
     expect(readFileSync(join(bin, "systemd", "cni-plugins.service"), "utf8")).toContain("ExecStart=/opt/cni/bin/cni-plugins serve");

@@ -67,3 +67,11 @@ export function useFixtureCleanup(): void {
   afterEach(() => runAllCleanups());
   afterAll(() => runAllCleanups());
 }
+
+/**
+ * Call in a describe whose fixtures its tests share (created in beforeAll): cleans every fixture
+ * once, after the describe's last test, instead of after each.
+ */
+export function useSuiteFixtureCleanup(): void {
+  afterAll(() => runAllCleanups());
+}

@@ -56,6 +56,8 @@ export interface ConflistRunnerOptions {
   cacheDir: string;
   /** Extra environment for every plugin run. */
   env?: Record<string, string | undefined>;
+  /** Runs every plugin in this network namespace (a path) instead of the test's own: its "host". */
+  hostNetns?: string;
 }
 
 /** One plugin invocation made by the runner, kept for assertions. */
@@ -141,6 +143,7 @@ export class ConflistRunner {
   readonly path: string[];
   readonly cacheDir: string;
   readonly env: Record<string, string | undefined>;
+  readonly hostNetns: string | undefined;
   /** Every plugin invocation, in order. */
   readonly calls: ConflistCall[] = [];
 
@@ -148,6 +151,7 @@ export class ConflistRunner {
     this.path = opts.path ?? [DIST_BIN];
     this.cacheDir = opts.cacheDir;
     this.env = opts.env ?? {};
+    this.hostNetns = opts.hostNetns;
   }
 
   /** libcni `FindInPath`: the first regular file named `type` in the path directories. */
@@ -217,6 +221,7 @@ export class ConflistRunner {
       config: marshalSorted(conf),
       env: this.env,
       binDir: dir,
+      ...(this.hostNetns !== undefined ? { hostNetns: this.hostNetns } : {}),
     });
     this.calls.push({ type, command, config: conf, run });
     if (run.status !== 0) throw new ConflistPluginError(type, command, run);

@@ -31,6 +31,12 @@ export interface IptablesDriver {
    * netlink). False when it cannot or the kernel refused (nothing changed): plan a restore instead.
    */
   removeChains?(family: IPFamily, table: string, removals: readonly { chain: string; referrers: readonly string[] }[]): boolean;
+  /**
+   * The whole table (`iptables-save -t <table>`), for readers that look at many chains at once
+   * (`cni-plugins inspect`, reload's checks); "" for a legacy table that does not exist (reading it
+   * would create it). Absent on drivers that cannot (fakes): read chain by chain then.
+   */
+  saveTable?(family: IPFamily, table: string): string;
 }
 
 /** True for a built-in chain of `table` (PREROUTING of nat, FORWARD of filter, …). */
@@ -91,7 +97,7 @@ export function hostIptablesMode(env: ToolEnv): IptablesMode | undefined {
  * serves one invocation: a resident process detects again for the next, since the host may have
  * changed variant meanwhile (kube-proxy started, a distribution switched).
  */
-export function systemIptables(env: ToolEnv, mode?: IptablesMode): IptablesDriver {
+export function systemIptables(env: ToolEnv, mode?: IptablesMode): Required<IptablesDriver> {
   let detected: IptablesMode | undefined | null = null;
   const currentMode = (): IptablesMode | undefined => {
     if (mode !== undefined) return mode;
@@ -123,6 +129,10 @@ export function systemIptables(env: ToolEnv, mode?: IptablesMode): IptablesDrive
     },
     removeChains(family, table, removals) {
       return currentMode() === "nft" && removeChainsInKernel(family === 6 ? "ip6" : "ip", table, removals);
+    },
+    saveTable(family, table) {
+      if (currentMode() === "legacy" && !legacyTableNames(family).includes(table)) return "";
+      return runCommand([tools(family).save, "-t", table], env).stdout;
     },
   };
 }

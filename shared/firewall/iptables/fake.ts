@@ -76,6 +76,13 @@ export class FakeIptables implements IptablesDriver {
     return rules.map((r) => [...r]);
   }
 
+  /** `iptables-save -t <table>` of one family ("" when the table does not exist); recorded in {@link reads} as `<family> <table> (save)`. */
+  saveTable(family: IPFamily, table: string): string {
+    this.reads.push(`${family} ${table} (save)`);
+    const t = this.families.get(family)!.get(table);
+    return t === undefined ? "" : renderSave([t]);
+  }
+
   /** Canonical iptables-save text of one family (tables sorted by name). */
   dump(family: IPFamily): string {
     const tables = [...this.families.get(family)!.values()].sort((a, b) => a.name.localeCompare(b.name));

@@ -15,6 +15,12 @@ export const NFT_MSG_DELCHAIN = 5;
 export const NFT_MSG_NEWRULE = 6;
 export const NFT_MSG_GETRULE = 7;
 export const NFT_MSG_DELRULE = 8;
+/** Announces a new ruleset generation: the end of one committed batch (events only). */
+export const NFT_MSG_NEWGEN = 15;
+/** Kernel 6.3+ requests that delete without failing on a missing object; notified like the DEL ones where a kernel reports them as such. */
+export const NFT_MSG_DESTROYTABLE = 26;
+export const NFT_MSG_DESTROYCHAIN = 27;
+export const NFT_MSG_DESTROYRULE = 28;
 
 // enum nft_table_attributes
 export const NFTA_TABLE_NAME = 1;
@@ -68,6 +74,8 @@ const NFT_MSG_NAMES: Readonly<Record<number, string>> = {
   [NFT_MSG_NEWTABLE]: "NFT_MSG_NEWTABLE", [NFT_MSG_GETTABLE]: "NFT_MSG_GETTABLE", [NFT_MSG_DELTABLE]: "NFT_MSG_DELTABLE",
   [NFT_MSG_NEWCHAIN]: "NFT_MSG_NEWCHAIN", [NFT_MSG_GETCHAIN]: "NFT_MSG_GETCHAIN", [NFT_MSG_DELCHAIN]: "NFT_MSG_DELCHAIN",
   [NFT_MSG_NEWRULE]: "NFT_MSG_NEWRULE", [NFT_MSG_GETRULE]: "NFT_MSG_GETRULE", [NFT_MSG_DELRULE]: "NFT_MSG_DELRULE",
+  [NFT_MSG_NEWGEN]: "NFT_MSG_NEWGEN",
+  [NFT_MSG_DESTROYTABLE]: "NFT_MSG_DESTROYTABLE", [NFT_MSG_DESTROYCHAIN]: "NFT_MSG_DESTROYCHAIN", [NFT_MSG_DESTROYRULE]: "NFT_MSG_DESTROYRULE",
 };
 
 /** The name of an nf_tables message command (the low byte of nlmsg_type). */

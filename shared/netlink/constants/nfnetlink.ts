@@ -20,3 +20,7 @@ export const NFNL_SUBSYS_NFTABLES = 10;
 /** Batch delimiters (NLMSG_MIN_TYPE and the next type). */
 export const NFNL_MSG_BATCH_BEGIN = 0x10;
 export const NFNL_MSG_BATCH_END = 0x11;
+
+// enum nfnetlink_groups: multicast groups of NETLINK_NETFILTER.
+/** nf_tables change notifications (what `nft monitor` reads). */
+export const NFNLGRP_NFTABLES = 7;

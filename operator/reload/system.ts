@@ -1,0 +1,69 @@
+/**
+ * `cni-plugins reload` on the real node: the plugins whose firewall state it restores, the
+ * firewall lock and deletion marks of shared/firewall/attachment-lock.ts, the host's tools and
+ * namespaces, and the watcher's sources.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { firewallPartsWith } from "../../meta/firewall/reload.ts";
+import { systemFirewallDeps } from "../../meta/firewall/firewall.ts";
+import { portmapFirewallParts } from "../../meta/portmap/reload.ts";
+import { bridgeFirewallParts } from "../../plugins/bridge/reload.ts";
+import { ptpFirewallParts } from "../../plugins/ptp/reload.ts";
+import { clearDeletionMark, deletionMarks, deletionMarkTime, tryLockFirewall } from "../../shared/firewall/attachment-lock.ts";
+import { systemFirewallDrivers } from "../../shared/firewall/backend.ts";
+import { hostIptablesMode } from "../../shared/firewall/iptables/driver.ts";
+import type { FirewallPartsOf } from "../../shared/firewall/reapply.ts";
+import { exists, statIfExists } from "../../shared/sys/file.ts";
+import { systemNamespaceView } from "../liveness.ts";
+import { loadNetworks } from "../networks.ts";
+import { watchFirewalld } from "./firewalld-events.ts";
+import { watchNftables } from "./nftables-events.ts";
+import { reloadPass, type ReloadDeps } from "./pass.ts";
+import type { ReloadWatchDeps } from "./watch.ts";
+
+/** The plugins of this suite that write firewall state, by CNI type. */
+export const FIREWALL_PARTS: Readonly<Record<string, FirewallPartsOf>> = {
+  bridge: bridgeFirewallParts,
+  ptp: ptpFirewallParts,
+  portmap: portmapFirewallParts,
+  firewall: firewallPartsWith(systemFirewallDeps),
+};
+
+/**
+ * The node's ReloadDeps: `confDir` for cache entries without a config, `plugins` the CNI types of
+ * this build (a type not among them is reported as not ours).
+ */
+export function systemReloadDeps(confDir: string, plugins: readonly string[]): ReloadDeps {
+  return {
+    readDir: (p) => readdirSync(p),
+    readFile: (p) => readFileSync(p, "utf8"),
+    mtimeMs: (p) => {
+      const st = statIfExists(p);
+      return st === undefined ? undefined : Number(st.mtimeNs) / 1e6;
+    },
+    exists,
+    confNetwork: (name) => loadNetworks(confDir).networks.find((n) => n.name === name),
+    view: systemNamespaceView,
+    // Each pass gets drivers of its own: the iptables variant is detected afresh.
+    drivers: (env) => systemFirewallDrivers(env),
+    parts: FIREWALL_PARTS,
+    ours: (type) => plugins.includes(type),
+    tryLock: () => tryLockFirewall(),
+    deletionMarkTime: (a) => deletionMarkTime(a),
+    deletionMarks: () => deletionMarks(),
+    clearDeletionMark: (a) => clearDeletionMark(a),
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    now: () => Date.now(),
+  };
+}
+
+/** The watcher's dependencies on the real node (see systemReloadDeps). */
+export function systemReloadWatchDeps(confDir: string, plugins: readonly string[]): ReloadWatchDeps {
+  const deps = systemReloadDeps(confDir, plugins);
+  return {
+    pass: (opts) => reloadPass(opts, deps),
+    watchNftables,
+    watchFirewalld: (address, onChange, log, signal) => watchFirewalld(address, onChange, log, signal),
+    iptablesMode: hostIptablesMode,
+  };
+}

@@ -1,0 +1,166 @@
+/**
+ * What keeps `cni-plugins reload` (operator/reload, docs/operator.md) from racing a pod's ADD or
+ * DEL: one lock for every writer of the firewall state the plugins own, and a mark DEL leaves.
+ *
+ * - The lock: an exclusive flock(2) on `<dir>/lock` (one per node), taken by ADD and DEL around
+ *   their rule writes (ipMasq, portmap, the firewall plugin, bridge spoof-check) and by reload
+ *   around its checks and writes. It is held only around synchronous work, never across an await,
+ *   so two writers never plan against a table the other is changing (no rule is added twice).
+ * - The deletion mark: DEL, holding the lock, leaves
+ *   `<dir>/deleted/<host netns inode>/<h16(network)>-<h16(containerID/ifName)>` (the attachment as
+ *   JSON) BEFORE it removes anything; ADD removes it. Reload skips an attachment whose mark is newer
+ *   than the runtime's cache entry for it, so it never puts back the rules of a container being
+ *   deleted (its cache entry and netns outlive the plugins' DEL). Reload sweeps marks whose
+ *   attachment has no cache entry any more.
+ *
+ * The state lives under /run (lost at reboot, as the rules are). A DEL whose lock or mark cannot be
+ * written still removes its rules: DEL must not fail on this; ADD fails instead of writing unguarded.
+ */
+import { hashPrefix } from "./naming.ts";
+import { FileLock } from "../sys/flock.ts";
+import { joinPath, mkdirAll, readDir, readTextFile, rename, stat, statIfExists, unlinkIfExists, writeFile } from "../sys/file.ts";
+import { annotate } from "../error/annotate.ts";
+
+export const RELOAD_STATE_DIR = "/run/cni/reload";
+
+/** One attachment, as the runtime names it (network, CNI_CONTAINERID, CNI_IFNAME). */
+export interface AttachmentKey {
+  network: string;
+  containerID: string;
+  ifName: string;
+}
+
+/** A deletion mark as found on disk. */
+export interface DeletionMark extends AttachmentKey {
+  /** When DEL left it (ms since the epoch). */
+  atMs: number;
+  path: string;
+}
+
+function lockPath(dir: string): string {
+  return joinPath(dir, "lock");
+}
+
+/** This netns's part of the marks (throwaway namespaces never share them). */
+function marksDir(dir: string): string {
+  return joinPath(dir, "deleted", String(stat("/proc/thread-self/ns/net").ino));
+}
+
+function markPath(dir: string, a: AttachmentKey): string {
+  return joinPath(marksDir(dir), `${hashPrefix(a.network, 16)}-${hashPrefix(`${a.containerID}/${a.ifName}`, 16)}`);
+}
+
+function openLock(dir: string): FileLock {
+  mkdirAll(dir, 0o700);
+  return FileLock.open(lockPath(dir), 0o600);
+}
+
+/** Holds the node's firewall lock until disposed, waiting as long as needed (blocks the thread). */
+export function lockFirewall(dir = RELOAD_STATE_DIR): Disposable {
+  const lock = openLock(dir);
+  try {
+    lock.lock();
+  } catch (err) {
+    lock.close();
+    throw err;
+  }
+  return lock;
+}
+
+/** The lock if it is free now; undefined when another writer holds it. */
+export function tryLockFirewall(dir = RELOAD_STATE_DIR): Disposable | undefined {
+  const lock = openLock(dir);
+  let held = false;
+  try {
+    held = lock.tryLock();
+  } finally {
+    if (!held) lock.close();
+  }
+  return held ? lock : undefined;
+}
+
+/** Removes the attachment's deletion mark (nothing when there is none). The caller holds the lock. */
+export function clearDeletionMark(a: AttachmentKey, dir = RELOAD_STATE_DIR): void {
+  unlinkIfExists(markPath(dir, a));
+}
+
+/** When DEL marked the attachment (ms since the epoch), undefined without a mark. */
+export function deletionMarkTime(a: AttachmentKey, dir = RELOAD_STATE_DIR): number | undefined {
+  const st = statIfExists(markPath(dir, a));
+  return st === undefined ? undefined : Number(st.mtimeNs / 1_000_000n);
+}
+
+/** Every deletion mark of this netns (unreadable ones are skipped). */
+export function deletionMarks(dir = RELOAD_STATE_DIR): DeletionMark[] {
+  const base = marksDir(dir);
+  let names: string[];
+  try {
+    names = readDir(base).map((e) => e.name);
+  } catch {
+    return [];
+  }
+  const out: DeletionMark[] = [];
+  for (const name of names) {
+    if (name.includes(".tmp")) continue;
+    const path = joinPath(base, name);
+    try {
+      const k = JSON.parse(readTextFile(path)) as Partial<AttachmentKey>;
+      if (typeof k.network !== "string" || typeof k.containerID !== "string" || typeof k.ifName !== "string") continue;
+      out.push({ network: k.network, containerID: k.containerID, ifName: k.ifName, atMs: Number(stat(path).mtimeNs / 1_000_000n), path });
+    } catch {
+      // gone meanwhile, or not ours
+    }
+  }
+  return out;
+}
+
+function writeMark(dir: string, a: AttachmentKey): void {
+  const path = markPath(dir, a);
+  mkdirAll(marksDir(dir), 0o700);
+  const tmp = `${path}.tmp${process.pid}`;
+  writeFile(tmp, JSON.stringify({ network: a.network, containerID: a.containerID, ifName: a.ifName }), 0o600);
+  rename(tmp, path);
+}
+
+/** The writers' side of the lock and the marks, over one state directory. */
+export interface AttachmentLock {
+  /** ADD's firewall writes: `fn` under the lock, after removing a deletion mark of the same attachment. */
+  whileAdding<T>(a: AttachmentKey, fn: () => T): T;
+  /**
+   * DEL's firewall removals: `fn` under the lock, after marking the attachment deleted. When the
+   * lock or the mark cannot be had (a read-only or full /run), `fn` still runs: DEL must not fail
+   * on it.
+   */
+  whileDeleting<T>(a: AttachmentKey, fn: () => T): T;
+}
+
+/** The lock and marks under `dir` (the node's: {@link RELOAD_STATE_DIR}). */
+export function attachmentLock(dir = RELOAD_STATE_DIR): AttachmentLock {
+  return {
+    whileAdding(a, fn) {
+      using _lock = annotate(`failed to take the firewall lock ${lockPath(dir)}`, () => lockFirewall(dir));
+      clearDeletionMark(a, dir);
+      return fn();
+    },
+    whileDeleting(a, fn) {
+      let lock: Disposable | undefined;
+      try {
+        lock = lockFirewall(dir);
+        writeMark(dir, a);
+      } catch {
+        // best effort (see above)
+      }
+      try {
+        return fn();
+      } finally {
+        lock?.[Symbol.dispose]();
+      }
+    },
+  };
+}
+
+/** No coordination at all: the in-memory fakes of unit tests, which no other writer sees. */
+export const UNCOORDINATED: AttachmentLock = {
+  whileAdding: (_a, fn) => fn(),
+  whileDeleting: (_a, fn) => fn(),
+};
