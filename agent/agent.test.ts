@@ -48,11 +48,14 @@ describe("Agent", () => {
     agent.close();
   });
 
-  test("serves a call: stdin only when asked, stdout, stderr and the exit status relayed", async () => {
+  test("serves a call: stdin asked for with the acceptance; stdout, stderr and the exit status relayed", async () => {
     const answer = await callAgent(path, call({ CNI_TEST_MODE: "echo", CNI_TEST_MARK: "m1", CNI_TEST_STATUS: "3" }, '{"name":"x"}'));
     expect(answer).toEqual({ accepted: true, stdout: '{"name":"x"}|m1', stderr: "to stderr", status: 3, stdinAsked: true, closedEarly: false });
-    const noStdin = await callAgent(path, call({ CNI_TEST_MODE: "env" }));
-    expect(noStdin).toMatchObject({ accepted: true, status: 0, stdinAsked: false });
+  });
+
+  test("a call that does not read stdin is answered while its stdin never ends", async () => {
+    const answer = await callAgent(path, { ...call({ CNI_TEST_MODE: "env" }), holdStdin: true });
+    expect(answer).toMatchObject({ accepted: true, status: 0, stdinAsked: true, closedEarly: false });
   });
 
   test("refuses what a fresh process would not be: another build, not a plugin, a pid the kernel denies", async () => {

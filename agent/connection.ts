@@ -127,13 +127,16 @@ export class Connection {
       return;
     }
     this.#accepted = true;
+    // stdin is asked for at once, with the acceptance, while the call starts: it is ready when the
+    // call reads it. (A call that does not read it answers anyway; the shim then stops sending.)
     this.#send([encodeFrame(Frame.ACCEPTED)], false);
+    const stdin = this.#askStdin();
     decision.run({
       argv: request.argv,
       env: envFrom(request.envEntries),
       pid: request.pid,
       umask: request.umask,
-      stdin: () => this.#askStdin(),
+      stdin: () => stdin,
       finish: (out) => {
         const enc = new TextEncoder();
         this.#send([...encodeChunks(Frame.STDOUT, enc.encode(out.stdout)), ...encodeChunks(Frame.STDERR, enc.encode(out.stderr)), encodeExit(out.status)], true);
@@ -151,7 +154,8 @@ export class Connection {
 
   #send(frames: Uint8Array[], thenEnd: boolean): void {
     if (this.#closed) return;
-    this.#pending.push(...frames);
+    // One write for all of them (an answer is a few frames).
+    this.#pending.push(frames.length === 1 ? frames[0]! : Buffer.concat(frames));
     this.#endAfterFlush ||= thenEnd;
     this.#flush();
   }

@@ -5,9 +5,10 @@
  * MAX_STDIN_BYTES): a frame or a request beyond them closes that connection only.
  *
  * A call: the shim sends HELLO, one ARG per argument (argv[0] first), one ENV per environment entry
- * and END; the agent answers ACCEPTED or REFUSED (then the shim runs the standalone executable). Once
- * accepted, the agent asks for stdin with SEND_STDIN when the call reads it (the shim answers with
- * STDIN chunks and STDIN_END, or STDIN_ERROR), writes STDOUT and STDERR chunks and ends with EXIT.
+ * and END; the agent answers ACCEPTED or REFUSED (then the shim runs the standalone executable). With
+ * ACCEPTED the agent asks for stdin (SEND_STDIN; the shim answers with STDIN chunks and STDIN_END,
+ * or STDIN_ERROR, and stops early when the answer comes first), then writes STDOUT and STDERR
+ * chunks and ends with EXIT.
  */
 
 export const PROTOCOL_VERSION = 1;

@@ -6,8 +6,9 @@
  *      CNI_PLUGINS_SOCKET, else /run/cni/plugins.sock;
  *   2. sends what it was given: its build id, pid and umask, its arguments (argv[0] first) and its
  *      whole environment;
- *   3. when the agent accepts, relays the rest exactly: stdin when the agent asks for it, the
- *      agent's stdout and stderr bytes as they come, and exits with the agent's exit status;
+ *   3. when the agent accepts, relays the rest exactly: stdin (until the agent answers, see
+ *      send_stdin), the agent's stdout and stderr bytes as they come, and exits with the agent's
+ *      exit status;
  *   4. otherwise (no socket, nobody listening, another build, a refusal, no answer within
  *      ACCEPT_TIMEOUT_MS, any failure before the agent accepted) it execve(2)s the standalone
  *      multi-call executable `cni-plugins` next to itself with the same argv, environment and
@@ -62,6 +63,9 @@
 extern char **environ;
 
 static unsigned char buf[MAX_PAYLOAD];
+/* The request's frames, collected so that most requests go out in one write. */
+static unsigned char out[64u * 1024u];
+static size_t out_len;
 
 static const char *base_name(const char *path) {
   const char *slash = strrchr(path, '/');
@@ -99,13 +103,34 @@ static int write_all(int fd, const void *data, size_t len, int is_socket) {
   return 0;
 }
 
-static int send_frame(int sock, char type, const void *payload, size_t len) {
-  unsigned char header[5];
+/* Sends the collected frames. 0 or -1. */
+static int flush_frames(int sock) {
+  int r = out_len == 0 ? 0 : write_all(sock, out, out_len, 1);
+  out_len = 0;
+  return r;
+}
+
+/* Adds a frame to the collected ones (sending them first when it does not fit). 0 or -1. */
+static int queue_frame(int sock, char type, const void *payload, size_t len) {
   if (len > MAX_PAYLOAD) return -1;
+  if (out_len + 5 + len > sizeof out && flush_frames(sock) < 0) return -1;
+  unsigned char header[5];
   put_u32(header, (uint32_t)len);
   header[4] = (unsigned char)type;
-  if (write_all(sock, header, sizeof header, 1) < 0) return -1;
-  return len == 0 ? 0 : write_all(sock, payload, len, 1);
+  if (5 + len > sizeof out) { /* larger than the buffer: straight out */
+    if (write_all(sock, header, sizeof header, 1) < 0) return -1;
+    return len == 0 ? 0 : write_all(sock, payload, len, 1);
+  }
+  memcpy(out + out_len, header, sizeof header);
+  if (len > 0) memcpy(out + out_len + sizeof header, payload, len);
+  out_len += sizeof header + len;
+  return 0;
+}
+
+/* Sends one frame now (with any collected before it). 0 or -1. */
+static int send_frame(int sock, char type, const void *payload, size_t len) {
+  if (queue_frame(sock, type, payload, len) < 0) return -1;
+  return flush_frames(sock);
 }
 
 /* Reads exactly `len` bytes; -1 on error or end of stream. */
@@ -166,21 +191,27 @@ __attribute__((noreturn)) static void agent_lost(const char *socket_path, const 
   exit(1);
 }
 
-/* Sends stdin to the agent in chunks, then its end ('Z') or the errno that stopped it ('Y'). */
+/*
+ * Sends stdin to the agent in chunks, then its end ('Z') or the errno that stopped it ('Y'). The
+ * agent asks for stdin as soon as it accepts, before the call has decided to read it; when the
+ * agent answers first (the call did not read stdin, as VERSION does not), sending stops, so an
+ * stdin that never ends (a terminal) cannot hold up the answer. 0, or -1 when the connection failed.
+ */
 static int send_stdin(int sock) {
   for (;;) {
+    struct pollfd p[2] = {{.fd = 0, .events = POLLIN}, {.fd = sock, .events = POLLIN}};
+    if (poll(p, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (p[1].revents != 0) return flush_frames(sock); /* the agent spoke: relay it */
     ssize_t n = read(0, buf, CHUNK);
     if (n > 0) {
-      if (send_frame(sock, 'I', buf, (size_t)n) < 0) return -1;
+      if (queue_frame(sock, 'I', buf, (size_t)n) < 0) return -1;
       continue;
     }
     if (n == 0) return send_frame(sock, 'Z', NULL, 0);
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN) {
-      struct pollfd r = {.fd = 0, .events = POLLIN};
-      poll(&r, 1, -1);
-      continue;
-    }
+    if (errno == EINTR || errno == EAGAIN) continue;
     unsigned char code[4];
     put_u32(code, (uint32_t)errno);
     return send_frame(sock, 'Y', code, sizeof code);
@@ -204,11 +235,11 @@ static int send_request(const char *path, int argc, char **argv) {
   put_u32(hello + 4, (uint32_t)getpid());
   put_u32(hello + 8, (uint32_t)mask);
   memcpy(hello + 12, CNI_BUILD_ID, id_len);
-  if (send_frame(sock, 'H', hello, 12 + id_len) < 0) goto fail;
+  if (queue_frame(sock, 'H', hello, 12 + id_len) < 0) goto fail;
   for (int i = 0; i < argc; i++)
-    if (send_frame(sock, 'A', argv[i], strlen(argv[i])) < 0) goto fail;
+    if (queue_frame(sock, 'A', argv[i], strlen(argv[i])) < 0) goto fail;
   for (char **e = environ; *e != NULL; e++)
-    if (send_frame(sock, 'E', *e, strlen(*e)) < 0) goto fail;
+    if (queue_frame(sock, 'E', *e, strlen(*e)) < 0) goto fail;
   if (send_frame(sock, 'Q', NULL, 0) < 0) goto fail;
   return sock;
 fail:

@@ -23,7 +23,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { log, normalisePageCache, sh } from "./lib.ts";
-import { cleanState, SCENARIOS, type Samples, type ScenarioOutput } from "./scenarios.ts";
+import { cleanState, SCENARIOS, waitUntilListening, type Samples, type ScenarioOutput } from "./scenarios.ts";
 import { median } from "./stats.ts";
 import { formatTable, type Column, type Row, type Target } from "./table.ts";
 
@@ -102,15 +102,7 @@ async function startAgent(state: string): Promise<{ socket: string; pid: number;
     stdout: "ignore",
     stderr: "inherit",
   });
-  for (let i = 0; ; i++) {
-    try {
-      (await Bun.connect({ unix: socket, socket: { data() {} } })).end();
-      break;
-    } catch {
-      if (i > 300 || proc.exitCode !== null) throw new Error(`the agent did not start listening on ${socket}`);
-      await Bun.sleep(20);
-    }
-  }
+  await waitUntilListening(socket);
   return {
     socket,
     pid: proc.pid,

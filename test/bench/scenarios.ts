@@ -547,13 +547,18 @@ const agentMemory: Scenario = async (ctx) => {
  * RemovePodSandbox (rc-crictl), with bridge(ipMasq)+portmap+firewall+tuning, one private containerd
  * per implementation (its cni.bin_dir; for ours, CNI_PLUGINS_SOCKET in its environment, which
  * libcni passes to the plugins), cycles in alternation. The time is the three CRI calls' wall time
- * (the sandbox container's start and stop are in it, alike for all).
+ * (the sandbox container's start and stop are in it, alike for all). containerd runs with the
+ * normal scheduling policy (see startContainerd), so the plugin processes it starts do too, and so
+ * does the agent this scenario starts for its resident series.
  */
 const cri: Scenario = async (ctx) => {
   if (!existsSync(RC_CRICTL)) throw new Error(`${RC_CRICTL} is missing (test/e2e/setup/prepare.sh builds it)`);
   const image = "localhost/cni-bench-pause:latest";
   const daemons = new Map<Impl, Containerd>();
+  const agentSocket = join(ctx.state, "cri-agent", "plugins.sock");
+  const agent = Bun.spawn(["chrt", "--other", "0", join(ctx.dirs.ours, "cni-plugins"), "serve", "--socket", agentSocket, "--max-workers", "32"], { stdin: "ignore", stdout: "ignore", stderr: "inherit" });
   try {
+    await waitUntilListening(agentSocket);
     for (const [i, impl] of IMPLS.entries()) {
       const state = join(ctx.state, `cri-${impl}`);
       const confDir = join(state, "net.d");
@@ -575,7 +580,8 @@ const cri: Scenario = async (ctx) => {
         binDir: dirOf(ctx.dirs, impl),
         confDir,
         sandboxImage: image,
-        env: { CNI_PLUGINS_SOCKET: socketOf(ctx, impl) },
+        env: { CNI_PLUGINS_SOCKET: impl === "resident" ? agentSocket : NO_AGENT_SOCKET },
+        normalPriority: true,
       });
       daemons.set(impl, d);
       const problem = await ensureSandboxImage(d, image, "/bin/busybox", state);
@@ -602,8 +608,23 @@ const cri: Scenario = async (ctx) => {
     return { samples: s };
   } finally {
     for (const d of daemons.values()) await d.stop();
+    agent.kill("SIGTERM");
+    await agent.exited;
   }
 };
+
+/** Waits until something accepts connections on the unix socket `path`. */
+export async function waitUntilListening(path: string): Promise<void> {
+  for (let i = 0; ; i++) {
+    try {
+      (await Bun.connect({ unix: path, socket: { data() {} } })).end();
+      return;
+    } catch {
+      if (i > 300) throw new Error(`nothing listens on ${path}`);
+      await Bun.sleep(20);
+    }
+  }
+}
 
 interface PhaseLine {
   origin: number;

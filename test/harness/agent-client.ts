@@ -9,6 +9,8 @@ export interface AgentCall {
   argv: string[];
   env: Record<string, string>;
   stdin?: string;
+  /** Never send stdin (a terminal that is never closed); default false. */
+  holdStdin?: boolean;
   /** Sent as the caller's pid (default: this process's, which the kernel reports too). */
   pid?: number;
   umask?: number;
@@ -82,6 +84,7 @@ export async function callAgent(path: string, call: AgentCall): Promise<AgentAns
   const { frames } = await exchange(path, requestFrames(call), (type, _p, send) => {
     if (type !== Frame.SEND_STDIN) return;
     stdinAsked = true;
+    if (call.holdStdin === true) return;
     const data = new TextEncoder().encode(call.stdin ?? "");
     if (data.length > 0) send(encodeFrame(Frame.STDIN, data));
     send(encodeFrame(Frame.STDIN_END));

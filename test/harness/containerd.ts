@@ -21,6 +21,12 @@ export interface ContainerdOptions {
   sandboxImage: string;
   /** Added to containerd's environment, which libcni passes on to every plugin. */
   env?: Record<string, string>;
+  /**
+   * Run containerd (and so runc and the plugins it starts) with the normal scheduling policy even
+   * when the caller is real-time (`make bench`): runc cannot put a real-time task into a cgroup v1
+   * cpu controller without an RT budget.
+   */
+  normalPriority?: boolean;
 }
 
 export interface Ran {
@@ -82,7 +88,7 @@ export async function startContainerd(o: ContainerdOptions): Promise<Containerd>
   const socket = join(o.rundir, "containerd.sock");
   writeFileSync(join(o.state, "config.toml"), config(o, socket));
   const log = join(o.state, "containerd.log");
-  const daemon = Bun.spawn(["containerd", "--config", join(o.state, "config.toml")], {
+  const daemon = Bun.spawn([...(o.normalPriority ? ["chrt", "--other", "0"] : []), "containerd", "--config", join(o.state, "config.toml")], {
     cwd: "/tmp",
     env: { ...process.env, ...o.env },
     stdout: "ignore",

@@ -106,6 +106,19 @@ describe.skipIf(!sandboxed())("resident agent and exec shim", () => {
     expect(agent.served()).toBe(0);
   });
 
+  test("VERSION answers while the caller's stdin stays open (a terminal): through the agent and standalone", async () => {
+    const agent = await startAgent();
+    for (const socket of [agent.socket, NO_AGENT]) {
+      const proc = Bun.spawn([join(DIST_BIN, "bridge")], { env: { CNI_COMMAND: "VERSION", CNI_PLUGINS_SOCKET: socket }, stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+      const status = await Promise.race([proc.exited, Bun.sleep(10_000).then(() => "hung")]);
+      if (status === "hung") proc.kill("SIGKILL");
+      expect(status).toBe(0);
+      expect(JSON.parse(await new Response(proc.stdout).text()).supportedVersions).toContain("1.1.0");
+      proc.stdin.end();
+    }
+    expect(agent.served()).toBe(1);
+  });
+
   test("a shim of another build runs standalone (an upgrade before the agent restarts)", async () => {
     const agent = await startAgent();
     const dir = makeTempDir("cni-other-build-");
