@@ -11,6 +11,7 @@
 import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { staticBusybox, staticBusyboxTag } from "../harness/busybox.ts";
 import { sandboxed } from "../harness/sandbox.ts";
 import { OUR_BIN, hasOurs, missingReason, rowTest } from "./lib/plugins.ts";
 import { E2E_CACHE, RC_CRICTL, commandMissing, run, show, toolMissing } from "./lib/tools.ts";
@@ -20,7 +21,8 @@ const RUNDIR = "/run/cni-ts-e2e-containerd";
 const SOCK = join(RUNDIR, "containerd.sock");
 const NET = "e2ectr";
 const SUBNET = "10.84.1.0/24";
-const PAUSE = "localhost/e2e-pause:latest";
+/** The pause image, tagged with the hash of the busybox it holds: one from another busybox is never reused. */
+let pause = "";
 const PODMAN_STATE = join(E2E_CACHE, "podman");
 const podmanEnv = {
   CONTAINERS_CONF: join(PODMAN_STATE, "containers.conf"),
@@ -52,21 +54,21 @@ function conflist(): Record<string, unknown> {
 
 async function ensureImages(): Promise<string | undefined> {
   const have = (await ctr(["-n", "k8s.io", "images", "ls", "-q"])).stdout.split("\n");
-  if (have.includes(PAUSE)) return undefined;
+  if (have.includes(pause)) return undefined;
   const pm = (a: string[]) => run(["podman", ...a], { env: podmanEnv });
-  if ((await pm(["image", "exists", PAUSE])).status !== 0) {
+  if ((await pm(["image", "exists", pause])).status !== 0) {
     const root = join(STATE, "pause-rootfs");
     rmSync(root, { recursive: true, force: true });
     mkdirSync(join(root, "bin"), { recursive: true });
-    Bun.spawnSync(["cp", "/bin/busybox", join(root, "bin", "busybox")]);
+    Bun.spawnSync(["cp", staticBusybox(), join(root, "bin", "busybox")]);
     Bun.spawnSync(["ln", "-s", "busybox", join(root, "bin", "sleep")]);
     Bun.spawnSync(["tar", "-C", root, "-cf", `${root}.tar`, "."]);
-    const imp = await pm(["import", "-q", "--change", 'CMD ["/bin/sleep","2147483647"]', `${root}.tar`, PAUSE]);
+    const imp = await pm(["import", "-q", "--change", 'CMD ["/bin/sleep","2147483647"]', `${root}.tar`, pause]);
     if (imp.status !== 0) return `podman import of the pause image failed: ${show(imp)}`;
   }
   const archive = join(STATE, "pause.oci.tar");
   rmSync(archive, { force: true });
-  const saved = await pm(["save", "-q", "--format", "oci-archive", "-o", archive, PAUSE]);
+  const saved = await pm(["save", "-q", "--format", "oci-archive", "-o", archive, pause]);
   if (saved.status !== 0) return `podman save failed: ${show(saved)}`;
   const imported = await ctr(["-n", "k8s.io", "images", "import", archive]);
   return imported.status === 0 ? undefined : `ctr images import failed: ${show(imported)}`;
@@ -76,6 +78,12 @@ if (skipReason !== undefined) process.stderr.write(`SKIP containerd: ${skipReaso
 
 describe.skipIf(skipReason !== undefined)("containerd 1.6 CRI with our plugins", () => {
   beforeAll(async () => {
+    try {
+      pause = `localhost/e2e-pause:bb-${staticBusyboxTag()}`;
+    } catch (err) {
+      setupError = (err as Error).message;
+      return;
+    }
     mkdirSync(join(STATE, "net.d"), { recursive: true });
     mkdirSync(RUNDIR, { recursive: true });
     Bun.spawnSync(["mount", "-t", "tmpfs", "e2e-containerd-run", RUNDIR]);
@@ -92,7 +100,7 @@ state = "${RUNDIR}/state"
 [plugins."io.containerd.internal.v1.opt"]
   path = "${STATE}/opt"
 [plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "${PAUSE}"
+  sandbox_image = "${pause}"
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
   restrict_oom_score_adj = true
