@@ -150,6 +150,8 @@ cat > "$RUN/root/vmrun/stage2" <<'STAGE2'
 . /run/vmrun/env
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
 mount -t devpts devpts /dev/pts 2>/dev/null; ln -sf /proc/self/fd /dev/fd 2>/dev/null
+# as on any system (nft -f - opens /dev/stdin)
+ln -sf /proc/self/fd/0 /dev/stdin; ln -sf /proc/self/fd/1 /dev/stdout; ln -sf /proc/self/fd/2 /dev/stderr
 hostname vm-run 2>/dev/null; ip link set lo up 2>/dev/null
 stty -F /dev/ttyS1 raw -echo 2>/dev/null
 cd "${VM_SHARE:-/}"
