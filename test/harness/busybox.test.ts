@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { staticBusybox } from "./busybox.ts";
+import { useFixtureCleanup } from "./cleanup.ts";
 import { REPO_ROOT } from "./paths.ts";
 import { makeTempDir } from "./tempdir.ts";
 
@@ -27,6 +28,8 @@ function cacheWith(binary: string): string {
 }
 
 describe("static-busybox.sh: busybox-static's binary, whatever /bin/busybox is", () => {
+  useFixtureCleanup();
+
   test("a dynamically linked /bin/busybox is refused", () => {
     const r = pick(DYNAMIC, makeTempDir("cni-busybox-cache-"));
     expect(r.status).toBe(1);
