@@ -53,12 +53,25 @@ if ! command -v nsenter >/dev/null 2>&1 && [[ ! " ${missing[*]} " == *" util-lin
   missing+=(util-linux)
 fi
 
-(( ${#missing[@]} == 0 )) && exit 0
+# The lanes copy busybox into VM initramfs and container images that have no libc, so they need
+# busybox-static's binary; with Debian's dynamic `busybox` package installed, /bin/busybox is not it
+# and test/harness/static-busybox.sh unpacks busybox-static into its cache (the tests themselves run
+# without network). The host's own busybox package is left as it is.
+static_busybox() {
+  bash "$(dirname "${BASH_SOURCE[0]}")/harness/static-busybox.sh" > /dev/null \
+    || echo "setup-host: warning: no static busybox; the VM and e2e lanes will fail" >&2
+}
+
+if (( ${#missing[@]} == 0 )); then
+  static_busybox
+  exit 0
+fi
 
 if [[ $(id -u) -ne 0 ]]; then
   echo "setup-host: missing test tools: ${missing[*]}" >&2
   echo "setup-host: not root, so not installing them; the privileged test run will need them" >&2
   echo "setup-host: (install with: sudo apt-get install -y --no-install-recommends ${missing[*]})" >&2
+  static_busybox
   exit 0
 fi
 
@@ -108,3 +121,4 @@ if (( ${#still[@]} > 0 )); then
   exit 1
 fi
 echo "setup-host: installed ${missing[*]}" >&2
+static_busybox

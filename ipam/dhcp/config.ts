@@ -14,6 +14,7 @@
 import { parseCniArgsLenient } from "../../shared/cni/args.ts";
 import { decode, t } from "../../shared/cni/decode.ts";
 import { CniError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
+import { goQuote } from "../../shared/cni/go-quote.ts";
 import {
   OPT_CLIENT_ID,
   OPT_DNS_SERVERS,
@@ -101,9 +102,7 @@ export function parseOptionName(option: string): number {
   if (named !== undefined) return named;
   if (/^[0-9]+$/.test(option) && Number(option) <= 255) return Number(option);
   const why = /^[0-9]+$/.test(option) ? "value out of range" : "invalid syntax";
-  throw new OptionParseError(
-    `Can not parse option ${JSON.stringify(option)}: Can not parse option: strconv.ParseUint: parsing ${JSON.stringify(option)}: ${why}`,
-  );
+  throw new OptionParseError(`Can not parse option ${goQuote(option)}: Can not parse option: strconv.ParseUint: parsing ${goQuote(option)}: ${why}`);
 }
 
 /** The socket path of a config (default {@link DEFAULT_SOCKET_PATH}); code 7 when `ipam` is malformed. */
@@ -131,16 +130,18 @@ export function loadDhcpConfig(config: Record<string, unknown>, cniArgs: string)
   for (const p of ipam.provide ?? []) {
     const name = p.option ?? "";
     const code = parseOptionName(name);
-    const values: string[] = [];
-    if (p.value !== undefined && p.value !== "") values.push(p.value);
+    // Upstream's order and texts (lease.go prepareOptions); for CNI_ARGS, the value printed is the
+    // offending one (upstream prints the config's `value` there).
+    const values: { value: string; from: string }[] = [];
+    if (p.value !== undefined && p.value !== "") values.push({ value: p.value, from: "" });
     if (p.fromArg !== undefined && p.fromArg !== "") {
       const v = Object.hasOwn(args, p.fromArg) ? args[p.fromArg] : undefined;
-      if (v !== undefined && v !== "") values.push(v);
+      if (v !== undefined && v !== "") values.push({ value: v, from: ` from CNI_ARGS ${goQuote(p.fromArg)}` });
     }
-    for (const v of values) {
-      const bytes = new TextEncoder().encode(v);
+    for (const { value, from } of values) {
+      const bytes = new TextEncoder().encode(value);
       if (bytes.byteLength > MAX_OPTION_VALUE) {
-        throw new InvalidConfigError(`value too long for option ${JSON.stringify(name)}: ${JSON.stringify(v)}`);
+        throw new InvalidConfigError(`value too long for option ${goQuote(name)}${from}: ${goQuote(value)}`);
       }
       provide.set(code, bytes);
     }

@@ -62,6 +62,12 @@ describe("lease result (upstream options_test.go)", () => {
     expect(r.routes).toEqual([{ dst: "11.0.0.0/8", gw: "192.168.1.9", priority: 7 }]);
     expect(() => resultFromAck(ack([]), 0)).toThrow("DHCP option Subnet Mask not found in DHCPACK");
   });
+  test("a malformed 121 is ignored as upstream's client library does: 33 and the router instead", () => {
+    const base: [number, number[]][] = [[OPT_SUBNET_MASK, [255, 255, 255, 0]], [OPT_ROUTER, [192, 168, 1, 1]], [OPT_STATIC_ROUTE, [10, 0, 0, 0, 192, 168, 1, 2]]];
+    const fallback = [{ dst: "10.0.0.0/8", gw: "192.168.1.2" }, { dst: "0.0.0.0/0", gw: "192.168.1.1" }];
+    expect(resultFromAck(ack([...base, [OPT_CLASSLESS_ROUTE, [24, 1, 2]]]), 0).routes).toEqual(fallback);
+    expect(resultFromAck(ack([...base, [OPT_CLASSLESS_ROUTE, [33, 1, 2, 3, 4, 5, 6, 7, 8, 9]]]), 0).routes).toEqual(fallback);
+  });
   test("lease timers default to 50 % / 85 %", () => {
     expect(leaseTimes(ack([[51, [0, 0, 0x0e, 0x10]]]))).toEqual({ lease: 3600, t1: 1800, t2: 3060 });
     expect(leaseTimes(ack([]))).toEqual({ lease: 3600, t1: 1800, t2: 3060 });

@@ -1,7 +1,7 @@
 /**
  * The CNI result of a DHCP lease (upstream HEAD lease.go/options.go): one IPv4 address
  * `yiaddr/<option 1>` with the first router as gateway, and routes from option 121 (classless,
- * RFC 3442) when present, else option 33 (classful destinations) followed by a default route via
+ * RFC 3442) when present and well-formed, else option 33 (classful destinations) followed by a default route via
  * the router. A 0.0.0.0 gateway in option 121 is a link-scope route without gw. Beyond upstream:
  * `dns` from options 6 (nameservers), 15 (domain) and 119 (search list).
  */
@@ -57,6 +57,22 @@ export function parseClasslessRoutes(v: Uint8Array): Route[] {
   return routes;
 }
 
+/**
+ * The routes of option 121, or undefined when it is absent, empty or malformed: upstream's client
+ * library ignores a malformed option 121 (dhcpv4 `ClasslessStaticRoute` returns nil), so the lease
+ * falls back to option 33 and the router instead of failing.
+ */
+function classlessRoutesOf(ack: DhcpMessage): Route[] | undefined {
+  const v = ack.options.get(OPT_CLASSLESS_ROUTE);
+  if (v === undefined || v.byteLength === 0) return undefined;
+  try {
+    return parseClasslessRoutes(v);
+  } catch (err) {
+    if (err instanceof LeaseResultError) return undefined;
+    throw err;
+  }
+}
+
 /** Option 33: (destination, router) pairs; destinations get their classful mask. */
 export function parseStaticRoutes(v: Uint8Array): Route[] {
   const routes: Route[] = [];
@@ -74,9 +90,9 @@ export function resultFromAck(ack: DhcpMessage, priority: number): Result {
   if (prefix === undefined) throw new LeaseResultError(`DHCP option Subnet Mask ${ipv4At(mask, 0)} is not a contiguous mask`);
   const router = optionIPs(ack, OPT_ROUTER)[0];
   const result: Result = { ips: [{ address: `${ack.yiaddr}/${prefix}`, ...(router ? { gateway: router } : {}) }] };
+  const classless = classlessRoutesOf(ack);
   let routes: Route[];
-  const classless = ack.options.get(OPT_CLASSLESS_ROUTE);
-  if (classless !== undefined && classless.byteLength > 0) routes = parseClasslessRoutes(classless);
+  if (classless !== undefined) routes = classless;
   else {
     const staticRoutes = ack.options.get(OPT_STATIC_ROUTE);
     routes = staticRoutes === undefined ? [] : parseStaticRoutes(staticRoutes);

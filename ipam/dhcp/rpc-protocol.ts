@@ -40,6 +40,17 @@ export function cannotFindMethod(method: string): string {
   return `rpc: can't find method ${method}`;
 }
 
+/**
+ * Go net/rpc's answer for a call it cannot route (server.go `readRequestHeader`): no dot, a
+ * service not registered (the part before the last dot), or a method the service lacks.
+ */
+export function unroutableCall(serviceMethod: string, services: ReadonlySet<string>): string {
+  const dot = serviceMethod.lastIndexOf(".");
+  if (dot < 0) return `rpc: service/method request ill-formed: ${serviceMethod}`;
+  if (!services.has(serviceMethod.slice(0, dot))) return `rpc: can't find service ${serviceMethod}`;
+  return cannotFindMethod(serviceMethod);
+}
+
 /** rpc.Request: the header of a call. */
 export const RequestType = gob.struct("Request", [
   { name: "ServiceMethod", type: gob.string },

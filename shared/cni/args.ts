@@ -6,11 +6,7 @@
  * Errors keep upstream's wording (`ARGS: ...`) and carry code 4: CNI_ARGS is an environment variable.
  */
 import { InvalidEnvError } from "./errors.ts";
-
-/** Go's `%q` for a string (enough for CNI_ARGS values: ASCII-ish text). */
-export function goQuote(s: string): string {
-  return JSON.stringify(s).replace(/</g, "\\u003c").replace(/>/g, "\\u003e").replace(/&/g, "\\u0026");
-}
+import { goQuote } from "./go-quote.ts";
 
 function parseGoBool(v: string): boolean | undefined {
   switch (v.toLowerCase()) {

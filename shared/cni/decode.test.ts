@@ -58,6 +58,14 @@ describe("decode", () => {
       "json: cannot unmarshal number into Go struct field Range.ipam.ranges.subnet of type string",
     );
   });
+  test("a package-qualified struct: its fields are named without the package, the struct itself with it", () => {
+    const Conf = t.object("main.NetConf", { ipam: t.object("main.IPAMConfig", { priority: t.int(), provide: t.array(t.object("main.ProvideOption", {})) }) });
+    expect(failure(() => decode(Conf, { ipam: { priority: "x" } }))[1]).toBe("json: cannot unmarshal string into Go struct field IPAMConfig.ipam.priority of type int");
+    expect(failure(() => decode(Conf, { ipam: { provide: "x" } }))[1]).toBe(
+      "json: cannot unmarshal string into Go struct field IPAMConfig.ipam.provide of type []main.ProvideOption",
+    );
+    expect(failure(() => decode(Conf, { ipam: 5 }))[1]).toBe("json: cannot unmarshal number into Go struct field NetConf.ipam of type main.IPAMConfig");
+  });
   test("rejects a non-object top level like Go", () => {
     expect(failure(() => decode(NetConf, []))[1]).toBe("json: cannot unmarshal array into Go value of type NetConf");
   });

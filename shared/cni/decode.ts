@@ -171,8 +171,10 @@ export const t = {
     };
   },
   /**
-   * A Go struct. `goName` is the struct name used in error messages for fields directly inside it
-   * (Go reports the innermost struct with the full path from the top).
+   * A Go struct. `goName` is its type as Go prints it (`main.IPAMConfig`, or just `IPAMConfig`):
+   * the whole name when the struct itself has the wrong JSON type, the name without its package
+   * for fields directly inside it (Go reports the innermost struct's name with the full path from
+   * the top: `IPAMConfig.ipam.priority`).
    */
   object<F extends Fields>(goName: string, fields: F): Schema<ObjectOf<F>> & { fields: F } {
     const exact = new Map<string, string>();
@@ -181,13 +183,14 @@ export const t = {
       exact.set(key, key);
       if (!folded.has(key.toLowerCase())) folded.set(key.toLowerCase(), key);
     }
+    const structName = goName.slice(goName.lastIndexOf(".") + 1);
     return {
       goType: goName,
       fields,
       decode(value, ctx) {
         if (typeof value !== "object" || value === null || Array.isArray(value)) mismatch(value, ctx, goName);
         // Go names the innermost struct and the full field path: `Range.ipam.ranges.subnet`.
-        const here = { struct: goName, path: ctx.path };
+        const here = { struct: structName, path: ctx.path };
         const out: Record<string, unknown> = {};
         for (const [key, v] of Object.entries(value)) {
           const field = exact.get(key) ?? folded.get(key.toLowerCase());

@@ -3,6 +3,7 @@
  * the thresholds that gate CHECK (0.4.0) and STATUS/GC (1.1.0).
  */
 import { DecodingError } from "./errors.ts";
+import { goQuote } from "./go-quote.ts";
 
 /** Every spec version this suite speaks, ascending. */
 export const ALL_VERSIONS = ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"] as const;
@@ -77,5 +78,5 @@ export function resultFamily(version: string): ResultFamily | undefined {
 
 /** Go `%q` of a string slice: `["0.1.0" "0.2.0"]`. */
 export function goQuoteList(list: readonly string[]): string {
-  return `[${list.map((s) => JSON.stringify(s)).join(" ")}]`;
+  return `[${list.map(goQuote).join(" ")}]`;
 }

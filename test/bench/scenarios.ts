@@ -5,6 +5,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { staticBusybox, staticBusyboxTag } from "../harness/busybox.ts";
 import { ensureSandboxImage, startContainerd, type Containerd } from "../harness/containerd.ts";
 import { EtcdCluster } from "../harness/etcd-cluster.ts";
 import { RC_CRICTL } from "../e2e/lib/tools.ts";
@@ -553,7 +554,7 @@ const agentMemory: Scenario = async (ctx) => {
  */
 const cri: Scenario = async (ctx) => {
   if (!existsSync(RC_CRICTL)) throw new Error(`${RC_CRICTL} is missing (test/e2e/setup/prepare.sh builds it)`);
-  const image = "localhost/cni-bench-pause:latest";
+  const image = `localhost/cni-bench-pause:bb-${staticBusyboxTag()}`;
   const daemons = new Map<Impl, Containerd>();
   const agentSocket = join(ctx.state, "cri-agent", "plugins.sock");
   const agent = Bun.spawn(["chrt", "--other", "0", join(ctx.dirs.ours, "cni-plugins"), "serve", "--socket", agentSocket, "--max-workers", "32"], { stdin: "ignore", stdout: "ignore", stderr: "inherit" });
@@ -584,7 +585,7 @@ const cri: Scenario = async (ctx) => {
         normalPriority: true,
       });
       daemons.set(impl, d);
-      const problem = await ensureSandboxImage(d, image, "/bin/busybox", state);
+      const problem = await ensureSandboxImage(d, image, staticBusybox(), state);
       if (problem !== undefined) throw new Error(`cri ${impl}: ${problem}`);
     }
     const s: Samples = {};

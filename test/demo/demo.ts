@@ -9,6 +9,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { staticBusybox } from "../harness/busybox.ts";
 import { ConflistRunner, type NetworkConfigList } from "../harness/conflist.ts";
 import { createContainerNetns, type ContainerNetns } from "../harness/netns.ts";
 import { DIST_BIN } from "../harness/paths.ts";
@@ -122,7 +123,7 @@ try {
     const docroot = join(work, "www");
     mkdirSync(docroot, { recursive: true });
     writeFileSync(join(docroot, "index.html"), "hello from the web container\n");
-    const server = spawn("nsenter", [`--net=${web.ns.path}`, "busybox", "httpd", "-f", "-p", "80", "-h", docroot], {
+    const server = spawn("nsenter", [`--net=${web.ns.path}`, staticBusybox(), "httpd", "-f", "-p", "80", "-h", docroot], {
       stdio: "ignore",
     });
     try {

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { useFixtureCleanup, registerCleanup } from "../harness/cleanup.ts";
 import { createPersistentNetns } from "../harness/netns.ts";
 import { sandboxed } from "../harness/sandbox.ts";
+import { staticBusybox } from "../harness/busybox.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
 import { OUR_BIN, hasOurs, missingReason, rowTest } from "./lib/plugins.ts";
 import { CNITOOL, run, show, toolMissing } from "./lib/tools.ts";
@@ -112,7 +113,7 @@ describe.skipIf(!sandboxed())("cnitool (libcni v1.1.2) with our plugins", () => 
       if (row.hostPort !== undefined && present.has("portmap")) {
         const www = makeTempDir("cni-e2e-www-");
         writeFileSync(join(www, "index.html"), "hello-from-cnitool\n");
-        const httpd = Bun.spawn(["nsenter", `--net=${ns.path}`, "--", "busybox", "httpd", "-f", "-p", "80", "-h", www], { stdout: "ignore", stderr: "ignore" });
+        const httpd = Bun.spawn(["nsenter", `--net=${ns.path}`, "--", staticBusybox(), "httpd", "-f", "-p", "80", "-h", www], { stdout: "ignore", stderr: "ignore" });
         registerCleanup("httpd", () => httpd.kill("SIGKILL"));
         let body = "";
         for (let i = 0; i < 20 && body === ""; i++) {

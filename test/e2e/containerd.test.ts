@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { staticBusybox, staticBusyboxTag } from "../harness/busybox.ts";
 import { sandboxed } from "../harness/sandbox.ts";
 import { OUR_BIN, hasOurs, missingReason, rowTest } from "./lib/plugins.ts";
 import { startContainerd, ensureSandboxImage, type Containerd } from "../harness/containerd.ts";
@@ -18,7 +19,8 @@ const STATE = join(E2E_CACHE, "containerd");
 const RUNDIR = "/run/cni-ts-e2e-containerd";
 const NET = "e2ectr";
 const SUBNET = "10.84.1.0/24";
-const PAUSE = "localhost/e2e-pause:latest";
+/** The pause image, tagged with the hash of the busybox it holds: one from another busybox is never reused. */
+let pause = "";
 
 const skipReason = !sandboxed()
   ? "needs root in the e2e sandbox"
@@ -45,11 +47,17 @@ if (skipReason !== undefined) process.stderr.write(`SKIP containerd: ${skipReaso
 
 describe.skipIf(skipReason !== undefined)("containerd 1.6 CRI with our plugins", () => {
   beforeAll(async () => {
+    try {
+      pause = `localhost/e2e-pause:bb-${staticBusyboxTag()}`;
+    } catch (err) {
+      setupError = (err as Error).message;
+      return;
+    }
     mkdirSync(join(STATE, "net.d"), { recursive: true });
     writeFileSync(join(STATE, "net.d", `10-${NET}.conflist`), JSON.stringify(conflist(), null, 2));
     try {
-      daemon = await startContainerd({ state: STATE, rundir: RUNDIR, binDir: OUR_BIN, confDir: join(STATE, "net.d"), sandboxImage: PAUSE });
-      setupError = await ensureSandboxImage(daemon, PAUSE, "/bin/busybox", STATE);
+      daemon = await startContainerd({ state: STATE, rundir: RUNDIR, binDir: OUR_BIN, confDir: join(STATE, "net.d"), sandboxImage: pause });
+      setupError = await ensureSandboxImage(daemon, pause, staticBusybox(), STATE);
     } catch (err) {
       setupError = (err as Error).message;
     }

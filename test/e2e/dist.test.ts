@@ -15,6 +15,7 @@ import { createContainerNetns } from "../harness/netns.ts";
 import { REPO_ROOT } from "../harness/paths.ts";
 import { sandboxed } from "../harness/sandbox.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
+import { staticBusybox } from "../harness/busybox.ts";
 import { fetchFromHost, leftovers, portNet, readCallLog } from "./lib/attach.ts";
 import { rowTest } from "./lib/plugins.ts";
 import { CNITOOL, run, show, toolMissing } from "./lib/tools.ts";
@@ -71,7 +72,7 @@ describe.skipIf(!sandboxed())("release tarball (make dist)", () => {
 
     const www = makeTempDir("cni-e2e-dist-www-");
     await Bun.write(join(www, "index.html"), "hello from the tarball\n");
-    const httpd = Bun.spawn(["nsenter", `--net=${ns.path}`, "--", "busybox", "httpd", "-f", "-p", "80", "-h", www], { stdout: "ignore", stderr: "ignore" });
+    const httpd = Bun.spawn(["nsenter", `--net=${ns.path}`, "--", staticBusybox(), "httpd", "-f", "-p", "80", "-h", www], { stdout: "ignore", stderr: "ignore" });
     try {
       expect(await fetchFromHost(HOST_PORT)).toBe("hello from the tarball\n");
     } finally {

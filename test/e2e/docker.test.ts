@@ -17,6 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { sandboxed } from "../harness/sandbox.ts";
+import { staticBusybox } from "../harness/busybox.ts";
 import { fetchFromHost, leftovers, portNet } from "./lib/attach.ts";
 import { OUR_BIN, missingReason, rowTest } from "./lib/plugins.ts";
 import { CNITOOL, commandMissing, run, show, toolMissing } from "./lib/tools.ts";
@@ -50,12 +51,16 @@ function dockerdLog(): string {
   }
 }
 
-/** A busybox image with /www/index.html, imported offline. */
+/** A busybox image (busybox-static's binary: the image has no libc) with /www/index.html, imported offline. */
 async function importImage(): Promise<string | undefined> {
   const rootfs = join(root, "rootfs");
   mkdirSync(join(rootfs, "bin"), { recursive: true });
   mkdirSync(join(rootfs, "www"), { recursive: true });
-  Bun.spawnSync(["cp", "/bin/busybox", join(rootfs, "bin", "busybox")]);
+  try {
+    Bun.spawnSync(["cp", staticBusybox(), join(rootfs, "bin", "busybox")]);
+  } catch (err) {
+    return (err as Error).message;
+  }
   for (const applet of ["sh", "httpd", "ip", "ping", "sleep"]) Bun.spawnSync(["ln", "-s", "busybox", join(rootfs, "bin", applet)]);
   writeFileSync(join(rootfs, "www", "index.html"), "hello from a docker container\n");
   Bun.spawnSync(["tar", "-C", rootfs, "-cf", `${rootfs}.tar`, "."]);

@@ -3,6 +3,7 @@
  * runners for ours and the Go reference, and oracles (ip -d link, bridge vlan, nft, iptables-save,
  * ping) run with the system tools.
  */
+import { staticBusybox } from "./busybox.ts";
 import { execGoPlugin, execPlugin, type PluginInvocation, type PluginRun } from "./exec-plugin.ts";
 import { ipJson } from "./ip-oracle.ts";
 
@@ -87,7 +88,7 @@ export function iptablesNat(v6 = false): string {
  * tries (a fresh IPv6 gateway address is unusable while the bridge runs DAD on it, ~1-2 s).
  */
 export function ping(netns: string, ip: string, attempts = 4): boolean {
-  const argv = ["nsenter", `--net=${netns}`, "--", "busybox", "ping", ...(ip.includes(":") ? ["-6"] : []), "-c", "1", "-W", "1", ip];
+  const argv = ["nsenter", `--net=${netns}`, "--", staticBusybox(), "ping", ...(ip.includes(":") ? ["-6"] : []), "-c", "1", "-W", "1", ip];
   for (let i = 0; i < attempts; i++) if (run(argv).status === 0) return true;
   return false;
 }

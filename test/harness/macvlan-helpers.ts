@@ -5,6 +5,7 @@
  */
 import { expect } from "bun:test";
 import { registerCleanup } from "./cleanup.ts";
+import { staticBusybox } from "./busybox.ts";
 import { expectResult, expectSuccess } from "./cni-expect.ts";
 import { execPlugin } from "./exec-plugin.ts";
 import { addrsOf, listLinks } from "./ip-oracle.ts";
@@ -83,7 +84,7 @@ export function linkPluginConf(o: {
 
 /** One ICMP echo from `netns` to `ip`, optionally leaving through `dev` (busybox ping); true when answered. */
 export function pingFrom(netns: string, ip: string, opts: { count?: number } = {}): boolean {
-  const argv = ["nsenter", `--net=${netns}`, "--", "busybox", "ping", ...(ip.includes(":") ? ["-6"] : []), "-c", String(opts.count ?? 1), "-W", "2", ip];
+  const argv = ["nsenter", `--net=${netns}`, "--", staticBusybox(), "ping", ...(ip.includes(":") ? ["-6"] : []), "-c", String(opts.count ?? 1), "-W", "2", ip];
   return Bun.spawnSync(argv, { stdout: "ignore", stderr: "ignore" }).exitCode === 0;
 }
 

@@ -4,6 +4,7 @@
  * test process's throwaway host netns or inside a container netns with nsenter.
  */
 import { createHash } from "node:crypto";
+import { staticBusybox } from "./busybox.ts";
 import { listAddrs, listLinks, type IpLink } from "./ip-oracle.ts";
 
 export interface PtpConfOptions {
@@ -97,6 +98,6 @@ export function hostVethNames(): string[] {
 
 /** One ICMP echo from `netns` to `ip` (busybox ping); true when answered. */
 export function ping(netns: string, ip: string): boolean {
-  const argv = ["nsenter", `--net=${netns}`, "--", "busybox", "ping", ...(ip.includes(":") ? ["-6"] : []), "-c", "1", "-W", "2", ip];
+  const argv = ["nsenter", `--net=${netns}`, "--", staticBusybox(), "ping", ...(ip.includes(":") ? ["-6"] : []), "-c", "1", "-W", "2", ip];
   return Bun.spawnSync(argv, { stdout: "ignore", stderr: "ignore" }).exitCode === 0;
 }

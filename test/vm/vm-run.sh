@@ -57,7 +57,6 @@ need=()
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
 command -v cpio >/dev/null || need+=(cpio)
 command -v depmod >/dev/null || need+=(kmod)
-[ -x /bin/busybox ] || need+=(busybox-static)
 apt_refreshed=0
 apt_refresh() {  # once per run: stale package lists are the usual reason apt cannot find a package
   [ $apt_refreshed = 0 ] || return 1; apt_refreshed=1
@@ -92,11 +91,17 @@ fi
 KERNEL=$KROOT/boot/vmlinuz-$KVER
 MODDIR=$KROOT/lib/modules/$KVER
 
-BASE=$VM_DIR/base-$KVER.cpio.gz
+# The initramfs has no libc: its busybox must be busybox-static's, whatever /bin/busybox is here
+# (Debian's `busybox` package installs a dynamic one). The base image is keyed by that binary's
+# hash, so an image built from another busybox (or by an older vm-run.sh) is never reused.
+BUSYBOX=$(bash "$(dirname "$0")/../harness/static-busybox.sh") || { echo "vm-run: no static busybox" >&2; exit 125; }
+BBSUM=$(sha256sum "$BUSYBOX" | cut -c1-16)
+BASE=$VM_DIR/base-$KVER-$BBSUM.cpio.gz
 if [ ! -f "$BASE" ] || [ "$0" -nt "$BASE" ]; then
   log "building base initramfs"
+  rm -f "$VM_DIR"/base-*.cpio.gz
   R=$(mktemp -d); mkdir -p "$R"/{bin,proc,sys,dev,mods,lower,upper,newroot,vmrun}
-  cp /bin/busybox "$R/bin/busybox"
+  cp "$BUSYBOX" "$R/bin/busybox"
   # modules for virtio-9p + overlayfs, in dependency order
   : > "$R/mods/order"
   for m in virtio_pci 9pnet_virtio 9p overlay; do
@@ -123,7 +128,7 @@ if [ -n "$VM_SHARE" ]; then
   if [ "$VM_SHARE_MODE" = cpio ]; then cp -a /vmrun/share/. "/newroot$VM_SHARE/"
   else mount -t 9p -o $O share "/newroot$VM_SHARE" || fail "mount share"; fi
 fi
-mkdir -p /newroot/run/vmrun && cp /vmrun/script /vmrun/env /vmrun/stage2 /vmrun/args /newroot/run/vmrun/
+mkdir -p /newroot/run/vmrun && cp /vmrun/script /vmrun/env /vmrun/stage2 /vmrun/args /bin/busybox /newroot/run/vmrun/
 for d in proc sys dev; do mount --move /$d /newroot/$d; done
 exec switch_root /newroot /bin/bash /run/vmrun/stage2
 INIT
@@ -145,6 +150,8 @@ cat > "$RUN/root/vmrun/stage2" <<'STAGE2'
 . /run/vmrun/env
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
 mount -t devpts devpts /dev/pts 2>/dev/null; ln -sf /proc/self/fd /dev/fd 2>/dev/null
+# as on any system (nft -f - opens /dev/stdin)
+ln -sf /proc/self/fd/0 /dev/stdin; ln -sf /proc/self/fd/1 /dev/stdout; ln -sf /proc/self/fd/2 /dev/stderr
 hostname vm-run 2>/dev/null; ip link set lo up 2>/dev/null
 stty -F /dev/ttyS1 raw -echo 2>/dev/null
 cd "${VM_SHARE:-/}"
@@ -153,7 +160,7 @@ echo "__VM_RUN_UP__=$(cut -d' ' -f1 /proc/uptime)" > /dev/ttyS1
 /bin/bash /run/vmrun/script "${ARGS[@]}" > /dev/ttyS1 2>&1 < /dev/null
 echo "__VM_RUN_EXIT__=$?" > /dev/ttyS1
 sync
-/bin/busybox poweroff -f
+/run/vmrun/busybox poweroff -f
 STAGE2
 (cd "$RUN/root" && find . | cpio -o -H newc --quiet | gzip -1) > "$RUN/extra.cpio.gz"
 cat "$BASE" "$RUN/extra.cpio.gz" > "$RUN/initrd.gz"

@@ -27,6 +27,7 @@ import {
   optionIPs,
   type DhcpMessage,
 } from "../packet.ts";
+import { messageOf } from "../../../shared/cni/errors.ts";
 import type { DhcpSocket } from "./dhcp-socket.ts";
 
 export const BROADCAST_IP = "255.255.255.255";
@@ -56,6 +57,23 @@ export class DhcpNakError extends Error {
 
 export class DhcpTimeoutError extends Error {
   override name = "DhcpTimeoutError";
+}
+
+/**
+ * No lease before the deadline: upstream's `errNoMoreTries` (lease.go), whose text is all the daemon
+ * answers over the wire. The last attempt's failure is the `cause`, for the daemon's log
+ * ({@link failureDetail}).
+ */
+export class NoMoreTriesError extends Error {
+  override name = "NoMoreTriesError";
+  constructor(last: unknown) {
+    super("no more tries", { cause: last });
+  }
+}
+
+/** A failure as the daemon logs it: the message, and after "no more tries" the last attempt's failure. */
+export function failureDetail(err: unknown): string {
+  return err instanceof NoMoreTriesError ? `${err.message}: ${messageOf(err.cause)}` : messageOf(err);
 }
 
 /** Option 61 for a lease key, truncated like upstream (type byte + at most 254 bytes). */
@@ -255,7 +273,7 @@ export interface RetryParams {
 
 /**
  * Runs `attempt` until it succeeds, sleeping the back-off between failures, bounded by
- * `deadline` (epoch ms). Throws the last failure wrapped as "no more tries".
+ * `deadline` (epoch ms). Throws a {@link NoMoreTriesError} with the last failure as its cause.
  */
 export async function withRetries<T>(
   attempt: () => Promise<T>,
@@ -271,7 +289,7 @@ export async function withRetries<T>(
     } catch (err) {
       const delay = delays.next().value as number;
       if (cancelled() || Date.now() + delay >= deadline) {
-        throw new DhcpTimeoutError(`no more tries: ${(err as Error).message}`, { cause: err });
+        throw new NoMoreTriesError(err);
       }
       await sleep(delay);
     }

@@ -15,7 +15,7 @@
  * container's netns (an open socket holds a reference on its namespace).
  */
 import type { Result } from "../../../shared/cni/types.ts";
-import { withRetries } from "./client.ts";
+import { failureDetail, withRetries } from "./client.ts";
 import type { DaemonFlags } from "./flags.ts";
 import type { LeaseStore } from "./lease-store.ts";
 import { LinkGoneError, linkDown } from "./link.ts";
@@ -50,6 +50,11 @@ export interface LeaseTimes {
 export interface Retry {
   resendMaxMs: number;
   resendTimeoutMs: number;
+}
+
+/** How the log names a lease: `c1/net/eth0`, or `c1/net/eth0 (DHCPv6)`. */
+export function leaseTag(key: string, family: 4 | 6): string {
+  return family === 4 ? key : `${key} (DHCPv6)`;
 }
 
 export abstract class Lease<R> {
@@ -97,7 +102,7 @@ export abstract class Lease<R> {
 
   /** `c1/net/eth0` or `c1/net/eth0 (DHCPv6)`, for logs. */
   get tag(): string {
-    return this.family === 4 ? this.req.key : `${this.req.key} (DHCPv6)`;
+    return leaseTag(this.req.key, this.family);
   }
 
   get address(): string {
@@ -210,7 +215,7 @@ export abstract class Lease<R> {
         } catch (err) {
           if (err instanceof Error && err.cause instanceof LinkGoneError) throw err.cause;
           if (this.#stopped) return "stopped";
-          this.deps.log(`${this.tag}: re-acquiring failed: ${(err as Error).message}`);
+          this.deps.log(`${this.tag}: re-acquiring failed: ${failureDetail(err)}`);
           return this.#expire();
         }
       }
@@ -248,7 +253,7 @@ export abstract class Lease<R> {
         } catch (err) {
           if (err instanceof Error && err.cause instanceof LinkGoneError) throw err.cause;
           if (this.#stopped) return "stopped";
-          this.deps.log(`${this.tag}: renew failed: ${(err as Error).message}; rebinding`);
+          this.deps.log(`${this.tag}: renew failed: ${failureDetail(err)}; rebinding`);
         }
       }
       if (Date.now() < expiry && !this.#addressLost) {
@@ -258,7 +263,7 @@ export abstract class Lease<R> {
         } catch (err) {
           if (err instanceof Error && err.cause instanceof LinkGoneError) throw err.cause;
           if (this.#stopped) return "stopped";
-          this.deps.log(`${this.tag}: rebind failed: ${(err as Error).message}`);
+          this.deps.log(`${this.tag}: rebind failed: ${failureDetail(err)}`);
         }
       }
       // Wait out the lease when the address was lost early: it is ours until then.

@@ -3,6 +3,8 @@
  * expiry, given the MTU of option 26. Each call opens the netns, works through one netlink handle
  * and closes it again, so the daemon never pins a container's netns.
  */
+import { messageOf } from "../../../shared/cni/errors.ts";
+import { goQuote } from "../../../shared/cni/go-quote.ts";
 import { Handle } from "../../../shared/netlink/index.ts";
 import { IFF_UP, IF_OPER_UNKNOWN, IF_OPER_UP } from "../../../shared/netlink/constants/if-link.ts";
 import { NetNS } from "../../../shared/netns/index.ts";
@@ -36,7 +38,8 @@ export function inspectLink(nsPath: string, ifName: string, up: boolean): LinkSt
   try {
     ns = NetNS.open(nsPath);
   } catch (err) {
-    throw new LinkGoneError(`failed to open netns ${JSON.stringify(nsPath)}: ${(err as Error).message}`, { cause: err });
+    // Upstream's text: `failed to Statfs "<path>": no such file or directory` (pkg/ns GetNS).
+    throw new LinkGoneError(messageOf(err), { cause: err });
   }
   try {
     using nl = Handle.open(ns);
@@ -44,7 +47,7 @@ export function inspectLink(nsPath: string, ifName: string, up: boolean): LinkSt
     try {
       link = nl.linkByName(ifName);
     } catch (err) {
-      throw new LinkGoneError(`error looking up ${JSON.stringify(ifName)}: ${(err as Error).message}`, { cause: err });
+      throw new LinkGoneError(`error looking up ${goQuote(ifName)}: ${messageOf(err)}`, { cause: err });
     }
     if (up && (link.flags & IFF_UP) === 0) nl.linkSetUp(link.index);
     const addresses = nl.addrList({ index: link.index, family: 4 }).map((a) => a.address);

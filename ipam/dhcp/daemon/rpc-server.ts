@@ -11,7 +11,7 @@
 import type { Server, Socket } from "node:net";
 import { messageOf } from "../../../shared/cni/errors.ts";
 import { GobDecoder, GobEncoder, type GobType } from "../gob.ts";
-import { EmptyType, RPC_CONNECTED, RPC_PATH, ResponseType, argsFromGob, asStruct, cannotFindMethod, type RpcArgs } from "../rpc-protocol.ts";
+import { EmptyType, RPC_CONNECTED, RPC_PATH, ResponseType, argsFromGob, asStruct, unroutableCall, type RpcArgs } from "../rpc-protocol.ts";
 import { refusePeer } from "./peer-cred.ts";
 
 /** A method's answer: the gob type of its reply and the reply. */
@@ -51,12 +51,13 @@ export function serveConnection(conn: Socket, methods: Methods, log: (s: string)
     conn.write(enc.encode(reply.type, reply.value));
   };
   const empty: Reply = { type: EmptyType, value: {} };
+  const services = new Set(Object.keys(methods).map((m) => m.slice(0, m.lastIndexOf("."))));
 
   const dispatch = (h: Record<string, unknown>, body: unknown): void => {
     const method = typeof h["ServiceMethod"] === "string" ? h["ServiceMethod"] : "";
     if (refusal !== undefined) return answer(h, refusal, empty);
     const fn = Object.hasOwn(methods, method) ? methods[method] : undefined;
-    if (fn === undefined) return answer(h, cannotFindMethod(method), empty);
+    if (fn === undefined) return answer(h, unroutableCall(method, services), empty);
     let args: RpcArgs;
     try {
       args = argsFromGob(body);

@@ -5,11 +5,13 @@
  * acquisition; different keys never wait for each other. {@link daemonMethods} exposes them as the
  * net/rpc methods of ../rpc-protocol.ts.
  */
+import { jsonKind } from "../../../shared/cni/decode.ts";
 import { validAttachmentsOf } from "../../../shared/cni/netconf.ts";
 import type { Result } from "../../../shared/cni/types.ts";
 import { loadDhcpConfig } from "../config.ts";
 import { EmptyType, METHOD_ALLOCATE, METHOD_CHECK, METHOD_GC, METHOD_RELEASE, ResultType, resultToGob, type RpcArgs } from "../rpc-protocol.ts";
-import type { Lease, LeaseDeps } from "./lease.ts";
+import { failureDetail } from "./client.ts";
+import { leaseTag, type Lease, type LeaseDeps } from "./lease.ts";
 import { Lease4 } from "./lease4.ts";
 import { Lease6 } from "./lease6.ts";
 import type { Methods } from "./rpc-server.ts";
@@ -26,7 +28,10 @@ function configOf(stdinData: string): Record<string, unknown> {
   } catch (err) {
     throw new LeaseRequestError(`error parsing netconf: ${(err as Error).message}`, { cause: err });
   }
-  if (typeof conf !== "object" || conf === null || Array.isArray(conf)) throw new LeaseRequestError("error parsing netconf: not a JSON object");
+  if (conf === null) return {}; // Go's json leaves the struct as it is
+  if (typeof conf !== "object" || Array.isArray(conf)) {
+    throw new LeaseRequestError(`error parsing netconf: json: cannot unmarshal ${jsonKind(conf)} into Go value of type main.NetConf`);
+  }
   return conf as Record<string, unknown>;
 }
 
@@ -36,7 +41,6 @@ function networkName(conf: Record<string, unknown>): string {
 }
 
 function keyOf(a: RpcArgs, conf: Record<string, unknown>): string {
-  if (a.ifName === "") throw new LeaseRequestError("CNI_IFNAME is empty");
   return `${a.containerID}/${networkName(conf)}/${a.ifName}`;
 }
 
@@ -108,7 +112,6 @@ export class LeaseManager {
   async allocate(a: RpcArgs): Promise<Result> {
     const conf = configOf(a.stdinData);
     const families = loadDhcpConfig(conf, a.args).families;
-    if (!a.netns.startsWith("/")) throw new LeaseRequestError(`netns path ${JSON.stringify(a.netns)} is not absolute`);
     const key = keyOf(a, conf);
     const fresh = families.filter((f) => !this.#leases.has(slotOf(key, f)));
     const got = await Promise.allSettled(families.map((f) => this.#acquire(key, f, a)));
@@ -162,6 +165,10 @@ export class LeaseManager {
       this.#leases.set(slot, lease);
       this.#startLoop(lease);
       return lease;
+    } catch (err) {
+      // The caller gets upstream's text (`no more tries`); the log keeps why.
+      this.#deps.log(`${leaseTag(key, family)}: no lease: ${failureDetail(err)}`);
+      throw err;
     } finally {
       this.#pending.delete(slot);
     }

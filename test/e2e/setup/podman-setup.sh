@@ -12,7 +12,8 @@
 #   - containers.conf: network_backend="cni", cni_plugin_dirs=[PLUGIN_DIR],
 #     network_config_dir=STATE_DIR/net.d, cgroupfs, file events
 #   - storage.conf: overlay on STATE_DIR/storage (falls back to vfs)
-#   - image localhost/rc-busybox:latest, imported from a busybox-static rootfs
+#   - image localhost/e2e-busybox:latest, imported from a rootfs holding busybox-static's binary
+#     (test/harness/static-busybox.sh) and labelled with its hash
 # Re-running with another PLUGIN_DIR only rewrites containers.conf.
 set -euo pipefail
 PLUGIN_DIR=$(readlink -f "${1:?usage: $0 PLUGIN_DIR [STATE_DIR]}")
@@ -21,7 +22,9 @@ RUNROOT=${PODMAN_RUNROOT:-/run/cni-ts-e2e-podman}
 IMAGE=localhost/e2e-busybox:latest
 [ -x "$PLUGIN_DIR/bridge" ] || { echo "no bridge plugin in $PLUGIN_DIR" >&2; exit 2; }
 command -v podman >/dev/null || apt-get install -y podman
-[ -x /bin/busybox ] || apt-get install -y busybox-static
+# busybox-static's binary, whatever /bin/busybox is (the image has no libc)
+BUSYBOX=$(bash "$(dirname "${BASH_SOURCE[0]}")/../../harness/static-busybox.sh")
+BBSUM=$(sha256sum "$BUSYBOX" | cut -d' ' -f1)
 mkdir -p "$STATE/net.d" "$STATE/storage" "$RUNROOT"
 
 DRIVER=${PODMAN_STORAGE_DRIVER:-}
@@ -89,19 +92,21 @@ printf 'unqualified-search-registries = []\n' > "$STATE/registries.conf"
 # shellcheck disable=SC1091
 source "$STATE/env.sh"
 
-# busybox-static image, built offline
-if ! podman image exists "$IMAGE"; then
+# busybox-static image, built offline; labelled with the busybox's hash, so an image made from
+# another busybox (a dynamic one, or one from before this label) is rebuilt, never reused
+if [ "$(podman image inspect --format '{{index .Labels "cni-ts.busybox"}}' "$IMAGE" 2>/dev/null)" != "$BBSUM" ]; then
+  podman rmi -f "$IMAGE" >/dev/null 2>&1 || true
   R=$(mktemp -d /tmp/e2e-rootfs.XXXXXX)
   mkdir -p "$R"/{bin,sbin,etc,proc,sys,dev,tmp,root,www,var/run}
-  cp /bin/busybox "$R/bin/busybox"
-  for a in $(/bin/busybox --list); do
+  cp "$BUSYBOX" "$R/bin/busybox"
+  for a in $("$BUSYBOX" --list); do
     [ "$a" = busybox ] || ln -sf busybox "$R/bin/$a"
   done
   printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' > "$R/etc/passwd"
   printf 'root:x:0:\nnogroup:x:65534:\n' > "$R/etc/group"
   echo "hello from e2e-busybox" > "$R/www/index.html"
   tar -C "$R" --numeric-owner -cf "$R.tar" .
-  podman import -q --change 'CMD ["/bin/sh"]' --change 'ENV PATH=/bin:/sbin' \
+  podman import -q --change 'CMD ["/bin/sh"]' --change 'ENV PATH=/bin:/sbin' --change "LABEL cni-ts.busybox=$BBSUM" \
       "$R.tar" "$IMAGE" >/dev/null
   rm -rf "$R" "$R.tar"
 fi
