@@ -50,6 +50,7 @@ function plan(): [string, number][] {
     ["concurrent", Math.max(3, Math.ceil(ROUNDS / 2))],
     ["host-local-5000", ROUNDS],
     ["host-local-20000", Math.max(3, Math.ceil(ROUNDS / 2))],
+    ["host-local-taken-5000", ROUNDS],
     ["chain5", ROUNDS],
     ["kube-nft", Math.max(3, Math.ceil(ROUNDS / 2))],
     ["kube-legacy", Math.max(3, Math.ceil(ROUNDS / 2))],
@@ -140,6 +141,10 @@ const ROWS: Readonly<Record<string, RowSpec[]>> = {
   ],
   "host-local-5000": [{ metric: "add", scenario: "host-local ADD, 5,000 reservations", target: R(0.5) }],
   "host-local-20000": [{ metric: "add", scenario: "host-local ADD, 20,000 reservations", target: R(0.3) }],
+  "host-local-taken-5000": [
+    { metric: "add", scenario: "host-local ADD, first 5,000 addresses taken, no last_reserved_ip", target: R(0.3) },
+    { metric: "del", scenario: "host-local DEL after it (store changed by another writer)", target: NONE },
+  ],
   chain5: [
     { metric: "add", scenario: "bridge+portmap+firewall+tuning+bandwidth ADD", target: R(0.7) },
     { metric: "del", scenario: "bridge+portmap+firewall+tuning+bandwidth DEL", target: R(0.7) },

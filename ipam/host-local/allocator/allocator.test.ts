@@ -3,7 +3,7 @@ import { describe, expect, test } from "bun:test";
 import { formatIP, parseIP, type IPAddr } from "../../../shared/ip/addr.ts";
 import { formatCIDR, parseCIDRDetailed } from "../../../shared/ip/cidr.ts";
 import { FakeStore } from "../store/fake.ts";
-import { AllocationError, IPAllocator, iterateCandidates } from "./allocator.ts";
+import { AllocationError, firstCandidate, IPAllocator, type Candidate } from "./allocator.ts";
 import { canonicalizeRangeSet, type RangeSet } from "./range-set.ts";
 import type { RangeInput } from "./range.ts";
 import { hasFreeAddress } from "../status.ts";
@@ -39,8 +39,15 @@ function set(...specs: Spec[]): RangeSet {
   );
 }
 
+/** Every candidate, in the order firstCandidate offers them. */
 function order(s: RangeSet, last: string | null): string[] {
-  return [...iterateCandidates(s, last === null ? null : ip(last))].map((c) => formatIP(c.ip));
+  const offered: Candidate[] = [];
+  const taken = firstCandidate(s, last === null ? null : ip(last), (c) => {
+    offered.push(c);
+    return false;
+  });
+  expect(taken).toBeUndefined();
+  return offered.map((c) => formatIP(c.ip));
 }
 
 function allocText(a: IPAllocator, id: string, ifname = "eth0", requested?: string): string {
@@ -59,10 +66,10 @@ function allocError(fn: () => unknown): string {
   throw new Error("expected an allocation error");
 }
 
-describe("iterateCandidates", () => {
+describe("firstCandidate", () => {
   const twoRanges = set({ subnet: "192.168.1.0/29" }, { subnet: "192.168.2.0/29" });
 
-  test("iterateCandidates starts at the first rangeStart without a last reservation, skipping gateways", () => {
+  test("firstCandidate starts at the first rangeStart without a last reservation, skipping gateways", () => {
     expect(order(twoRanges, null)).toEqual([
       "192.168.1.2",
       "192.168.1.3",
@@ -77,7 +84,7 @@ describe("iterateCandidates", () => {
     ]);
   });
 
-  test("iterateCandidates loops from the middle and visits the last reservation last", () => {
+  test("firstCandidate loops from the middle and visits the last reservation last", () => {
     expect(order(twoRanges, "192.168.1.4")).toEqual([
       "192.168.1.5",
       "192.168.1.6",
@@ -92,18 +99,18 @@ describe("iterateCandidates", () => {
     ]);
   });
 
-  test("iterateCandidates moves to the next range after the end of one, and wraps from the last", () => {
+  test("firstCandidate moves to the next range after the end of one, and wraps from the last", () => {
     expect(order(twoRanges, "192.168.1.6")[0]).toBe("192.168.2.2");
     expect(order(twoRanges, "192.168.2.6")[0]).toBe("192.168.1.2");
   });
 
-  test("iterateCandidates ignores a last reservation outside the set", () => {
+  test("firstCandidate ignores a last reservation outside the set", () => {
     expect(order(twoRanges, "10.0.0.1")[0]).toBe("192.168.1.2");
     expect(order(twoRanges, "192.168.1.7")[0]).toBe("192.168.1.2"); // broadcast: outside the window
     expect(order(twoRanges, "fd00::1")[0]).toBe("192.168.1.2");
   });
 
-  test("iterateCandidates allocates .1 when the gateway is elsewhere", () => {
+  test("firstCandidate allocates .1 when the gateway is elsewhere", () => {
     expect(order(set({ subnet: "10.20.0.0/29", gw: "10.20.0.6" }), null)).toEqual([
       "10.20.0.1",
       "10.20.0.2",
@@ -113,12 +120,12 @@ describe("iterateCandidates", () => {
     ]);
   });
 
-  test("iterateCandidates terminates when the only address is the gateway", () => {
+  test("firstCandidate terminates when the only address is the gateway", () => {
     expect(order(set({ subnet: "10.0.0.0/30", start: "10.0.0.1", end: "10.0.0.1" }), null)).toEqual([]);
     expect(order(set({ subnet: "10.0.0.0/30", start: "10.0.0.1", end: "10.0.0.1" }), "10.0.0.1")).toEqual([]);
   });
 
-  test("iterateCandidates yields every non-gateway address exactly once for random windows and starts", () => {
+  test("firstCandidate offers every non-gateway address exactly once for random windows and starts", () => {
     let seed = 99;
     const rnd = (n: number) => {
       seed = (seed * 1103515245 + 12345) % 2147483648;
@@ -264,6 +271,7 @@ describe("IPAllocator", () => {
     allocText(a, "c1");
     a.release("c1", "eth0");
     expect(store.lockCount).toBe(2);
+    expect(store.sessions).toEqual([true, false]); // only the allocation is marked as one
   });
 });
 
@@ -299,7 +307,7 @@ describe("point-to-point subnets and exclude (beyond upstream)", () => {
 
   test("exclude: a huge excluded prefix is skipped in one step (an IPv6 /65 out of a /64)", () => {
     const s = set({ subnet: "fd00::/64", exclude: ["fd00::/65", "fd00:0:0:0:8000::/66"] });
-    const first = iterateCandidates(s, null).next().value!;
+    const first = firstCandidate(s, null, () => true)!;
     expect(formatIP(first.ip)).toBe("fd00::c000:0:0:0");
     const a = new IPAllocator(s, new FakeStore(), 0);
     expect(allocText(a, "c1")).toBe("fd00::c000:0:0:0/64 gw fd00::1");

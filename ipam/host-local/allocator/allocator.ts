@@ -5,7 +5,7 @@
  * the last range to the first. Each call holds the store lock for its whole duration.
  */
 import { InternalError } from "../../../shared/cni/errors.ts";
-import { formatIP, ipEqual, makeIP, type IPAddr } from "../../../shared/ip/addr.ts";
+import { formatIP, ipEqual, type IPAddr } from "../../../shared/ip/addr.ts";
 import type { CIDR } from "../../../shared/ip/cidr.ts";
 import type { Store } from "../store/store.ts";
 import { excludedSpan, formatExcludedSpan, formatRange, rangeContains, type IPRange } from "./range.ts";
@@ -30,12 +30,15 @@ export interface Candidate {
 }
 
 /**
- * Yields the candidates of a range set in upstream's round-robin order. With a `lastReserved`
- * address inside the set, iteration starts right after it and visits it last; otherwise it starts
- * at the first range's rangeStart. Every range's gateway and excluded addresses are skipped (an
- * excluded prefix in one step, so a large one costs nothing). Each address is yielded once.
+ * Offers the candidates of a range set to `accept` in upstream's round-robin order and returns
+ * the first one it accepts (undefined when it takes none). With a `lastReserved` address inside
+ * the set, iteration starts right after it and visits it last; otherwise it starts at the first
+ * range's rangeStart. Every range's gateway and excluded addresses are skipped (an excluded
+ * prefix in one step, so a large one costs nothing). Each address is offered once. (A callback,
+ * not a generator: an allocation may pass thousands of taken addresses, and resuming a generator
+ * costs more than the lookup that rejects one.)
  */
-export function* iterateCandidates(set: RangeSet, lastReserved: IPAddr | null): Generator<Candidate> {
+export function firstCandidate(set: RangeSet, lastReserved: IPAddr | null, accept: (c: Candidate) => boolean): Candidate | undefined {
   const lastIdx = lastReserved === null ? -1 : set.findIndex((r) => rangeContains(r, lastReserved));
   // Runs [from, to] of address values, each within one range, in visiting order.
   const runs: { range: IPRange; from: bigint; to: bigint }[] = [];
@@ -61,9 +64,12 @@ export function* iterateCandidates(set: RangeSet, lastReserved: IPAddr | null): 
         v = ex.last; // the loop's v++ steps past the span
         continue;
       }
-      if (v !== gateway) yield { ip: makeIP(family, v), range };
+      if (v === gateway) continue;
+      const c: Candidate = { ip: { family, value: v }, range }; // within the range: a valid address
+      if (accept(c)) return c;
     }
   }
+  return undefined;
 }
 
 export class IPAllocator {
@@ -80,7 +86,7 @@ export class IPAllocator {
 
   /** Allocates `requested` (when given) or the next free address for (id, ifname). */
   get(id: string, ifname: string, requested?: IPAddr): AllocatedIP {
-    this.#store.lock();
+    this.#store.lock(true);
     try {
       return requested === undefined ? this.#next(id, ifname) : this.#requested(id, ifname, requested);
     } finally {
@@ -124,11 +130,8 @@ export class IPAllocator {
       }
     }
     const last = this.#store.lastReservedIP(this.#rangeID);
-    for (const c of iterateCandidates(this.#set, last)) {
-      if (this.#store.reserve(id, ifname, c.ip, this.#rangeID)) {
-        return { address: { ip: c.ip, prefixLen: c.range.subnet.prefixLen }, gateway: c.range.gateway };
-      }
-    }
+    const got = firstCandidate(this.#set, last, (c) => this.#store.reserve(id, ifname, c.ip, this.#rangeID));
+    if (got !== undefined) return { address: { ip: got.ip, prefixLen: got.range.subnet.prefixLen }, gateway: got.range.gateway };
     throw new AllocationError(`no IP addresses available in range set: ${formatRangeSet(this.#set)}`);
   }
 }
