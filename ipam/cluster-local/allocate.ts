@@ -39,7 +39,7 @@ class SetCursor {
   readonly set: RangeSet;
   /** The requested address and its range, when the set must hand out exactly that one. */
   readonly fixed: Candidate | undefined;
-  readonly #iter: Generator<Candidate>;
+  readonly #iter: Iterator<Candidate>;
   /** The candidates to try next, in round-robin order: probed and found free (or the first, unprobed). */
   readonly #free: Candidate[] = [];
   #exhausted = false;

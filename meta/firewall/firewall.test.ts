@@ -241,6 +241,29 @@ describe("firewall plugin (fakes)", () => {
     expect(ipt.transactions).toHaveLength(3);
   });
 
+  test("hot path with iptables-nft: DEL deletes the address rules in the kernel, no restore and no listing; a repeated DEL too", async () => {
+    const { ipt, plugin } = setup();
+    ipt.ruleDeletes = "kernel";
+    const prev = (ip: string) => ({ cniVersion: "1.0.0", interfaces: [{ name: "eth0", sandbox: "/x" }], ips: [{ address: ip, interface: 0 }] });
+    await plugin.add(cmd("ADD", { backend: "iptables", prevResult: prev("10.88.0.5/16") }, {}, "a"));
+    await plugin.add(cmd("ADD", { backend: "iptables", prevResult: prev("10.88.0.6/16") }, {}, "b"));
+    ipt.reads.length = 0;
+    ipt.transactions.length = 0;
+    await plugin.del(cmd("DEL", { backend: "iptables", prevResult: prev("10.88.0.6/16") }, {}, "b"));
+    await plugin.del(cmd("DEL", { backend: "iptables", prevResult: prev("10.88.0.6/16") }, {}, "b"));
+    expect([ipt.reads, ipt.transactions]).toEqual([[], []]);
+    expect(ipt.kernelDeletes).toEqual(["4 filter CNI-FORWARD: 2 deleted", "4 filter CNI-FORWARD: 0 deleted"]);
+    expect(filterLines(ipt, 4).filter((l) => l.includes("10.88.0."))).toEqual([
+      "-A CNI-FORWARD -d 10.88.0.5/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+      "-A CNI-FORWARD -s 10.88.0.5/32 -j ACCEPT",
+    ]);
+    // When the kernel way declines (a rule it cannot read), the restore removes them.
+    ipt.ruleDeletes = "tool";
+    await plugin.del(cmd("DEL", { backend: "iptables", prevResult: prev("10.88.0.5/16") }, {}, "a"));
+    expect(ipt.transactions).toHaveLength(1);
+    expect(filterLines(ipt, 4).filter((l) => l.includes("10.88.0."))).toEqual([]);
+  });
+
   test("iptables GC: stale attachments' address rules go (from ADD's records), valid ones, reused addresses and other networks stay", async () => {
     const { ipt, deps, plugin } = setup();
     const prev = (...ips: string[]) => ({ cniVersion: "1.0.0", interfaces: [{ name: "eth0", sandbox: "/x" }], ips: ips.map((address) => ({ address, interface: 0 })) });

@@ -2,7 +2,10 @@
  * The iptables backend (upstream iptables.go + ingresspolicy.go): the rules of iptables-rules.ts,
  * applied as ONE iptables-restore per IP family and call (upstream runs one iptables process per
  * rule), through the iptables variant that holds the host's rules (shared/firewall/iptables/driver.ts).
- * ADD reads FORWARD and CNI-FORWARD only; DEL reads nothing unless its restore fails.
+ * ADD reads FORWARD and CNI-FORWARD only. DEL with iptables-nft reads CNI-FORWARD over netlink
+ * and deletes the address rules in one kernel batch, no tool run (the driver's deleteRules); when
+ * that cannot decide (a rule in CNI-FORWARD it does not read), and with iptables-legacy, DEL
+ * reads nothing unless its restore fails.
  *
  * ADD touches only the families that have addresses (plus, for an ingress policy, upstream's
  * findProtos families). CHECK reads only: it never creates chains (upstream does). DEL removes the
@@ -122,12 +125,14 @@ export function iptablesFirewall(ipt: IptablesDriver): FirewallRules {
     },
     teardown(t, expected) {
       annotate("failed to remove firewall rules", () =>
-        runAll(withAddrs(t), (family) => `IPv${family}`, (family) =>
+        runAll(withAddrs(t), (family) => `IPv${family}`, (family) => {
+          const rules = t.addrs.filter((a) => a.family === family).flatMap((a) => addressRules(a.host));
+          if (ipt.deleteRules?.(family, FILTER, PRIV_CHAIN, rules)) return;
           transactIptables(ipt, family, (tx) => {
             const p = tx.table(FILTER);
-            for (const a of t.addrs) if (a.family === family) for (const r of addressRules(a.host)) p.deleteRule(PRIV_CHAIN, r, expected);
-          }),
-        ),
+            for (const r of rules) p.deleteRule(PRIV_CHAIN, r, expected);
+          });
+        }),
       );
     },
     gc() {

@@ -60,38 +60,74 @@ export function exhaustedError(set: RangeSet): AllocationError {
 }
 
 /**
- * Yields the candidates of a range set in upstream's round-robin order. With a `lastReserved`
- * address inside the set, iteration starts right after it and visits it last; otherwise it starts
- * at the first range's rangeStart. Every range's gateway and excluded addresses are skipped (an
- * excluded prefix in one step, so a large one costs nothing). Each address is yielded once.
+ * The candidates of a range set in upstream's round-robin order. With a `lastReserved` address
+ * inside the set, iteration starts right after it and visits it last; otherwise it starts at the
+ * first range's rangeStart. Every range's gateway and excluded addresses are skipped (an excluded
+ * prefix in one step, so a large one costs nothing). Each address is given once.
+ *
+ * An iterator object rather than a generator: an allocation may pass thousands of taken
+ * addresses, and resuming a generator costs more than the lookup that rejects one; cluster-local
+ * keeps one across its asynchronous store calls.
  */
-export function* iterateCandidates(set: RangeSet, lastReserved: IPAddr | null): Generator<Candidate> {
-  const lastIdx = lastReserved === null ? -1 : set.findIndex((r) => rangeContains(r, lastReserved));
-  // Runs [from, to] of address values, each within one range, in visiting order.
-  const runs: { range: IPRange; from: bigint; to: bigint }[] = [];
-  if (lastReserved !== null && lastIdx >= 0) {
-    const r = set[lastIdx]!;
-    runs.push({ range: r, from: lastReserved.value + 1n, to: r.rangeEnd.value });
-    for (let k = 1; k < set.length; k++) {
-      const other = set[(lastIdx + k) % set.length]!;
-      runs.push({ range: other, from: other.rangeStart.value, to: other.rangeEnd.value });
+export function iterateCandidates(set: RangeSet, lastReserved: IPAddr | null): IterableIterator<Candidate> {
+  return new CandidateIterator(set, lastReserved);
+}
+
+/** A run [from, to] of address values within one range. */
+interface Run {
+  range: IPRange;
+  from: bigint;
+  to: bigint;
+}
+
+class CandidateIterator implements IterableIterator<Candidate> {
+  readonly #runs: Run[] = [];
+  #run = 0;
+  #v: bigint;
+  #span = 0;
+
+  constructor(set: RangeSet, lastReserved: IPAddr | null) {
+    const lastIdx = lastReserved === null ? -1 : set.findIndex((r) => rangeContains(r, lastReserved));
+    if (lastReserved !== null && lastIdx >= 0) {
+      const r = set[lastIdx]!;
+      this.#runs.push({ range: r, from: lastReserved.value + 1n, to: r.rangeEnd.value });
+      for (let k = 1; k < set.length; k++) {
+        const other = set[(lastIdx + k) % set.length]!;
+        this.#runs.push({ range: other, from: other.rangeStart.value, to: other.rangeEnd.value });
+      }
+      this.#runs.push({ range: r, from: r.rangeStart.value, to: lastReserved.value });
+    } else {
+      for (const r of set) this.#runs.push({ range: r, from: r.rangeStart.value, to: r.rangeEnd.value });
     }
-    runs.push({ range: r, from: r.rangeStart.value, to: lastReserved.value });
-  } else {
-    for (const r of set) runs.push({ range: r, from: r.rangeStart.value, to: r.rangeEnd.value });
+    this.#v = this.#runs[0]?.from ?? 0n;
   }
-  for (const { range, from, to } of runs) {
-    const family = range.subnet.ip.family;
-    const gateway = range.gateway?.family === family ? range.gateway.value : -1n;
-    let span = 0;
-    for (let v = from; v <= to; v++) {
-      while (span < range.exclude.length && range.exclude[span]!.last < v) span++;
-      const ex = range.exclude[span];
-      if (ex !== undefined && ex.first <= v) {
-        v = ex.last; // the loop's v++ steps past the span
+
+  [Symbol.iterator](): IterableIterator<Candidate> {
+    return this;
+  }
+
+  next(): IteratorResult<Candidate> {
+    for (;;) {
+      const run = this.#runs[this.#run];
+      if (run === undefined) return { done: true, value: undefined };
+      const { range } = run;
+      const v = this.#v;
+      if (v > run.to) {
+        this.#run++;
+        this.#span = 0;
+        this.#v = this.#runs[this.#run]?.from ?? 0n;
         continue;
       }
-      if (v !== gateway) yield { ip: makeIP(family, v), range };
+      while (this.#span < range.exclude.length && range.exclude[this.#span]!.last < v) this.#span++;
+      const ex = range.exclude[this.#span];
+      if (ex !== undefined && ex.first <= v) {
+        this.#v = ex.last + 1n;
+        continue;
+      }
+      this.#v = v + 1n;
+      const family = range.subnet.ip.family;
+      if (range.gateway !== undefined && range.gateway.family === family && range.gateway.value === v) continue;
+      return { done: false, value: { ip: makeIP(family, v), range } };
     }
   }
 }

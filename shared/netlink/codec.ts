@@ -258,19 +258,24 @@ export function readU16(b: Uint8Array, off = 0): number {
   need(b, off, 2);
   return view(b).getUint16(off, HOST_LITTLE_ENDIAN);
 }
-export function readU32(b: Uint8Array, off = 0): number {
+export function readU32(b: Uint8Array, off = 0, littleEndian = HOST_LITTLE_ENDIAN): number {
   need(b, off, 4);
-  return view(b).getUint32(off, HOST_LITTLE_ENDIAN);
+  return view(b).getUint32(off, littleEndian);
 }
 export function readI32(b: Uint8Array, off = 0): number {
   need(b, off, 4);
   return view(b).getInt32(off, HOST_LITTLE_ENDIAN);
 }
 /** A u64 as a number (exact below 2^53). */
-export function readU64(b: Uint8Array, off = 0): number {
+export function readU64(b: Uint8Array, off = 0, littleEndian = HOST_LITTLE_ENDIAN): number {
   need(b, off, 8);
-  return Number(view(b).getBigUint64(off, HOST_LITTLE_ENDIAN));
+  return Number(view(b).getBigUint64(off, littleEndian));
 }
+/** A big-endian u32 (nfnetlink attributes carry their integers in network byte order). */
+export const readBe32 = (b: Uint8Array, off = 0): number => readU32(b, off, false);
+/** A big-endian u64 (below 2^53, as nf_tables handles are). */
+export const readBe64 = (b: Uint8Array, off = 0): number => readU64(b, off, false);
+
 /** A string attribute up to its first NUL (or the whole payload when unterminated). */
 export function readString(b: Uint8Array): string {
   const nul = b.indexOf(0);

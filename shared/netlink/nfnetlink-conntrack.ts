@@ -11,7 +11,7 @@
  * calling thread's netns).
  */
 import { AF_INET, AF_INET6 } from "../sys/constants.ts";
-import { attrMap, buildMessage, type NlWriter } from "./codec.ts";
+import { attrMap, buildMessage, readBe32, type NlWriter } from "./codec.ts";
 import { NLA_F_NESTED, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST } from "./constants/netlink.ts";
 import { NETLINK_NETFILTER, NFGENMSG_SIZE, NFNETLINK_V0, NFNL_SUBSYS_CTNETLINK } from "./constants/nfnetlink.ts";
 import {
@@ -69,10 +69,6 @@ function be32(v: number): Uint8Array {
 
 function readBe16(b: Uint8Array): number {
   return ((b[0] ?? 0) << 8) | (b[1] ?? 0);
-}
-
-function readBe32(b: Uint8Array): number {
-  return (((b[0] ?? 0) << 24) | ((b[1] ?? 0) << 16) | ((b[2] ?? 0) << 8) | (b[3] ?? 0)) >>> 0;
 }
 
 /** `conntrack -L -f ipv4|ipv6` request (IPCTNL_MSG_CT_GET, NLM_F_DUMP). */

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { buildMessage, NlWriter, parseMessages, setSeqPid, toHex } from "./codec.ts";
 import { NLM_F_MULTI, NLMSG_DONE, NLMSG_ERROR } from "./constants/netlink.ts";
 import { NFNL_MSG_BATCH_BEGIN, NFNL_MSG_BATCH_END } from "./constants/nfnetlink.ts";
-import { NFT_MSG_NEWRULE, NFTA_RULE_CHAIN, NFTA_RULE_HANDLE, NFTA_RULE_TABLE, NFTA_RULE_USERDATA } from "./constants/nf-tables.ts";
+import { NFT_MSG_NEWRULE, NFTA_RULE_CHAIN, NFTA_RULE_EXPRESSIONS, NFTA_RULE_HANDLE, NFTA_RULE_TABLE, NFTA_RULE_USERDATA } from "./constants/nf-tables.ts";
 import { NetlinkError } from "./errors.ts";
 import {
   buildBatchDelimiter,
@@ -13,8 +13,11 @@ import {
   commentFromUserdata,
   isNftablesMissing,
   jumpTarget,
+  nftDeleteRulesWhere,
   nftRuleList,
+  nftRules,
   nftRulesDelete,
+  parseExpressions,
   parseRuleRef,
 } from "./nftables.ts";
 import { NetlinkSocket } from "./socket.ts";
@@ -49,7 +52,7 @@ describe("request builders (nft's bytes)", () => {
 });
 
 /** An NFT_MSG_NEWRULE payload as the kernel dumps it (nfgenmsg, then attributes). */
-function rulePayload(family: number, table: string, chain: string, handle: number, udata?: Uint8Array): (w: NlWriter) => void {
+function rulePayload(family: number, table: string, chain: string, handle: number, udata?: Uint8Array, exprs?: Uint8Array): (w: NlWriter) => void {
   return (w) => {
     w.u8(family).u8(0).u8(0).u8(0);
     w.attrString(NFTA_RULE_TABLE, table);
@@ -57,6 +60,7 @@ function rulePayload(family: number, table: string, chain: string, handle: numbe
     const h = new Uint8Array(8);
     new DataView(h.buffer).setBigUint64(0, BigInt(handle), false);
     w.attr(NFTA_RULE_HANDLE, h);
+    if (exprs !== undefined) w.attr(NFTA_RULE_EXPRESSIONS, exprs);
     if (udata !== undefined) w.attr(NFTA_RULE_USERDATA, udata);
   };
 }
@@ -86,10 +90,10 @@ function expressions(code: number, chain?: string, dreg = 0): Uint8Array {
 
 describe("rule decoding", () => {
   test("the chain of an immediate jump or goto verdict; none for accept or a data register", () => {
-    expect(jumpTarget(expressions(-3, "CNI-abc"))).toBe("CNI-abc");
-    expect(jumpTarget(expressions(-4, "CNI-DN-1"))).toBe("CNI-DN-1");
-    expect(jumpTarget(expressions(1))).toBeUndefined(); // NF_ACCEPT
-    expect(jumpTarget(expressions(-3, "CNI-abc", 1))).toBeUndefined();
+    expect(jumpTarget(parseExpressions(expressions(-3, "CNI-abc")))).toBe("CNI-abc");
+    expect(jumpTarget(parseExpressions(expressions(-4, "CNI-DN-1")))).toBe("CNI-DN-1");
+    expect(jumpTarget(parseExpressions(expressions(1)))).toBeUndefined(); // NF_ACCEPT
+    expect(jumpTarget(parseExpressions(expressions(-3, "CNI-abc", 1)))).toBeUndefined();
   });
   test("comment TLV found among other user-data TLVs", () => {
     expect(commentFromUserdata(Uint8Array.of(...tlv(1, "policy"), ...tlv(0, "name: x id: y")))).toBe("name: x id: y");
@@ -182,6 +186,53 @@ describe("nftRulesDelete", () => {
     const k = fakeKernel(PORT, () => []);
     expect(nftRulesDelete(NetlinkSocket.overTransport(k), "inet", "t", [])).toBe(0);
     expect(k.sent).toEqual([]);
+  });
+});
+
+describe("nftDeleteRulesWhere", () => {
+  /** The chain `ip filter c`: handles 4 (jump CNI-abc), 5 (accept), 6 (jump CNI-def), then the end of the dump. */
+  const dump = (seq: number) => [
+    cat([
+      reply((10 << 8) | NFT_MSG_NEWRULE, NLM_F_MULTI, seq, rulePayload(2, "filter", "c", 4, undefined, expressions(-3, "CNI-abc"))),
+      reply((10 << 8) | NFT_MSG_NEWRULE, NLM_F_MULTI, seq, rulePayload(2, "filter", "c", 5, undefined, expressions(1))),
+      reply((10 << 8) | NFT_MSG_NEWRULE, NLM_F_MULTI, seq, rulePayload(2, "filter", "c", 6, undefined, expressions(-3, "CNI-def"))),
+    ]),
+    reply(NLMSG_DONE, NLM_F_MULTI, seq, (w) => w.i32(0)),
+  ];
+  /** Answers the dump, then acknowledges every operation of a batch. */
+  const kernel = () => fakeKernel(PORT, (sent) => (sent.length === 1 ? dump(sent[0]!.seq) : [cat(sent.slice(1, -1).map((m) => ack(m.seq)))]));
+  const handlesDeleted = (k: ReturnType<typeof kernel>) =>
+    k.sent.slice(1).flatMap((b) => b.filter((m) => m.type === 0x0a08).map((m) => Number(new DataView(m.payload.buffer, m.payload.byteOffset + m.payload.byteLength - 8).getBigUint64(0))));
+
+  test("the chain's rules come with their expressions, as the kernel dumped them", () => {
+    const rules = nftRules(NetlinkSocket.overTransport(kernel()), "ip", "filter", "c");
+    expect(rules.map((r) => [r.handle, r.jump, r.expressions.map((e) => e.name)])).toEqual([
+      [4, "CNI-abc", ["payload", "immediate"]],
+      [5, undefined, ["payload", "immediate"]],
+      [6, "CNI-def", ["payload", "immediate"]],
+    ]);
+  });
+
+  test("one dump of the chain, then ONE batch deleting exactly the rules taken", () => {
+    const k = kernel();
+    expect(nftDeleteRulesWhere(NetlinkSocket.overTransport(k), "ip", "filter", "c", (r) => r.jump !== undefined)).toBe(2);
+    expect(k.sent.map((b) => b.map((m) => m.type))).toEqual([[0x0a07], [NFNL_MSG_BATCH_BEGIN, 0x0a08, 0x0a08, NFNL_MSG_BATCH_END]]);
+    expect(handlesDeleted(k)).toEqual([4, 6]);
+  });
+
+  test("a rule it cannot tell about: nothing is deleted (no batch), undefined", () => {
+    const k = kernel();
+    expect(nftDeleteRulesWhere(NetlinkSocket.overTransport(k), "ip", "filter", "c", (r) => (r.handle === 5 ? undefined : true))).toBeUndefined();
+    expect(k.sent).toHaveLength(1);
+  });
+
+  test("nothing taken, or an empty chain: no batch, 0", () => {
+    const k = kernel();
+    expect(nftDeleteRulesWhere(NetlinkSocket.overTransport(k), "ip", "filter", "c", () => false)).toBe(0);
+    expect(k.sent).toHaveLength(1);
+    const empty = fakeKernel(PORT, ([req]) => [reply(NLMSG_DONE, NLM_F_MULTI, req!.seq, (w) => w.i32(0))]);
+    expect(nftDeleteRulesWhere(NetlinkSocket.overTransport(empty), "ip", "filter", "missing", () => true)).toBe(0);
+    expect(empty.sent).toHaveLength(1);
   });
 });
 

@@ -10,8 +10,10 @@
  * nft stores a rule's `comment "…"` as a NUL-terminated NFTNL_UDATA_RULE_COMMENT TLV in
  * NFTA_RULE_USERDATA. Tables created by iptables-nft (`ip nat`, `ip6 filter`, …) are nf_tables
  * tables too, so their chains can be looked up and removed here; iptables-nft (1.8.9) keeps
- * `-m comment --comment` in an xt match expression instead, which this module does not decode,
- * but its `-j`/`-g` to a chain is the same `immediate` verdict as nft's `jump`/`goto`.
+ * `-m comment --comment` in an xt match expression instead, but its `-j`/`-g` to a chain is the
+ * same `immediate` verdict as nft's `jump`/`goto`. A rule's expressions are handed out as named
+ * attribute maps ({@link nftRules}); shared/firewall/iptables/nft-rules.ts reads iptables-nft's
+ * back into iptables arguments.
  *
  * Messages are `struct nlmsghdr` with type `NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_*`, a 4-byte
  * `struct nfgenmsg` (family = NFPROTO_*, NFNETLINK_V0, res_id 0), then NFTA_* attributes; rule
@@ -20,7 +22,7 @@
  *
  * The socket acts on the netns it was opened in (`openNftablesSocket()`: the calling thread's).
  */
-import { attrMap, buildMessage, parseAttrs, readString, type NlWriter } from "./codec.ts";
+import { attrMap, buildMessage, parseAttrs, readBe32, readBe64, readString, type NlWriter } from "./codec.ts";
 import { NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST } from "./constants/netlink.ts";
 import {
   NETLINK_NETFILTER,
@@ -97,6 +99,17 @@ export interface NftRuleRef {
   jump?: string;
 }
 
+/** One expression of a rule: its name (`payload`, `cmp`, `match`, `immediate`, …) and its NFTA_<NAME>_* attributes. */
+export interface NftExpr {
+  name: string;
+  attrs: ReadonlyMap<number, Uint8Array>;
+}
+
+/** A rule with its expressions, in order (what `nft --debug=netlink list chain` prints). */
+export interface NftRule extends NftRuleRef {
+  expressions: readonly NftExpr[];
+}
+
 const msgType = (cmd: number): number => (NFNL_SUBSYS_NFTABLES << 8) | cmd;
 
 function writeNfgenmsg(w: NlWriter, family: number, resId = 0): void {
@@ -107,14 +120,6 @@ function be64(v: number): Uint8Array {
   const b = new Uint8Array(8);
   new DataView(b.buffer).setBigUint64(0, BigInt(v), false);
   return b;
-}
-
-function readBe32(b: Uint8Array): number {
-  return new DataView(b.buffer, b.byteOffset, b.byteLength).getUint32(0, false);
-}
-
-function readBe64(b: Uint8Array): number {
-  return Number(new DataView(b.buffer, b.byteOffset, b.byteLength).getBigUint64(0, false));
 }
 
 /** An nf_tables message: nfgenmsg for `family`, then what `fill` writes. */
@@ -185,45 +190,68 @@ export function commentFromUserdata(udata: Uint8Array): string | undefined {
   return undefined;
 }
 
-/** The target chain of a rule's `immediate` verdict expression that jumps or goes to a chain, if any. */
-export function jumpTarget(expressions: Uint8Array): string | undefined {
+/** The expressions of NFTA_RULE_EXPRESSIONS, in order (an element without a name is skipped). */
+export function parseExpressions(expressions: Uint8Array): NftExpr[] {
+  const out: NftExpr[] = [];
   for (const elem of parseAttrs(expressions)) {
     if (elem.type !== NFTA_LIST_ELEM) continue;
     const expr = attrMap(elem.data);
     const name = expr.get(NFTA_EXPR_NAME);
+    if (name === undefined) continue;
     const data = expr.get(NFTA_EXPR_DATA);
-    if (name === undefined || data === undefined || readString(name) !== "immediate") continue;
-    const imm = attrMap(data);
-    const dreg = imm.get(NFTA_IMMEDIATE_DREG);
-    const value = imm.get(NFTA_IMMEDIATE_DATA);
-    if (dreg === undefined || dreg.byteLength !== 4 || readBe32(dreg) !== NFT_REG_VERDICT || value === undefined) continue;
-    const verdict = attrMap(value).get(NFTA_DATA_VERDICT);
-    if (verdict === undefined) continue;
-    const v = attrMap(verdict);
-    const code = v.get(NFTA_VERDICT_CODE);
-    const chain = v.get(NFTA_VERDICT_CHAIN);
-    if (code === undefined || code.byteLength !== 4 || chain === undefined) continue;
-    const c = readBe32(code) | 0;
-    if (c === NFT_JUMP || c === NFT_GOTO) return readString(chain);
+    out.push({ name: readString(name), attrs: data === undefined ? new Map() : attrMap(data) });
+  }
+  return out;
+}
+
+/** The verdict of an `immediate` expression that sets the verdict register: code and chain (jump/goto), if it is one. */
+export function immediateVerdict(expr: NftExpr): { code: number; chain?: string } | undefined {
+  if (expr.name !== "immediate") return undefined;
+  const dreg = expr.attrs.get(NFTA_IMMEDIATE_DREG);
+  const value = expr.attrs.get(NFTA_IMMEDIATE_DATA);
+  if (dreg === undefined || dreg.byteLength !== 4 || readBe32(dreg) !== NFT_REG_VERDICT || value === undefined) return undefined;
+  const verdict = attrMap(value).get(NFTA_DATA_VERDICT);
+  if (verdict === undefined) return undefined;
+  const v = attrMap(verdict);
+  const code = v.get(NFTA_VERDICT_CODE);
+  if (code === undefined || code.byteLength !== 4) return undefined;
+  const chain = v.get(NFTA_VERDICT_CHAIN);
+  return chain === undefined ? { code: readBe32(code) | 0 } : { code: readBe32(code) | 0, chain: readString(chain) };
+}
+
+/** The target chain of a rule's `immediate` verdict expression that jumps or goes to a chain, if any. */
+export function jumpTarget(expressions: readonly NftExpr[]): string | undefined {
+  for (const expr of expressions) {
+    const v = immediateVerdict(expr);
+    if (v !== undefined && (v.code === NFT_JUMP || v.code === NFT_GOTO) && v.chain !== undefined) return v.chain;
   }
   return undefined;
 }
 
 /** Decodes one NFT_MSG_NEWRULE of a dump; undefined when it lacks a chain or a handle. */
-export function parseRuleRef(payload: Uint8Array): (NftRuleRef & { table: string }) | undefined {
+export function parseRule(payload: Uint8Array): (NftRule & { table: string }) | undefined {
   if (payload.byteLength < NFGENMSG_SIZE) return undefined;
   const a = attrMap(payload, NFGENMSG_SIZE);
   const table = a.get(NFTA_RULE_TABLE);
   const chain = a.get(NFTA_RULE_CHAIN);
   const handle = a.get(NFTA_RULE_HANDLE);
   if (table === undefined || chain === undefined || handle === undefined || handle.byteLength !== 8) return undefined;
-  const ref: NftRuleRef & { table: string } = { table: readString(table), chain: readString(chain), handle: readBe64(handle) };
+  const exprs = a.get(NFTA_RULE_EXPRESSIONS);
+  const expressions = exprs === undefined ? [] : parseExpressions(exprs);
+  const rule: NftRule & { table: string } = { table: readString(table), chain: readString(chain), handle: readBe64(handle), expressions };
   const udata = a.get(NFTA_RULE_USERDATA);
   const comment = udata === undefined ? undefined : commentFromUserdata(udata);
-  if (comment !== undefined) ref.comment = comment;
-  const exprs = a.get(NFTA_RULE_EXPRESSIONS);
-  const jump = exprs === undefined ? undefined : jumpTarget(exprs);
-  if (jump !== undefined) ref.jump = jump;
+  if (comment !== undefined) rule.comment = comment;
+  const jump = jumpTarget(expressions);
+  if (jump !== undefined) rule.jump = jump;
+  return rule;
+}
+
+/** {@link parseRule} without the expressions: what finding and deleting a rule needs. */
+export function parseRuleRef(payload: Uint8Array): (NftRuleRef & { table: string }) | undefined {
+  const rule = parseRule(payload);
+  if (rule === undefined) return undefined;
+  const { expressions: _expressions, ...ref } = rule;
   return ref;
 }
 
@@ -265,18 +293,23 @@ export function nftChainExists(sock: NetlinkSocket, family: NftFamilyName, table
   return existsBy(sock, buildGetChainRequest(family, table, chain), `${family} ${table} ${chain}`);
 }
 
-/** The rules of `<family> <table> <chain>` in order, [] when the chain or table does not exist. */
-export function nftRuleList(sock: NetlinkSocket, family: NftFamilyName, table: string, chain: string): NftRuleRef[] {
-  const out: NftRuleRef[] = [];
+/** The rules of `<family> <table> <chain>` with their expressions, in order; [] when the chain or table does not exist. */
+export function nftRules(sock: NetlinkSocket, family: NftFamilyName, table: string, chain: string): NftRule[] {
+  const out: NftRule[] = [];
   for (const m of sock.request(buildRuleDumpRequest(family, table, chain), `${family} ${table} ${chain}`)) {
     if (m.payload[0] !== NFPROTO[family]) continue;
-    const r = parseRuleRef(m.payload);
+    const r = parseRule(m.payload);
     // The kernel filters on table and chain; checked again for kernels that ignore the filter.
     if (r === undefined || r.table !== table || r.chain !== chain) continue;
-    const { table: _table, ...ref } = r;
-    out.push(ref);
+    const { table: _table, ...rule } = r;
+    out.push(rule);
   }
   return out;
+}
+
+/** The rules of `<family> <table> <chain>` in order (handle, comment, jump), [] when the chain or table does not exist. */
+export function nftRuleList(sock: NetlinkSocket, family: NftFamilyName, table: string, chain: string): NftRuleRef[] {
+  return nftRules(sock, family, table, chain).map(({ expressions: _expressions, ...ref }) => ref);
 }
 
 /**
@@ -299,6 +332,29 @@ export function nftRulesDelete(sock: NetlinkSocket, family: NftFamilyName, table
     left = left.filter((_, i) => !gone.has(i));
   }
   return 0;
+}
+
+/**
+ * Deletes, in one batch, the rules of `<family> <table> <chain>` that `pick` takes: it answers per
+ * rule true (delete), false (keep) or undefined (cannot tell). Returns how many rules it deleted
+ * (a rule gone meanwhile is no error, as in {@link nftRulesDelete}), or undefined, having deleted
+ * nothing, when `pick` could not tell for some rule. A chain or table that does not exist has no
+ * rules.
+ */
+export function nftDeleteRulesWhere(
+  sock: NetlinkSocket,
+  family: NftFamilyName,
+  table: string,
+  chain: string,
+  pick: (rule: NftRule) => boolean | undefined,
+): number | undefined {
+  const picked: NftRule[] = [];
+  for (const rule of nftRules(sock, family, table, chain)) {
+    const take = pick(rule);
+    if (take === undefined) return undefined;
+    if (take) picked.push(rule);
+  }
+  return nftRulesDelete(sock, family, table, picked);
 }
 
 /** Sends `ops` as one batch; the operations the kernel refused (by index), empty when it applied them all. */

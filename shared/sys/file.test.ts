@@ -108,7 +108,7 @@ describe("file (libc)", () => {
     expect(readFileSync(p, "utf8")).toBe("AB23456789tail");
   });
 
-  test("readDir lists names and kinds like readdirSync withFileTypes", () => {
+  test("readDir lists names, inode numbers and kinds like readdirSync withFileTypes", () => {
     writeFileSync(join(dir, "10.0.0.2"), "x");
     mkdirSync(join(dir, "sub"));
     symlinkSync("/nonexistent", join(dir, "link"));
@@ -119,6 +119,10 @@ describe("file (libc)", () => {
     expect(mine.size).toBe(node.length);
     for (const d of node) {
       expect(mine.get(d.name)).toBe(d.isFile() ? "file" : d.isDirectory() ? "dir" : d.isSymbolicLink() ? "symlink" : "other");
+    }
+    const inodes = new Map(file.readDir(dir).map((e) => [e.name, e.ino]));
+    for (const name of ["10.0.0.2", "sub", "link", "é name", "many-1999"]) {
+      expect(inodes.get(name)).toBe(lstatSync(join(dir, name), { bigint: true }).ino);
     }
     expect(errnoOf(() => file.readDir(join(dir, "10.0.0.2")))).toBe(ENOTDIR);
   });

@@ -296,7 +296,7 @@ export const STATX_SIZE = 256;
  * the file behind `dirfd` itself.
  */
 export function statx(dirfd: number, path: string, flags: number, mask: number, buf: Uint8Array): void {
-  check(sym().statx(dirfd, cstr(path), flags, mask, buf), "statx", path === "" ? `fd=${dirfd}` : JSON.stringify(path));
+  if (sym().statx(dirfd, cstr(path), flags, mask, buf) === -1) fail("statx", path === "" ? `fd=${dirfd}` : JSON.stringify(path));
 }
 
 /** getdents64(2): directory entries of `fd` into `buf`; returns the bytes filled (0 at the end). */

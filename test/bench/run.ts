@@ -51,6 +51,7 @@ function plan(): [string, number][] {
     ["concurrent", Math.max(3, Math.ceil(ROUNDS / 2))],
     ["host-local-5000", ROUNDS],
     ["host-local-20000", Math.max(3, Math.ceil(ROUNDS / 2))],
+    ["host-local-taken-5000", ROUNDS],
     ["chain5", ROUNDS],
     ["kube-nft", Math.max(3, Math.ceil(ROUNDS / 2))],
     ["kube-legacy", Math.max(3, Math.ceil(ROUNDS / 2))],
@@ -190,6 +191,10 @@ const ROWS: Readonly<Record<string, RowSpec[]>> = {
   ],
   "host-local-5000": [{ metric: "add", scenario: "host-local ADD, 5,000 reservations", targets: [ratio("standalone", "go", 0.5), STAND] }],
   "host-local-20000": [{ metric: "add", scenario: "host-local ADD, 20,000 reservations", targets: [ratio("standalone", "go", 0.3), STAND] }],
+  "host-local-taken-5000": [
+    { metric: "add", scenario: "host-local ADD, first 5,000 addresses taken, no last_reserved_ip", targets: [ratio("standalone", "go", 0.3), STAND] },
+    { metric: "del", scenario: "host-local DEL after it (store changed by another writer)", targets: [] },
+  ],
   chain5: [
     { metric: "add", scenario: "bridge+portmap+firewall+tuning+bandwidth ADD", targets: [RES(0.5), STAND] },
     { metric: "del", scenario: "bridge+portmap+firewall+tuning+bandwidth DEL", targets: [RES(0.5), STAND] },

@@ -10,6 +10,7 @@ import { nftChainExists, nftRuleList, nftTableExists, openNftablesSocket } from 
 import { applyNft, listNftChain, listNftTable, nftChainPresent } from "../../shared/firewall/nftables/driver.ts";
 import { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
 import { systemIptables } from "../../shared/firewall/iptables/driver.ts";
+import { addressRules } from "../../meta/firewall/iptables-rules.ts";
 
 const ipt = (...args: string[]) => sh(["iptables-nft", "-w", "-t", "nat", ...args]);
 
@@ -36,6 +37,9 @@ describe.skipIf(!sandboxed())("nf_tables over netlink (real kernel)", () => {
     for (const chain of ["CNI-NL-TEST", "CNI-NL-RM", "CNI-NL-OTHER"]) {
       Bun.spawnSync({ cmd: ["iptables-nft", "-w", "-t", "nat", "-F", chain] });
       Bun.spawnSync({ cmd: ["iptables-nft", "-w", "-t", "nat", "-X", chain] });
+    }
+    for (const tool of ["iptables-nft", "ip6tables-nft"]) {
+      for (const op of ["-F", "-X"]) for (const chain of ["CNI-NL-FWD", "CNI-NL-ADM"]) Bun.spawnSync({ cmd: [tool, "-w", "-t", "filter", op, chain] });
     }
   });
 
@@ -127,5 +131,38 @@ describe.skipIf(!sandboxed())("nf_tables over netlink (real kernel)", () => {
     // Nothing left to remove: still done.
     expect(driver.removeChains!(4, "nat", [{ chain: "CNI-NL-RM", referrers: ["POSTROUTING"] }])).toBe(true);
     expect(systemIptables(process.env, "legacy").removeChains!(4, "nat", [{ chain: "CNI-NL-RM", referrers: ["POSTROUTING"] }])).toBe(false);
+  });
+
+  test("iptables-nft: deleteRules takes exactly the firewall plugin's address rules in one step; a rule it cannot read declines and changes nothing", () => {
+    for (const [tool, family, mine, other] of [
+      ["iptables-nft", 4, "10.77.1.5/32", "10.77.1.6/32"],
+      ["ip6tables-nft", 6, "fd77::5/128", "fd77::6/128"],
+    ] as const) {
+      const f = (...args: string[]) => sh([tool, "-w", "-t", "filter", ...args]);
+      f("-N", "CNI-NL-ADM");
+      f("-N", "CNI-NL-FWD");
+      f("-A", "CNI-NL-FWD", "-m", "comment", "--comment", "CNI firewall plugin admin overrides", "-j", "CNI-NL-ADM");
+      for (const host of [mine, other, mine]) for (const r of addressRules(host)) f("-A", "CNI-NL-FWD", ...r);
+      const driver = systemIptables(process.env, "nft");
+      // The other address's rules, the admin jump and the chain stay; both copies of mine go.
+      expect(driver.deleteRules!(family, "filter", "CNI-NL-FWD", addressRules(mine))).toBe(true);
+      const left = f("-S", "CNI-NL-FWD");
+      expect(left).not.toContain(mine);
+      expect(left.split("\n").filter((l) => l.startsWith("-A"))).toEqual([
+        '-A CNI-NL-FWD -m comment --comment "CNI firewall plugin admin overrides" -j CNI-NL-ADM',
+        `-A CNI-NL-FWD -d ${other} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`,
+        `-A CNI-NL-FWD -s ${other} -j ACCEPT`,
+      ]);
+      // Nothing left of mine, or no such chain: done, nothing to do.
+      expect(driver.deleteRules!(family, "filter", "CNI-NL-FWD", addressRules(mine))).toBe(true);
+      expect(driver.deleteRules!(family, "filter", "CNI-NL-MISSING", addressRules(mine))).toBe(true);
+      // A rule of a shape it does not read (-p tcp): it cannot tell, declines, and nothing changes.
+      f("-A", "CNI-NL-FWD", "-p", "tcp", "-j", "ACCEPT");
+      const before = f("-S", "CNI-NL-FWD");
+      expect(driver.deleteRules!(family, "filter", "CNI-NL-FWD", addressRules(other))).toBe(false);
+      expect(f("-S", "CNI-NL-FWD")).toBe(before);
+      expect(systemIptables(process.env, "legacy").deleteRules!(family, "filter", "CNI-NL-FWD", addressRules(other))).toBe(false);
+      for (const op of ["-F", "-X"]) for (const chain of ["CNI-NL-FWD", "CNI-NL-ADM"]) f(op, chain);
+    }
   });
 });

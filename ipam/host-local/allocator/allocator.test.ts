@@ -144,6 +144,7 @@ describe("IPAllocator", () => {
     allocText(a, "c1");
     a.release("c1", "eth0");
     expect(store.lockCount).toBe(2);
+    expect(store.sessions).toEqual([true, false]); // only the allocation is marked as one
   });
 });
 

@@ -31,7 +31,7 @@ export class IPAllocator {
 
   /** Allocates `requested` (when given) or the next free address for (id, ifname). */
   get(id: string, ifname: string, requested?: IPAddr): AllocatedIP {
-    this.#store.lock();
+    this.#store.lock(true);
     try {
       return requested === undefined ? this.#next(id, ifname) : this.#requested(id, ifname, requested);
     } finally {

@@ -4,7 +4,7 @@
  * (see disk.ts for when each is used and why that is safe).
  */
 import { O_NOFOLLOW, O_NONBLOCK, O_RDONLY } from "../../../shared/sys/constants.ts";
-import { fstat, joinPath, lstatIfExists, open, readAll, readDir, type DirEntry } from "../../../shared/sys/file.ts";
+import { fstat, joinPath, lstatAtIfExists, open, readAll, readDir, type DirEntry } from "../../../shared/sys/file.ts";
 import { close } from "../../../shared/sys/libc.ts";
 import { encodeEntries, INDEX_NAME, INDEX_TMP_NAME, IndexBody, type IndexEntry } from "./index-file.ts";
 import { goTrimSpace } from "./owner.ts";
@@ -65,33 +65,56 @@ export function readEntry(dir: string, name: string, nowNs: bigint): IndexEntry 
   }
 }
 
-/** True when `prev` still describes the file at `name` (same inode, ctime and size). */
-function unchanged(dir: string, prev: IndexEntry): boolean {
-  if (!prev.stable) return false;
-  const st = lstatIfExists(joinPath(dir, prev.name));
-  return st !== undefined && st.isFile() && st.ino.toString() === prev.ino && st.ctimeNs.toString() === prev.ctimeNs && st.size === prev.size;
+/**
+ * How a scan proves that a file its index line describes is unchanged, so that it need not be read:
+ * - "stat": lstat shows the line's inode, ctime and size, and the line was stable when written
+ *   (exact: a replacement of the file shows another ctime);
+ * - "listing": its directory entry names the line's inode (no call per file). A file replaced
+ *   under the same name by one that got the freed inode number (ext4 and xfs reuse them) keeps
+ *   its recorded owner; disk.ts uses this only where that is acceptable, and never lets such a
+ *   picture be trusted by a later session.
+ */
+export type Verification = "stat" | "listing";
+
+/**
+ * True when `base`'s line for the top-level file `d` still describes it (see Verification);
+ * `dirFd` is the directory, open, for "stat".
+ */
+function describes(dirFd: number, base: IndexBody, d: DirEntry, verification: Verification): boolean {
+  if (d.kind !== "file") return false;
+  if (verification === "listing") return base.lineContinues(d.name, `${d.ino}\t`);
+  if (!base.has(d.name)) return false;
+  const st = lstatAtIfExists(dirFd, d.name);
+  return st !== undefined && st.isFile() && base.lineContinues(d.name, `${st.ino}\t${st.ctimeNs}\t${st.size}\t1\t`);
 }
 
 export interface ScanResult {
-  readonly entries: IndexEntry[];
-  readonly nested: boolean;
-  /** How many files had to be read (the rest were proven unchanged by lstat). */
+  /** The directory's picture: the index lines still describing their files, plus the files read. */
+  readonly view: DirView;
+  /** How many files had to be read (the rest were proven unchanged). */
   readonly filesRead: number;
+  /** Every line kept was proven by stat (so when none was kept). */
+  readonly exact: boolean;
   /** The scratch file TEMP_NAME was found (a crash leftover when the scan runs under the lock). */
   readonly sawTemp: boolean;
 }
 
 /**
- * Lists the directory (recursively, as upstream's walk) and returns an entry for every file that
- * is not bookkeeping. Top-level files that `previous` describes and that are provably unchanged
- * keep their entry without being read; everything else is read. Files in subdirectories are
- * always read.
+ * Lists the directory once (recursively, as upstream's walk) and pictures every file that is not
+ * bookkeeping. A top-level file whose line in `previous` still describes it (see Verification)
+ * keeps that line without being read; every other file is read, and lines of files that are gone
+ * or changed are dropped. Files in subdirectories are always read. A `previous` with a malformed
+ * line is not used at all.
  */
-export function scanDirectory(dir: string, previous: ReadonlyMap<string, IndexEntry> | null, nowNs: bigint): ScanResult {
-  const entries: IndexEntry[] = [];
+export function scanDirectory(dir: string, previous: IndexBody | null, verification: Verification, nowNs: bigint): ScanResult {
+  const base = previous !== null && previous.wellFormed() ? previous : new IndexBody("");
+  const kept: string[] = [];
+  const read: IndexEntry[] = [];
   let nested = false;
   let filesRead = 0;
   let sawTemp = false;
+  const listing = readDir(dir);
+  const dirFd = verification === "stat" && previous !== null ? open(dir, O_RDONLY) : -1;
   const visit = (rel: string, d: DirEntry, depth: number) => {
     if (d.kind === "dir") {
       nested = true;
@@ -107,18 +130,31 @@ export function scanDirectory(dir: string, previous: ReadonlyMap<string, IndexEn
     if (depth === 0) {
       if (rel === TEMP_NAME) sawTemp = true;
       if (isBookkeepingName(rel)) return;
-      const prev = previous?.get(rel);
-      if (prev !== undefined && d.kind === "file" && unchanged(dir, prev)) {
-        entries.push(prev);
+      if (describes(dirFd, base, d, verification)) {
+        kept.push(rel);
         return;
       }
     }
     filesRead++;
     const e = readEntry(dir, rel, nowNs);
-    if (e !== undefined) entries.push(depth === 0 ? e : { ...e, stable: false });
+    if (e !== undefined) read.push(depth === 0 ? e : { ...e, stable: false });
   };
-  for (const d of readDir(dir)) visit(d.name, d, 0);
-  return { entries, nested, filesRead, sawTemp };
+  try {
+    for (const d of listing) visit(d.name, d, 0);
+  } finally {
+    if (dirFd >= 0) close(dirFd);
+  }
+  if (kept.length === 0) {
+    // Everything was read: the entries themselves are the body (searched as text from now on).
+    return { view: new DirView(new IndexBody(encodeEntries(read)), nested), filesRead, exact: true, sawTemp };
+  }
+  const view = new DirView(base, nested);
+  if (kept.length !== base.size()) {
+    const keep = new Set(kept);
+    for (const name of base.names()) if (!keep.has(name)) view.remove(name);
+  }
+  for (const e of read) view.add(e);
+  return { view, filesRead, exact: verification === "stat", sawTemp };
 }
 
 /**
@@ -136,17 +172,15 @@ export class DirView {
   readonly nested: boolean;
   /** Changed since it was loaded: must be written back. */
   dirty = false;
-  /** Found to disagree with the disk: must not be trusted by the next reader. */
-  invalid = false;
+  /**
+   * Not proven to match the disk (found to disagree with it, or verified by listing only): the
+   * next session must not trust it.
+   */
+  unproven = false;
 
   constructor(base: IndexBody, nested: boolean) {
     this.#base = base;
     this.nested = nested;
-  }
-
-  /** A view of scanned entries (the index body is built from them). */
-  static of(entries: Iterable<IndexEntry>, nested: boolean): DirView {
-    return new DirView(new IndexBody(encodeEntries(entries)), nested);
   }
 
   #inBase(name: string): boolean {
@@ -163,9 +197,17 @@ export class DirView {
     return this.#added.has(name) || this.#inBase(name);
   }
 
-  /** The entry of `name`, or undefined. */
-  get(name: string): IndexEntry | undefined {
-    return this.#added.get(name) ?? (this.#inBase(name) ? this.#base.get(name) : undefined);
+  /**
+   * How the file `name` is pictured: absent, held, or empty (a crash leftover, see disk.ts); one
+   * lookup, without parsing its line (an allocation asks this of every taken address it passes).
+   */
+  holding(name: string): "absent" | "held" | "empty" {
+    const added = this.#added.get(name);
+    if (added !== undefined) return added.key === "" ? "empty" : "held";
+    if (this.#removed.has(name)) return "absent";
+    const start = this.#base.lineStart(name);
+    if (start < 0) return "absent";
+    return this.#base.lineHasKey(start, "") ? "empty" : "held";
   }
 
   /** Names of the files whose trimmed content is exactly `key`. */

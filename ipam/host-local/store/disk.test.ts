@@ -36,10 +36,10 @@ function ip(s: string): IPAddr {
 }
 
 /** Runs `fn` in one lock session of a fresh store, like one plugin invocation. */
-function session<T>(fn: (s: DiskStore) => T, opts: DiskStoreOptions = {}): { value: T; store: DiskStore } {
+function session<T>(fn: (s: DiskStore) => T, opts: DiskStoreOptions = {}, forAllocation = false): { value: T; store: DiskStore } {
   const store = DiskStore.open(NET, root, opts);
   try {
-    store.lock();
+    store.lock(forAllocation);
     try {
       return { value: fn(store), store };
     } finally {
@@ -61,6 +61,15 @@ function mode(path: string): number {
 
 /** A clock 10 s ahead, so that files created now already count as "old" (stable). */
 const later: DiskStoreOptions = { nowMs: () => Date.now() + 10_000 };
+
+/** Our reservations of a (10.0.0.2) and b (10.0.0.3), then a tick of the coarse timestamp clock, as real time between invocations gives. */
+function reserveAThenB(): void {
+  session((s) => {
+    s.reserve("a", "eth0", ip("10.0.0.2"), "0");
+    s.reserve("b", "eth0", ip("10.0.0.3"), "0");
+  }, later);
+  Bun.sleepSync(20);
+}
 
 describe("DiskStore layout", () => {
   test("store creates the network dir (0755) and the lock file (0750), like upstream", () => {
@@ -227,11 +236,7 @@ describe("DiskStore owner index", () => {
   });
 
   test("index: files removed by Go disappear; a name re-created for another owner is re-read", () => {
-    session((s) => {
-      s.reserve("a", "eth0", ip("10.0.0.2"), "0");
-      s.reserve("b", "eth0", ip("10.0.0.3"), "0");
-    }, later);
-    Bun.sleepSync(20); // let the coarse timestamp clock tick, as real time between invocations does
+    reserveAThenB();
     unlinkSync(join(dir, "10.0.0.2")); // Go DEL of a
     goReserve("10.0.0.2", "z", "eth0"); // Go ADD of z gets the same address (same content length)
     const { value, store } = session((s) => [s.findByID("a", "eth0"), s.getByID("z", "eth0").map(formatIP)], later);
@@ -337,6 +342,75 @@ describe("DiskStore owner index", () => {
     const text = readFileSync(join(dir, INDEX_NAME), "utf8").trim();
     expect(text.startsWith("#")).toBe(true);
     expect(/^[a-zA-Z0-9]/.test(text)).toBe(false);
+  });
+});
+
+describe("DiskStore allocation sessions (ADD)", () => {
+  /** One lock session as an ADD's allocator takes it. */
+  const allocation = <T>(fn: (s: DiskStore) => T) => session(fn, later, true);
+
+  test("allocation: after a foreign change the directory is verified by its listing, reading only new files", () => {
+    session((s) => {
+      for (let i = 2; i < 30; i++) s.reserve(`c${i}`, "eth0", ip(`10.0.0.${i}`), "0");
+    }, later);
+    goReserve("10.0.0.100", "go", "eth0");
+    unlinkSync(join(dir, "10.0.0.7")); // Go DEL of c7
+    const { value, store } = allocation((s) => [
+      s.getByID("go", "eth0").map(formatIP),
+      s.getByID("c7", "eth0"),
+      s.reserve("c7", "eth1", ip("10.0.0.7"), "0"), // free again: the picture lost it
+      s.reserve("x", "eth0", ip("10.0.0.8"), "0"),
+    ]);
+    expect(value).toEqual([["10.0.0.100"], [], true, false]);
+    expect(store.stats).toEqual({ trustedLoads: 0, scans: 1, filesRead: 1 });
+  });
+
+  test("allocation: a listing-verified picture is saved unstamped; the next other session verifies by stat and stamps", () => {
+    session((s) => s.reserve("a", "eth0", ip("10.0.0.2"), "0"), later);
+    goReserve("10.0.0.3", "go", "eth0");
+    allocation((s) => s.reserve("b", "eth0", ip("10.0.0.4"), "0"));
+    expect(readFileSync(join(dir, INDEX_NAME), "latin1")).toStartWith("#host-local owner index v2 nested=0 stamp=00000000000000000000\n");
+    const again = allocation((s) => s.getByID("b", "eth0").map(formatIP));
+    expect(again.value).toEqual(["10.0.0.4"]);
+    expect(again.store.stats).toEqual({ trustedLoads: 0, scans: 1, filesRead: 0 });
+    const check = session((s) => [s.findByID("a", "eth0"), s.findByID("go", "eth0"), s.findByID("b", "eth0")], later);
+    expect(check.value).toEqual([true, true, true]);
+    expect(check.store.stats).toEqual({ trustedLoads: 0, scans: 1, filesRead: 0 });
+    expect(session((s) => s.findByID("b", "eth0"), later).store.stats.trustedLoads).toBe(1);
+  });
+
+  test("allocation: a name re-created with a recycled inode keeps its recorded owner until a session verifies by stat", () => {
+    reserveAThenB();
+    // Go DEL of a, then Go ADD of z at the same address, whose file gets a's inode number (as ext4
+    // and xfs may hand it out again): simulated by recording the new file's inode in a's line.
+    const before = readFileSync(join(dir, INDEX_NAME), "utf8");
+    const oldIno = String(statSync(join(dir, "10.0.0.2")).ino);
+    unlinkSync(join(dir, "10.0.0.2"));
+    goReserve("10.0.0.2", "z", "eth0");
+    const newIno = String(statSync(join(dir, "10.0.0.2")).ino);
+    writeFileSync(join(dir, INDEX_NAME), before.replace(`"10.0.0.2"\t${oldIno}\t`, `"10.0.0.2"\t${newIno}\t`));
+    // The documented limit: an allocation's duplicate check still sees a there.
+    const add = allocation((s) => [s.getByID("z", "eth0"), s.getByID("a", "eth0").map(formatIP)]);
+    expect(add.value).toEqual([[], ["10.0.0.2"]]);
+    expect(add.store.stats.filesRead).toBe(0);
+    // DEL, CHECK and GC verify by stat: the new ctime gives the replacement away.
+    const check = session((s) => [s.findByID("z", "eth0"), s.findByID("a", "eth0")], later);
+    expect(check.value).toEqual([true, false]);
+    expect(check.store.stats.filesRead).toBe(1);
+    session((s) => s.releaseByID("z", "eth0"), later);
+    expect(readdirSync(dir)).not.toContain("10.0.0.2");
+  });
+
+  test("allocation: a torn or foreign index is not used for a listing; every file is read", () => {
+    session((s) => s.reserve("a", "eth0", ip("10.0.0.2"), "0"), later);
+    const text = readFileSync(join(dir, INDEX_NAME), "utf8");
+    writeFileSync(join(dir, INDEX_NAME), `${text}garbage line\n`);
+    goReserve("10.0.0.3", "go", "eth0");
+    const { value, store } = allocation((s) => s.getByID("a", "eth0").map(formatIP));
+    expect(value).toEqual(["10.0.0.2"]);
+    expect(store.stats).toEqual({ trustedLoads: 0, scans: 1, filesRead: 2 });
+    // Everything was read: the picture is exact and saved stamped.
+    expect(session((s) => s.findByID("go", "eth0"), later).store.stats.trustedLoads).toBe(1);
   });
 });
 

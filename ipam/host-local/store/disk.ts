@@ -41,23 +41,37 @@
  *    only ever unlink them), so an unchanged entry list means unchanged owners. Cost: one stat, one read of the index and a substring search in it (no
  *    parse of its entries); a new reservation appends one line to it (index-file.ts).
  * 2. **Verified** otherwise (mtime moved, index missing, torn or from another version): list the
- *    directory; keep an index entry only if lstat shows the same inode, ctime and size *and* the
- *    file was already more than 2 s old when it was read (so a replacement within one timestamp
- *    tick cannot look identical); read every other file. The result is exact, and is saved back.
+ *    directory once (dir-view.ts scanDirectory); keep an index line only if the file is proven
+ *    unchanged, read every other file, drop the lines of files gone. Proof, per session:
+ *    - *by stat* (CHECK, DEL, GC, STATUS): lstat shows the line's inode, ctime and size *and* the
+ *      file was already more than 2 s old when it was read (so a replacement within one timestamp
+ *      tick cannot look identical). Exact; the picture is saved back stamped (trusted).
+ *    - *by listing* (an allocation, lock(true)): the directory entry names the line's inode; no
+ *      call per file, so an ADD after another writer's change costs one listing, not a stat of
+ *      every file. Names (all an allocation needs to pick a free address) are exact; an owner is
+ *      not when another writer released a file and re-created the name for another container
+ *      with the freed inode number (ext4 and xfs reuse them). The picture is saved back without a
+ *      stamp, so the next session verifies again, and DEL, CHECK and GC by stat.
  *    Subdirectories (never created by Go, but honoured by its recursive walk) are always re-read.
  * 3. Before unlinking a file on the strength of the index, its content is read again; a mismatch
  *    discards the picture, rescans everything and redoes the operation.
  *
  * Safety does not rest on the index for allocation: a reservation is always an exclusive link(2),
  * so a Go-reserved address can never be handed out twice. The index may only let us skip the
- * link for names known to exist.
+ * link for names known to exist. An allocation that passes thousands of taken addresses tests
+ * each against the picture in O(1) (index-file.ts indexes its lines by name after a few lookups),
+ * without a file-system call.
  *
  * Known limits (documented, not bugs): a reservation file rewritten in place by hand (not by any
  * plugin) stays invisible to CHECK and the duplicate check until the directory changes; DEL and GC
- * still re-read before unlinking, so they never remove the wrong file. A wall clock stepped back
+ * still re-read before unlinking, so they never remove the wrong file. The duplicate check of an
+ * ADD right after another writer's change sees owners as verified by listing (above): an ADD
+ * repeated for an attachment whose first ADD was the Go plugin's, in a file that recycled a
+ * released file's name and inode, gets a second address instead of the spec's error; the
+ * attachment's DEL (verified by stat) releases both. A wall clock stepped back
  * so that a later change lands on exactly the recorded nanosecond stamp would hide that change.
- * `make bench` times an ADD at 5,000 and 20,000 reservations next to the Go plugin
- * (docs/performance.md).
+ * `make bench` times an ADD at 5,000 and 20,000 reservations, and one that passes 5,000 taken
+ * addresses after a foreign change, next to the Go plugin (docs/performance.md).
  */
 import { O_NOFOLLOW, O_RDONLY } from "../../../shared/sys/constants.ts";
 import {
@@ -79,8 +93,8 @@ import { InternalError, InvalidConfigError } from "../../../shared/cni/errors.ts
 import { PathError } from "../../../shared/sys/path-error.ts";
 import { FileLock } from "../../../shared/sys/flock.ts";
 import { formatIP, parseIP, type IPAddr } from "../../../shared/ip/addr.ts";
-import { DirView, isStable, LAST_RESERVED_PREFIX, LOCK_NAME, readEntry, scanDirectory, TEMP_NAME } from "./dir-view.ts";
-import { appendIndexFile, IndexCorruptError, NO_STAMP, readIndexFile, writeIndexFile, type IndexEntry } from "./index-file.ts";
+import { DirView, isStable, LAST_RESERVED_PREFIX, LOCK_NAME, readEntry, scanDirectory, TEMP_NAME, type Verification } from "./dir-view.ts";
+import { appendIndexFile, IndexBody, IndexCorruptError, NO_STAMP, readIndexFile, writeIndexFile } from "./index-file.ts";
 import { goTrimSpace, legacyKey, reservationContent } from "./owner.ts";
 import type { Store, StoredReservation } from "./store.ts";
 
@@ -140,6 +154,8 @@ export class DiskStore implements Store {
   readonly #nowMs: () => number;
   readonly #useIndex: boolean;
   #locked = false;
+  /** This lock session only allocates (see lock). */
+  #forAllocation = false;
   #view: DirView | null = null;
   /** The view came from the index file as it is on disk (trusted): new lines may be appended. */
   #viewIsIndexFile = false;
@@ -185,9 +201,10 @@ export class DiskStore implements Store {
     return new DiskStore(dir, lock, opts);
   }
 
-  lock(): void {
+  lock(forAllocation = false): void {
     this.#lock.lock();
     this.#locked = true;
+    this.#forAllocation = forAllocation;
     this.#view = null;
     this.#changedDir = false;
   }
@@ -223,7 +240,7 @@ export class DiskStore implements Store {
   #getView(): DirView {
     if (!this.#locked) throw new Error("host-local store used without its lock");
     if (this.#view !== null) return this.#view;
-    let previous: ReadonlyMap<string, IndexEntry> | null = null;
+    let previous: IndexBody | null = null;
     if (this.#useIndex) {
       const index = readIndexFile(this.dir);
       if (index !== null) {
@@ -234,14 +251,10 @@ export class DiskStore implements Store {
           this.#viewIsIndexFile = true;
           return this.#view;
         }
-        try {
-          previous = new Map(index.body.entries().map((e) => [e.name, e]));
-        } catch (err) {
-          if (!(err instanceof IndexCorruptError)) throw err;
-        }
+        previous = index.body;
       }
     }
-    this.#view = this.#scan(previous);
+    this.#view = this.#scan(previous, this.#forAllocation ? "listing" : "stat");
     return this.#view;
   }
 
@@ -259,18 +272,19 @@ export class DiskStore implements Store {
     }
   }
 
-  #scan(previous: ReadonlyMap<string, IndexEntry> | null): DirView {
+  #scan(previous: IndexBody | null, verification: Verification): DirView {
     let result;
     try {
-      result = scanDirectory(this.dir, previous, this.#nowNs());
+      result = scanDirectory(this.dir, previous, verification, this.#nowNs());
     } catch (err) {
       throw fsError("open", this.dir, err);
     }
     this.stats.scans++;
     this.stats.filesRead += result.filesRead;
     if (result.sawTemp) this.#removeQuietly(this.#path(TEMP_NAME)); // a crash leftover
-    const view = DirView.of(result.entries, result.nested);
+    const view = result.view;
     view.dirty = true;
+    view.unproven = !result.exact;
     this.#viewIsIndexFile = false;
     return view;
   }
@@ -281,11 +295,11 @@ export class DiskStore implements Store {
    */
   #persist(): void {
     const view = this.#view;
-    if (!this.#useIndex || view === null || (!view.dirty && !view.invalid)) return;
+    if (!this.#useIndex || view === null || (!view.dirty && !view.unproven)) return;
     try {
-      const appended = this.#viewIsIndexFile && this.#changedDir && !view.invalid ? view.appendedLines() : null;
+      const appended = this.#viewIsIndexFile && this.#changedDir && !view.unproven ? view.appendedLines() : null;
       if (appended !== null) appendIndexFile(this.dir, view.nested, appended, this.#nowMs());
-      else writeIndexFile(this.dir, view.nested, view.body(), this.#nowMs(), !view.invalid);
+      else writeIndexFile(this.dir, view.nested, view.body(), this.#nowMs(), !view.unproven);
     } catch {
       // A stale index is harmless: its stamp no longer matches the directory.
     }
@@ -293,9 +307,11 @@ export class DiskStore implements Store {
 
   reserve(id: string, ifname: string, ip: IPAddr, rangeID: string): boolean {
     const name = formatIP(ip);
-    if (!IP_NAME.test(name)) throw new InternalError(`refusing reservation name ${JSON.stringify(name)}`);
     const view = this.#getView();
-    if (view.has(name) && !(view.get(name)?.key === "" && this.#reclaimEmpty(name))) return false;
+    const holding = view.holding(name);
+    if (holding === "held") return false; // the usual answer while passing taken addresses: no I/O
+    if (!IP_NAME.test(name)) throw new InternalError(`refusing reservation name ${JSON.stringify(name)}`);
+    if (holding === "empty" && !this.#reclaimEmpty(name)) return false;
     const path = this.#path(name);
     const tmp = this.#path(TEMP_NAME);
     const content = reservationContent(id, ifname);
@@ -315,7 +331,7 @@ export class DiskStore implements Store {
         throw fsError("write", tmp, err);
       }
       if (!this.#linkReservation(tmp, path, name)) {
-        view.invalid = true; // someone holds it although the picture said free
+        view.unproven = true; // someone holds it although the picture said free
         return false;
       }
       try {
@@ -430,9 +446,7 @@ export class DiskStore implements Store {
 
   /** Rebuilds the picture by reading every file (used when the picture proved wrong). */
   #rescanFully(): void {
-    const view = this.#scan(null);
-    view.invalid = false;
-    this.#view = view;
+    this.#view = this.#scan(null, "stat");
   }
 
   /**
@@ -447,7 +461,7 @@ export class DiskStore implements Store {
     for (const name of names) {
       const fresh = readEntry(this.dir, name, this.#nowNs());
       if (fresh === undefined || fresh.key !== key) {
-        view.invalid = true;
+        view.unproven = true;
         return "stale";
       }
       try {
@@ -492,13 +506,13 @@ export class DiskStore implements Store {
     if (fresh === undefined) {
       if (view.has(name)) {
         view.remove(name);
-        view.invalid = true;
+        view.unproven = true;
       }
       return false;
     }
     if (fresh.key !== r.key) {
       view.add(fresh);
-      view.invalid = true;
+      view.unproven = true;
       return false;
     }
     this.#remove(name);

@@ -15,6 +15,8 @@ export class FakeStore implements Store {
   readonly lastReserved = new Map<string, string>();
   /** Number of lock() calls, for tests of the per-range-set locking. */
   lockCount = 0;
+  /** How each lock session was marked (lock's forAllocation), in order. */
+  readonly sessions: boolean[] = [];
   #locked = false;
   #closed = false;
 
@@ -23,11 +25,12 @@ export class FakeStore implements Store {
     for (const [k, v] of Object.entries(lastReserved)) this.lastReserved.set(k, v);
   }
 
-  lock(): void {
+  lock(forAllocation = false): void {
     if (this.#closed) throw new Error("FakeStore: lock after close");
     if (this.#locked) throw new Error("FakeStore: lock taken twice");
     this.#locked = true;
     this.lockCount++;
+    this.sessions.push(forAllocation);
   }
 
   unlock(): void {

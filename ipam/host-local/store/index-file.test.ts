@@ -43,7 +43,46 @@ describe("IndexBody", () => {
     expect(body.has("10.0.0.6")).toBe(true);
     expect(body.has("10.0.0.1")).toBe(false);
     expect(body.has("0.0.2")).toBe(false);
-    expect(body.get("10.0.0.6")).toEqual(entry("10.0.0.6", null));
+  });
+
+  test("tells a line's owner key and leading fields without parsing the line", () => {
+    expect(body.hasKey("10.0.0.5", "a")).toBe(true);
+    expect(body.hasKey("10.0.0.2", "a")).toBe(false);
+    expect(body.hasKey("10.0.0.6", "")).toBe(false); // unreadable (null), not empty
+    expect(new IndexBody(encodeEntry(entry("10.0.0.3", ""))).hasKey("10.0.0.3", "")).toBe(true);
+    expect(body.hasKey("10.0.0.9", "a")).toBe(false);
+    expect(body.lineContinues("10.0.0.3", "7\t1700000000000000000\t9\t1\t")).toBe(true);
+    expect(body.lineContinues("10.0.0.3", "8\t")).toBe(false);
+    expect(body.lineContinues("10.0.0.9", "7\t")).toBe(false);
+  });
+
+  test("after a few lookups it indexes its lines by name and answers exactly as the text search did", () => {
+    const names = ["10.0.0.2", "10.0.0.6", "10.0.0.1", "0.0.2", "10.0.0.5", "10.0.0.3", "10.0.0.4", "10.0.0.", "x", "10.0.0.60"];
+    const searched = new IndexBody(body.text);
+    const bySearch = names.slice(0, 4).map((n) => searched.lineStart(n)); // below the threshold
+    const indexed = new IndexBody(body.text);
+    for (let i = 0; i < 4; i++) indexed.lineStart("warm-up");
+    expect(indexed.indexed).toBe(false);
+    indexed.lineStart("warm-up");
+    expect(indexed.indexed).toBe(true);
+    expect(names.slice(0, 4).map((n) => indexed.lineStart(n))).toEqual(bySearch);
+    for (const n of names) expect(indexed.lineStart(n)).toBe(new IndexBody(body.text).lineStart(n));
+    expect([...indexed.names()]).toEqual(["10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6"]);
+    expect(indexed.wellFormed()).toBe(true);
+  });
+
+  test("names that need escapes are indexed by their JSON text; malformed or repeated lines are stray", () => {
+    const odd = 'we\tird "name"';
+    const text = encodeEntry(entry(odd, "k")) + '"unterminated\t1\t2\t3\t1\t"k"\nno-tab-here\n' + encodeEntry(entry("10.0.0.2", "a"));
+    const dup = `${text}${encodeEntry(entry("10.0.0.2", "b"))}`;
+    for (const t of [text, dup]) {
+      const b = new IndexBody(t);
+      expect([...b.names()]).toEqual([odd, "10.0.0.2"]);
+      expect(b.wellFormed()).toBe(false);
+      expect(b.lineStart(odd)).toBe(0);
+      expect(b.hasKey("10.0.0.2", "a")).toBe(true); // the first line of a name wins, as the search
+    }
+    expect(new IndexBody("").wellFormed()).toBe(true);
   });
 
   test("removes lines by name, keeping the rest in order", () => {

@@ -106,32 +106,133 @@ export function decodeEntry(line: string): IndexEntry {
   return { name: parseJsonString(name, false)!, ino, ctimeNs, size: Number(size), stable: stable === "1", key: parseJsonString(key, true) };
 }
 
+/** A JSON string without escapes: its text between the quotes is the name itself. */
+const PLAIN_JSON_STRING = /^"[^"\\\x00-\x1f]*"$/;
+
+/** The name whose JSON string is exactly `quoted` (how encodeEntry writes it), or undefined. */
+function lineName(quoted: string): string | undefined {
+  if (PLAIN_JSON_STRING.test(quoted)) return quoted.slice(1, -1);
+  try {
+    const name: unknown = JSON.parse(quoted);
+    return typeof name === "string" && JSON.stringify(name) === quoted ? name : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * After this many lookups by name in one body, it indexes its lines by name (one pass over the
+ * text) instead of searching the text again: an allocation that meets thousands of taken
+ * addresses then costs one pass plus O(1) per address, where a single lookup (the usual ADD)
+ * stays one substring search.
+ */
+const SEARCHES_BEFORE_INDEXING = 4;
+
 /**
  * The entry lines of an index, searched as text. `text` is "" or newline-terminated lines; each
  * name occurs on at most one line (disk.ts never writes a name twice).
  */
 export class IndexBody {
   readonly text: string;
+  /** Name → start offset of its line; built on demand (see SEARCHES_BEFORE_INDEXING). */
+  #lines: Map<string, number> | undefined;
+  /** Lines not indexed by a name of their own (malformed first field, or a name seen before). */
+  #strayLines = 0;
+  #searches = 0;
+  /** The last key hasKey was asked about (an allocation asks about "" for every taken address) and its field text. */
+  #keyFieldOf: string | undefined;
+  #keyField = "";
+
   constructor(text: string) {
     this.text = text;
   }
 
+  /** True once the lines are indexed by name (lookups no longer search the text). */
+  get indexed(): boolean {
+    return this.#lines !== undefined;
+  }
+
   /** Start offset of `name`'s line, or -1. */
   lineStart(name: string): number {
+    if (this.#lines === undefined && ++this.#searches > SEARCHES_BEFORE_INDEXING) this.#lines = this.#indexLines();
+    if (this.#lines !== undefined) return this.#lines.get(name) ?? -1;
     const needle = `${JSON.stringify(name)}\t`;
     if (this.text.startsWith(needle)) return 0;
     const at = this.text.indexOf(`\n${needle}`);
     return at < 0 ? -1 : at + 1;
   }
 
+  /**
+   * Every line's name and start offset, in one pass. A line is found under a name exactly when
+   * the text search finds it: it starts with the name's JSON string followed by a tab (the first
+   * such line wins).
+   */
+  #indexLines(): Map<string, number> {
+    const lines = new Map<string, number>();
+    const text = this.text;
+    for (let start = 0; start < text.length; ) {
+      const end = text.indexOf("\n", start);
+      const stop = end < 0 ? text.length : end;
+      const tab = text.indexOf("\t", start);
+      if (tab > start && tab < stop) {
+        const quoted = text.slice(start, tab);
+        const name = lineName(quoted);
+        if (name !== undefined && !lines.has(name)) lines.set(name, start);
+        else this.#strayLines++;
+      } else {
+        this.#strayLines++;
+      }
+      start = stop + 1;
+    }
+    return lines;
+  }
+
+  /** Every name with a line (builds the name index). */
+  names(): IterableIterator<string> {
+    this.#lines ??= this.#indexLines();
+    return this.#lines.keys();
+  }
+
+  /** How many names have a line (builds the name index). */
+  size(): number {
+    this.#lines ??= this.#indexLines();
+    return this.#lines.size;
+  }
+
+  /** True when every line is indexed under a name of its own (builds the name index). */
+  wellFormed(): boolean {
+    this.#lines ??= this.#indexLines();
+    return this.#strayLines === 0;
+  }
+
   has(name: string): boolean {
     return this.lineStart(name) >= 0;
   }
 
-  /** The entry of `name`, or undefined. */
-  get(name: string): IndexEntry | undefined {
+  /**
+   * Whether `name`'s line starts with `fields` right after the name and its tab (e.g. the inode
+   * number and a tab); false when there is no line.
+   */
+  lineContinues(name: string, fields: string): boolean {
     const start = this.lineStart(name);
-    return start < 0 ? undefined : decodeEntry(this.text.slice(start, this.text.indexOf("\n", start)));
+    return start >= 0 && this.text.startsWith(fields, this.text.indexOf("\t", start) + 1);
+  }
+
+  /** Whether `name`'s line ends with the owner key `key`; false when there is no line. */
+  hasKey(name: string, key: string): boolean {
+    const start = this.lineStart(name);
+    return start >= 0 && this.lineHasKey(start, key);
+  }
+
+  /** Whether the line starting at `start` (from lineStart) ends with the owner key `key`. */
+  lineHasKey(start: number, key: string): boolean {
+    if (key !== this.#keyFieldOf) {
+      this.#keyFieldOf = key;
+      this.#keyField = `\t${JSON.stringify(key)}`;
+    }
+    const field = this.#keyField;
+    const end = this.text.indexOf("\n", start);
+    return end - start > field.length && this.text.startsWith(field, end - field.length);
   }
 
   /** Names of the entries whose key is exactly `key`. */

@@ -12,8 +12,13 @@ export interface StoredReservation {
 }
 
 export interface Store {
-  /** Takes the store's exclusive lock (blocking). */
-  lock(): void;
+  /**
+   * Takes the store's exclusive lock (blocking). `forAllocation` marks a session that only
+   * allocates (ADD): after another writer changed the store, its duplicate check may see the
+   * recorded owner of a file replaced under the same name (see DiskStore); every other session
+   * sees exact owners.
+   */
+  lock(forAllocation?: boolean): void;
   /** Releases the lock, persisting any bookkeeping first. */
   unlock(): void;
   /** Releases everything; the store cannot be used afterwards. */

@@ -10,7 +10,11 @@
 import { readTextFile } from "../../sys/file.ts";
 import type { IPFamily } from "../../ip/ip.ts";
 import { CommandError, CommandNotFoundError, findExecutable, runCommand, type ToolEnv } from "../exec.ts";
-import { nftChainPresent, removeChainsInKernel } from "../nftables/driver.ts";
+import { deleteRulesInKernel, nftChainPresent, removeChainsInKernel } from "../nftables/driver.ts";
+import type { NftFamily } from "../nftables/transaction.ts";
+import type { IptRule } from "./chain.ts";
+import { iptablesArgs } from "./nft-rules.ts";
+import { hasRule } from "./rule.ts";
 import { BUILTIN_CHAINS, tokenize } from "./save-format.ts";
 import { detectIptablesMode, toolsFor, type IptablesMode, type VariantProbe } from "./variant.ts";
 
@@ -37,6 +41,19 @@ export interface IptablesDriver {
    * would create it). Absent on drivers that cannot (fakes): read chain by chain then.
    */
   saveTable?(family: IPFamily, table: string): string;
+  /**
+   * Deletes every rule of `chain` equal to one of `rules` in one atomic step without running a
+   * tool — where the variant allows it (iptables-nft: the chain is read over netlink and its rules
+   * read back as iptables arguments, nft-rules.ts). True also when there was nothing to delete.
+   * False when it cannot decide (a rule of the chain in a shape it does not read) or the kernel
+   * refused (nothing changed): plan a restore instead.
+   */
+  deleteRules?(family: IPFamily, table: string, chain: string, rules: readonly IptRule[]): boolean;
+}
+
+/** The nf_tables family of iptables-nft's tables for an IP family (`ip filter`, `ip6 nat`, …). */
+function nftFamily(family: IPFamily): NftFamily {
+  return family === 6 ? "ip6" : "ip";
 }
 
 /** True for a built-in chain of `table` (PREROUTING of nat, FORWARD of filter, …). */
@@ -117,7 +134,7 @@ export function systemIptables(env: ToolEnv, mode?: IptablesMode): Required<Ipta
       if (currentMode() === "legacy" && !legacyTableNames(family).includes(table)) return builtin ? [] : undefined;
       // iptables-nft keeps its chains in nf_tables: a chain the kernel does not have (the common
       // case on DEL, where the other backend's chain is looked for) costs no iptables run.
-      if (currentMode() === "nft" && !builtin && nftChainPresent(family === 6 ? "ip6" : "ip", table, chain) === false) return undefined;
+      if (currentMode() === "nft" && !builtin && nftChainPresent(nftFamily(family), table, chain) === false) return undefined;
       const argv = [tools(family).iptables, "--wait", "-t", table, "-S", chain];
       const res = runCommand(argv, env, { allowFailure: true });
       if (res.status === 0) return parseChainListing(res.stdout, chain);
@@ -128,7 +145,14 @@ export function systemIptables(env: ToolEnv, mode?: IptablesMode): Required<Ipta
       runCommand([tools(family).restore, "--noflush", "--wait"], env, { input: text });
     },
     removeChains(family, table, removals) {
-      return currentMode() === "nft" && removeChainsInKernel(family === 6 ? "ip6" : "ip", table, removals);
+      return currentMode() === "nft" && removeChainsInKernel(nftFamily(family), table, removals);
+    },
+    deleteRules(family, table, chain, rules) {
+      if (currentMode() !== "nft") return false;
+      return deleteRulesInKernel(nftFamily(family), table, chain, (rule) => {
+        const args = iptablesArgs(family, rule);
+        return args === undefined ? undefined : hasRule(rules, args);
+      });
     },
     saveTable(family, table) {
       if (currentMode() === "legacy" && !legacyTableNames(family).includes(table)) return "";

@@ -41,6 +41,13 @@ export class FakeIptables implements IptablesDriver {
   /** When set, the next restore fails with this stderr (then the hook clears itself). */
   failNextRestore: string | undefined;
   installed = true;
+  /**
+   * How {@link deleteRules} answers: "kernel" deletes as iptables-nft over netlink does (no restore,
+   * no listing recorded); "tool" declines, as iptables-legacy or a chain it cannot read does.
+   */
+  ruleDeletes: "kernel" | "tool" = "tool";
+  /** Every deleteRules done "in the kernel": `<family> <table> <chain>: <n> deleted`. */
+  readonly kernelDeletes: string[] = [];
 
   available(): boolean {
     return this.installed;
@@ -81,6 +88,15 @@ export class FakeIptables implements IptablesDriver {
     this.reads.push(`${family} ${table} (save)`);
     const t = this.families.get(family)!.get(table);
     return t === undefined ? "" : renderSave([t]);
+  }
+
+  deleteRules(family: IPFamily, table: string, chain: string, rules: readonly (readonly string[])[]): boolean {
+    if (this.ruleDeletes === "tool") return false;
+    const list = this.families.get(family)!.get(table)?.rules.get(chain) ?? [];
+    const before = list.length;
+    for (let i = list.length - 1; i >= 0; i--) if (rules.some((r) => sameRule(list[i]!, r))) list.splice(i, 1);
+    this.kernelDeletes.push(`${family} ${table} ${chain}: ${before - list.length} deleted`);
+    return true;
   }
 
   /** Canonical iptables-save text of one family (tables sorted by name). */

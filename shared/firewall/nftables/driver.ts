@@ -9,7 +9,18 @@
  * {@link NftDriver} lets the firewall helpers run against fake.ts in tests.
  */
 import { NetlinkError } from "../../netlink/errors.ts";
-import { isNftablesMissing, nftChainExists, nftRemoveChains, type ChainRemoval, nftRuleList, nftRulesDelete, nftTableExists, openNftablesSocket } from "../../netlink/nftables.ts";
+import {
+  isNftablesMissing,
+  nftChainExists,
+  nftDeleteRulesWhere,
+  nftRemoveChains,
+  type ChainRemoval,
+  type NftRule,
+  nftRuleList,
+  nftRulesDelete,
+  nftTableExists,
+  openNftablesSocket,
+} from "../../netlink/nftables.ts";
 import type { NetlinkSocket } from "../../netlink/socket.ts";
 import { CommandError, findExecutable, runCommand, type ToolEnv } from "../exec.ts";
 import { tableStateFromJson, type NftRuleRef, type NftTableState } from "./state.ts";
@@ -77,6 +88,22 @@ export function removeChainsInKernel(family: NftFamily, table: string, removals:
   try {
     withNftablesSocket((sock) => nftRemoveChains(sock, family, table, removals));
     return true;
+  } catch (err) {
+    if (err instanceof NftUnsupportedError || err instanceof NetlinkError) return false;
+    throw err;
+  }
+}
+
+/**
+ * Deletes the rules of chain `<family> <table> <chain>` that `pick` takes (true), in one kernel
+ * batch (shared/netlink/nftables.ts nftDeleteRulesWhere); used for iptables-nft's tables. True when
+ * done, also when the chain does not exist or nothing was taken. False, with nothing changed, when
+ * `pick` cannot tell for some rule (undefined), the kernel has no nf_tables or refused the batch:
+ * the caller then goes the tool's way, which reports what is wrong.
+ */
+export function deleteRulesInKernel(family: NftFamily, table: string, chain: string, pick: (rule: NftRule) => boolean | undefined): boolean {
+  try {
+    return withNftablesSocket((sock) => nftDeleteRulesWhere(sock, family, table, chain, pick)) !== undefined;
   } catch (err) {
     if (err instanceof NftUnsupportedError || err instanceof NetlinkError) return false;
     throw err;

@@ -51,8 +51,34 @@ export const NFTA_VERDICT_CHAIN = 2;
 
 // enum nft_registers, enum nft_verdicts (as signed 32-bit values)
 export const NFT_REG_VERDICT = 0;
+export const NFT_REG_1 = 1;
 export const NFT_JUMP = -3;
 export const NFT_GOTO = -4;
+export const NFT_RETURN = -5;
+
+// include/uapi/linux/netfilter.h: the verdicts a rule's `immediate` may also carry.
+export const NF_DROP = 0;
+export const NF_ACCEPT = 1;
+
+// enum nft_payload_attributes, enum nft_payload_bases
+export const NFTA_PAYLOAD_DREG = 1;
+export const NFTA_PAYLOAD_BASE = 2;
+export const NFTA_PAYLOAD_OFFSET = 3;
+export const NFTA_PAYLOAD_LEN = 4;
+export const NFT_PAYLOAD_NETWORK_HEADER = 1;
+
+// enum nft_cmp_attributes, enum nft_cmp_ops, and NFTA_DATA_VALUE of enum nft_data_attributes
+export const NFTA_CMP_SREG = 1;
+export const NFTA_CMP_OP = 2;
+export const NFTA_CMP_DATA = 3;
+export const NFT_CMP_EQ = 0;
+export const NFT_CMP_NEQ = 1;
+export const NFTA_DATA_VALUE = 1;
+
+// enum nft_match_attributes (nft_compat: an x_tables match inside a rule, as iptables-nft writes `-m`)
+export const NFTA_MATCH_NAME = 1;
+export const NFTA_MATCH_REV = 2;
+export const NFTA_MATCH_INFO = 3;
 
 // include/uapi/linux/netfilter.h: the nfgen_family of nf_tables messages.
 export const NFPROTO_UNSPEC = 0;

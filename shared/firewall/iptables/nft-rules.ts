@@ -1,0 +1,192 @@
+/**
+ * iptables-nft's rules read back from the kernel: the argument list `iptables -S` prints for a
+ * rule that iptables-nft (1.8.x) wrote into an nf_tables table, decoded from its expressions as the
+ * kernel dumps them (shared/netlink/nftables.ts nftRules), for the shapes the plugins write:
+ *
+ *   [!] -s|-d <addr>/<prefix>                 payload (network header, source or destination address,
+ *                                             prefix/8 bytes) then cmp eq|neq — whole-byte prefixes only
+ *   -m comment --comment <text>               match comment rev 0 (struct xt_comment_info)
+ *   -m conntrack [!] --ctstate <states>       match conntrack rev 3 (struct xt_conntrack_mtinfo3,
+ *                                             testing the state and nothing else)
+ *   -j ACCEPT|DROP|RETURN|<chain>, -g <chain> immediate verdict, the last expression
+ *   (counter)                                 nothing: `iptables -S` prints no counters
+ *
+ * Anything else — another expression (bitwise for a prefix within a byte, meta for -i/-o/-p,
+ * native ct), another match or revision, a conntrack match testing more than the state, a comment
+ * that is only in the rule's user data — is not read: {@link iptablesArgs} answers undefined and
+ * the caller goes the tool's way. A decoded rule compares with rule.ts `sameRule` like a listed one.
+ * (`nft --debug=netlink list chain ip filter CNI-FORWARD` shows these expressions.)
+ */
+import { attrMap, readBe32, readString, readU16 } from "../../netlink/codec.ts";
+import {
+  NF_ACCEPT,
+  NF_DROP,
+  NFT_CMP_EQ,
+  NFT_CMP_NEQ,
+  NFT_GOTO,
+  NFT_JUMP,
+  NFT_PAYLOAD_NETWORK_HEADER,
+  NFT_RETURN,
+  NFTA_CMP_DATA,
+  NFTA_CMP_OP,
+  NFTA_CMP_SREG,
+  NFTA_DATA_VALUE,
+  NFTA_MATCH_INFO,
+  NFTA_MATCH_NAME,
+  NFTA_MATCH_REV,
+  NFTA_PAYLOAD_BASE,
+  NFTA_PAYLOAD_DREG,
+  NFTA_PAYLOAD_LEN,
+  NFTA_PAYLOAD_OFFSET,
+} from "../../netlink/constants/nf-tables.ts";
+import { immediateVerdict, type NftExpr, type NftRule } from "../../netlink/nftables.ts";
+import { formatIP, ipFromBytes, type IPFamily } from "../../ip/ip.ts";
+import { commentMatch } from "./rule.ts";
+
+/** Where the source and destination addresses sit in the network header (struct iphdr, struct ipv6hdr). */
+const ADDRESS_FIELDS: Readonly<Record<IPFamily, { src: number; dst: number; size: number }>> = {
+  4: { src: 12, dst: 16, size: 4 },
+  6: { src: 8, dst: 24, size: 16 },
+};
+
+/** include/uapi/linux/netfilter/xt_comment.h: struct xt_comment_info { char comment[256]; }. */
+const XT_COMMENT_INFO_SIZE = 256;
+
+/**
+ * include/uapi/linux/netfilter/xt_conntrack.h: struct xt_conntrack_mtinfo3 (XT_ALIGNed to 168
+ * bytes) and the offsets of its __u16 match_flags, invert_flags and state_mask (host order); the
+ * XT_CONNTRACK_STATE flag and the state bits XT_CONNTRACK_STATE_BIT(ctinfo) = 1 << (ctinfo + 1)
+ * for IP_CT_ESTABLISHED 0, IP_CT_RELATED 1, IP_CT_NEW 2, plus INVALID, SNAT, DNAT, UNTRACKED.
+ */
+const XT_CONNTRACK_MTINFO3_SIZE = 168;
+const MATCH_FLAGS_AT = 146;
+const INVERT_FLAGS_AT = 148;
+const STATE_MASK_AT = 150;
+const XT_CONNTRACK_STATE = 1 << 0;
+const XT_CONNTRACK_STATE_INVALID = 1 << 0;
+const XT_CONNTRACK_STATE_SNAT = 1 << 8;
+const XT_CONNTRACK_STATE_DNAT = 1 << 9;
+const XT_CONNTRACK_STATE_UNTRACKED = 1 << 10;
+const stateBit = (ctinfo: number) => 1 << (ctinfo + 1);
+/** The states in the order libxt_conntrack prints them. */
+const CT_STATES: readonly [number, string][] = [
+  [XT_CONNTRACK_STATE_INVALID, "INVALID"],
+  [stateBit(2), "NEW"],
+  [stateBit(1), "RELATED"],
+  [stateBit(0), "ESTABLISHED"],
+  [XT_CONNTRACK_STATE_UNTRACKED, "UNTRACKED"],
+  [XT_CONNTRACK_STATE_SNAT, "SNAT"],
+  [XT_CONNTRACK_STATE_DNAT, "DNAT"],
+];
+
+function u32(expr: NftExpr, attr: number): number | undefined {
+  const b = expr.attrs.get(attr);
+  return b?.byteLength === 4 ? readBe32(b) : undefined;
+}
+
+/** `[!] -s|-d <addr>/<prefix>` from a payload load of an address and the cmp that tests it. */
+function addressArgs(family: IPFamily, load: NftExpr, cmp: NftExpr | undefined): { flag: "-s" | "-d"; args: string[] } | undefined {
+  const field = ADDRESS_FIELDS[family];
+  const offset = u32(load, NFTA_PAYLOAD_OFFSET);
+  const len = u32(load, NFTA_PAYLOAD_LEN);
+  const flag = offset === field.src ? "-s" : offset === field.dst ? "-d" : undefined;
+  if (flag === undefined || len === undefined || len < 1 || len > field.size) return undefined;
+  if (u32(load, NFTA_PAYLOAD_BASE) !== NFT_PAYLOAD_NETWORK_HEADER) return undefined;
+  if (cmp?.name !== "cmp" || u32(cmp, NFTA_CMP_SREG) !== u32(load, NFTA_PAYLOAD_DREG)) return undefined;
+  const op = u32(cmp, NFTA_CMP_OP);
+  const data = cmp.attrs.get(NFTA_CMP_DATA);
+  const value = data === undefined ? undefined : attrMap(data).get(NFTA_DATA_VALUE);
+  if ((op !== NFT_CMP_EQ && op !== NFT_CMP_NEQ) || value?.byteLength !== len) return undefined;
+  const bytes = new Uint8Array(field.size);
+  bytes.set(value);
+  const ip = ipFromBytes(bytes);
+  if (ip === null || ip.family !== family) return undefined; // an IPv4-mapped IPv6 address: left to the tool
+  const addr = `${formatIP(ip)}/${len * 8}`;
+  return { flag, args: op === NFT_CMP_NEQ ? ["!", flag, addr] : [flag, addr] };
+}
+
+/** `-m conntrack [!] --ctstate …` from a conntrack rev 3 blob that tests the state only. */
+function ctstateArgs(info: Uint8Array): string[] | undefined {
+  const flags = readU16(info, MATCH_FLAGS_AT);
+  const invert = readU16(info, INVERT_FLAGS_AT);
+  let mask = readU16(info, STATE_MASK_AT);
+  if (flags !== XT_CONNTRACK_STATE || (invert !== 0 && invert !== XT_CONNTRACK_STATE)) return undefined;
+  for (let i = 0; i < info.byteLength; i++) if (info[i] !== 0 && (i < MATCH_FLAGS_AT || i >= STATE_MASK_AT + 2)) return undefined;
+  const names: string[] = [];
+  for (const [bit, name] of CT_STATES) {
+    if ((mask & bit) === 0) continue;
+    names.push(name);
+    mask &= ~bit;
+  }
+  if (mask !== 0 || names.length === 0) return undefined;
+  return ["-m", "conntrack", ...(invert !== 0 ? ["!"] : []), "--ctstate", names.join(",")];
+}
+
+/** The arguments of an x_tables match iptables-nft wrote (`-m …`), and its comment if it is the comment match. */
+function matchArgs(expr: NftExpr): { args: string[]; comment?: string } | undefined {
+  const name = expr.attrs.get(NFTA_MATCH_NAME);
+  const rev = u32(expr, NFTA_MATCH_REV);
+  const info = expr.attrs.get(NFTA_MATCH_INFO);
+  if (name === undefined || info === undefined) return undefined;
+  switch (`${readString(name)} ${rev}`) {
+    case "comment 0": {
+      if (info.byteLength !== XT_COMMENT_INFO_SIZE) return undefined;
+      const comment = readString(info);
+      return { args: commentMatch(comment), comment };
+    }
+    case "conntrack 3": {
+      const args = info.byteLength === XT_CONNTRACK_MTINFO3_SIZE ? ctstateArgs(info) : undefined;
+      return args === undefined ? undefined : { args };
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** `-j …` or `-g …` from the rule's verdict. */
+function targetArgs(expr: NftExpr): string[] | undefined {
+  const v = immediateVerdict(expr);
+  if (v === undefined) return undefined;
+  if (v.code === NF_ACCEPT) return ["-j", "ACCEPT"];
+  if (v.code === NF_DROP) return ["-j", "DROP"];
+  if (v.code === NFT_RETURN) return ["-j", "RETURN"];
+  if (v.chain !== undefined && v.code === NFT_JUMP) return ["-j", v.chain];
+  if (v.chain !== undefined && v.code === NFT_GOTO) return ["-g", v.chain];
+  return undefined;
+}
+
+/**
+ * The arguments `iptables -S` prints for `rule` (without `-A <chain>`), a rule iptables-nft wrote
+ * into a table of `family`; undefined when its shape is not one of those above.
+ */
+export function iptablesArgs(family: IPFamily, rule: NftRule): string[] | undefined {
+  const addresses: { "-s"?: string[]; "-d"?: string[] } = {};
+  const matches: string[] = [];
+  let target: string[] = [];
+  let comment: string | undefined;
+  const exprs = rule.expressions;
+  for (let i = 0; i < exprs.length; i++) {
+    const expr = exprs[i]!;
+    if (expr.name === "counter") continue;
+    if (expr.name === "payload") {
+      const a = addressArgs(family, expr, exprs[i + 1]);
+      if (a === undefined || addresses[a.flag] !== undefined) return undefined;
+      addresses[a.flag] = a.args;
+      i++; // the cmp
+    } else if (expr.name === "match") {
+      const m = matchArgs(expr);
+      if (m === undefined) return undefined;
+      matches.push(...m.args);
+      comment ??= m.comment;
+    } else if (expr.name === "immediate" && i === exprs.length - 1) {
+      const t = targetArgs(expr);
+      if (t === undefined) return undefined;
+      target = t;
+    } else {
+      return undefined;
+    }
+  }
+  // A comment in the user data is read only when it repeats the comment match.
+  if (rule.comment !== undefined && rule.comment !== comment) return undefined;
+  return [...(addresses["-s"] ?? []), ...(addresses["-d"] ?? []), ...matches, ...target];
+}
