@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { runAllCleanups } from "../harness/cleanup.ts";
 import { dhcpConf, labContainer, startDaemon, startLab, type Daemon, type Lab, type LabContainer, waitFor } from "../harness/dhcp-lab.ts";
 import { execGoPlugin, execPlugin, type PluginInvocation } from "../harness/exec-plugin.ts";
+import { bothGcKeys, olderGcKey } from "../harness/gc-keys.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
 
@@ -117,7 +118,10 @@ describe.skipIf(!RUN)("dhcp GC and STATUS", () => {
       { containerID: "gc2", ifname: "eth0" },
       { containerID: "unknown", ifname: "eth0" },
     ];
-    const gc = await execPlugin("dhcp", { command: "GC", config: { ...conf, "cni.dev/valid-attachments": keep } });
+    const first = await execPlugin("dhcp", { command: "GC", config: { ...conf, ...bothGcKeys([...keep, { containerID: "gc1", ifname: "eth0" }], []) } });
+    expect(first.status, first.stdout + first.stderr).toBe(0);
+    expect(d.log()).not.toContain("gc1/dhcpnet/eth0: not a valid attachment"); // the newer key wins
+    const gc = await execPlugin("dhcp", { command: "GC", config: { ...conf, ...olderGcKey(keep) } });
     expect(gc.status, gc.stdout + gc.stderr).toBe(0);
     await waitFor("the release of gc1's lease at dnsmasq", () => lab.leases().every((l) => l[2] !== ips[1]), 5000);
     expect(d.log()).toContain("gc1/dhcpnet/eth0: not a valid attachment; releasing (GC)");

@@ -11,6 +11,7 @@ import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
 import { hostLocalConfig } from "../harness/configs.ts";
 import { execPlugin } from "../harness/exec-plugin.ts";
+import { bothGcKeys, olderGcKey } from "../harness/gc-keys.ts";
 import { makeVethMaster, uniqueLinkName } from "../harness/macvlan-helpers.ts";
 import { createContainerNetns } from "../harness/netns.ts";
 import { sandboxed } from "../harness/sandbox.ts";
@@ -43,7 +44,7 @@ describe.skipIf(!sandboxed())("interface plugins: STATUS and GC", () => {
   useFixtureCleanup();
 
   for (const type of Object.keys(PLUGINS)) {
-    test(`${type}: GC releases the host-local reservation of a stale attachment and keeps the valid one`, async () => {
+    test(`${type}: GC releases the host-local reservation of a stale attachment and keeps the valid one (either GC key, the newer wins)`, async () => {
       const net = network(type.slice(0, 4));
       const dataDir = makeTempDir("ifgc-store-");
       const hl = hostLocalConfig({ name: net, cniVersion: "1.1.0", dataDir, ranges: [[{ subnet: "10.72.0.0/24" }]] });
@@ -53,9 +54,11 @@ describe.skipIf(!sandboxed())("interface plugins: STATUS and GC", () => {
       }
       expect(Object.values(reservations(join(dataDir, net))).length).toBe(2);
 
-      const conf = pluginConf(type, net, hl.ipam as Record<string, unknown>, {
-        "cni.dev/valid-attachments": [{ containerID: `keep-${net}`, ifname: "eth0" }],
-      });
+      const both = [{ containerID: `keep-${net}`, ifname: "eth0" }, { containerID: `stale-${net}`, ifname: "eth0" }];
+      const ipam = hl.ipam as Record<string, unknown>;
+      expectSuccess(await execPlugin(type, { command: "GC", config: pluginConf(type, net, ipam, bothGcKeys(both, [])) }), { silent: true });
+      expect(Object.values(reservations(join(dataDir, net))).length).toBe(2);
+      const conf = pluginConf(type, net, ipam, olderGcKey([{ containerID: `keep-${net}`, ifname: "eth0" }]));
       expectSuccess(await execPlugin(type, { command: "GC", config: conf }), { silent: true });
       const left = reservations(join(dataDir, net));
       expect(Object.keys(left)).toEqual(["10.72.0.2"]);
