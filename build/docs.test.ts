@@ -8,12 +8,13 @@
  *   docs/plugins/README.md's common table instead, which the page links to; and no row documents a
  *   field the loader does not accept;
  * - each page's example config uses only accepted fields and is valid JSON;
- * - the per-call log page names the switches the code reads;
+ * - the per-call log page names the switches the code reads and the trace context it records;
  * - README.md links docs/, and every relative link (and #anchor) in README.md and docs/ resolves.
  */
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
+import { TRACE_CONTEXT_ENV } from "../shared/cni/call-log.ts";
 import { CALL_LOG_ENV, CALL_LOG_KEY } from "../shared/cni/skel.ts";
 import type { FieldInfo, FieldKind, PluginFields } from "./config-fields.ts";
 import { pluginNames } from "./registry.ts";
@@ -165,6 +166,14 @@ describe("docs/call-log.md", () => {
     const text = readFileSync(join(DOCS, "call-log.md"), "utf8");
     expect(text).toContain(`\`${CALL_LOG_ENV}\``);
     expect(text).toContain(`\`${CALL_LOG_KEY}\``);
+  });
+
+  test("names every trace context variable the log records, and its key", () => {
+    const text = readFileSync(join(DOCS, "call-log.md"), "utf8");
+    for (const [variable, key] of Object.entries(TRACE_CONTEXT_ENV)) {
+      expect(text).toContain(`\`${variable}\``);
+      expect(text).toContain(`\`${key}\``);
+    }
   });
 });
 
