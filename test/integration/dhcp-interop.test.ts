@@ -141,13 +141,13 @@ describe.skipIf(!RUN)("dhcp GC and STATUS", () => {
     await Promise.all(cs.map((c) => c.netns.destroy()));
   }, T);
 
-  test("STATUS: 0 while the daemon answers, code 50 when it cannot be reached (ADD would fail)", async () => {
+  test("STATUS: 0 while the daemon answers, code 51 when it cannot be reached (ADD would fail, existing leases are not renewed)", async () => {
     const ok = await execPlugin("dhcp", { command: "STATUS", config: dhcpConf(d.socketPath, {}, "dhcpnet", "1.1.0") });
     expect(ok.status, ok.stdout).toBe(0);
     const gone = join(makeTempDir("cni-dhcp-status-"), "none.sock");
     const down = await execPlugin("dhcp", { command: "STATUS", config: dhcpConf(gone, {}, "dhcpnet", "1.1.0") });
     expect(down.status).toBe(1);
-    expect(down.json.code).toBe(50);
-    expect(down.json.msg).toContain(`DHCP daemon not reachable: dial-http unix ${gone}`);
+    expect(down.json.code).toBe(51);
+    expect(down.json.msg).toContain(`DHCP daemon not reachable (existing leases are not renewed): dial-http unix ${gone}`);
   }, T);
 });

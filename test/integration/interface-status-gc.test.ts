@@ -1,8 +1,9 @@
 /**
  * STATUS and GC of every interface plugin (bridge, ptp, macvlan, ipvlan, vlan, dummy, tap,
  * host-device). GC passes `cni.dev/valid-attachments` to the IPAM plugin: with host-local, a stale
- * reservation goes and a valid one stays. STATUS answers code 50 when the master or bridge the
- * config names cannot be used (what ADD would fail on), then asks IPAM. Neither verb creates
+ * reservation goes and a valid one stays. STATUS answers code 51 when the master or bridge the
+ * config names cannot be used (what ADD would fail on, and what the network's existing containers
+ * hang off), then asks IPAM, whose code passes unchanged (host-local exhausted: 50). Neither verb creates
  * links, so no kernel module beyond veth is needed.
  */
 import { describe, expect, test } from "bun:test";
@@ -75,11 +76,11 @@ describe.skipIf(!sandboxed())("interface plugins: STATUS and GC", () => {
   });
 
   for (const type of ["macvlan", "ipvlan", "vlan"]) {
-    test(`${type}: STATUS is code 50 while the configured master is missing, then asks IPAM once it exists`, async () => {
+    test(`${type}: STATUS is code 51 while the configured master is missing, then asks IPAM once it exists`, async () => {
       const master = uniqueLinkName("stm");
       const ipam = { type: "host-local", dataDir: makeTempDir("ifst-store-"), ranges: [[{ subnet: "10.73.0.0/30" }]] };
       const conf = pluginConf(type, network("st"), ipam, { master });
-      expectCniError(await execPlugin(type, { command: "STATUS", config: conf }), { code: 50, msg: `failed to lookup master "${master}"` });
+      expectCniError(await execPlugin(type, { command: "STATUS", config: conf }), { code: 51, msg: `failed to lookup master "${master}"` });
       makeVethMaster({ name: master });
       expectSuccess(await execPlugin(type, { command: "STATUS", config: conf }), { silent: true });
       // IPAM's verdict is passed on: a missing IPAM plugin fails STATUS.
@@ -93,12 +94,12 @@ describe.skipIf(!sandboxed())("interface plugins: STATUS and GC", () => {
     });
   }
 
-  test("bridge: STATUS is code 50 when the bridge name is taken by a link that is not a bridge; a missing bridge is fine", async () => {
+  test("bridge: STATUS is code 51 when the bridge name is taken by a link that is not a bridge; a missing bridge is fine", async () => {
     const name = uniqueLinkName("stb");
     const conf = pluginConf("bridge", network("br"), undefined, { bridge: name });
     expectSuccess(await execPlugin("bridge", { command: "STATUS", config: conf }), { silent: true });
     makeVethMaster({ name });
-    expectCniError(await execPlugin("bridge", { command: "STATUS", config: conf }), { code: 50, msg: `"${name}" already exists but is not a bridge` });
+    expectCniError(await execPlugin("bridge", { command: "STATUS", config: conf }), { code: 51, msg: `"${name}" already exists but is not a bridge` });
   });
 
   test("STATUS of ptp, dummy, tap and host-device asks IPAM only (a missing device is ADD's business)", async () => {
@@ -109,6 +110,21 @@ describe.skipIf(!sandboxed())("interface plugins: STATUS and GC", () => {
         code: 999,
         msg: 'failed to find plugin "nosuchipam"',
       });
+    }
+  });
+
+  test("IPAM's STATUS code passes unchanged through every interface plugin: an exhausted host-local 50, an unreachable dhcp daemon 51", async () => {
+    const dataDir = makeTempDir("ifst-full-");
+    const full = { type: "host-local", dataDir, ranges: [[{ subnet: "10.75.0.0/30" }]] };
+    const net = network("full");
+    // a /30 with its gateway .1 has one address: .2
+    expectResult(await execPlugin("host-local", { command: "ADD", containerID: "fill", netns: "/nonexistent", ifName: "eth0", config: { cniVersion: "1.1.0", name: net, ipam: full } }));
+    const noDaemon = { type: "dhcp", daemonSocketPath: join(makeTempDir("ifst-dhcp-"), "none.sock") };
+    const usable: Record<string, Record<string, unknown>> = { macvlan: { master: "lo" }, ipvlan: { master: "lo" }, vlan: { master: "lo", vlanId: 7 } };
+    for (const type of Object.keys(PLUGINS)) {
+      const extra = usable[type] ?? {};
+      expectCniError(await execPlugin(type, { command: "STATUS", config: pluginConf(type, net, full, extra) }), { code: 50, msg: "no IP addresses available" });
+      expectCniError(await execPlugin(type, { command: "STATUS", config: pluginConf(type, network("dh"), noDaemon, extra) }), { code: 51, msg: "DHCP daemon not reachable" });
     }
   });
 });
