@@ -296,8 +296,9 @@ describe.skipIf(!sandboxed())("prevResult edge cases (minimal.json)", () => {
       if (m.knownBug !== undefined) test.failing(`${name} (known bug: ${m.knownBug})`, body);
       else test(name, body);
 
-      // Go 1.1.1 stops at spec 1.0.0
-      test.skipIf(!hasGoPlugin(type) || !GO_VERSIONS.includes(m.cniVersion))(`Go ${name}`, async () => {
+      // Go 1.1.1 stops at spec 1.0.0: no Go counterpart for a 1.1.0 case
+      if (!GO_VERSIONS.includes(m.cniVersion)) continue;
+      test.skipIf(!hasGoPlugin(type))(`Go ${name}`, async () => {
         const run = await runMinimal(GO_BIN_DIR, type, m);
         if (m.error !== undefined) {
           expectCniError(run, { code: 999, msg: m.error });
