@@ -5,7 +5,7 @@ const A = [{ containerID: "a", ifname: "eth0" }];
 const B = [{ containerID: "b", ifname: "net1" }];
 
 describe("GC attachment list", () => {
-  test("SPEC.md's cni.dev/valid-attachments, or the older cni.dev/attachments alone (a runtime on an older libcni)", () => {
+  test("SPEC.md's cni.dev/valid-attachments, or the older cni.dev/attachments alone (a runtime written to SPEC.md before cni#1103)", () => {
     expect(validAttachmentsOf({ "cni.dev/valid-attachments": A })).toEqual([{ containerID: "a", ifName: "eth0" }]);
     expect(validAttachmentsOf({ "cni.dev/attachments": B })).toEqual([{ containerID: "b", ifName: "net1" }]);
     expect(gcAttachmentList({ "cni.dev/attachments": B })).toEqual({ key: "cni.dev/attachments", list: B });

@@ -64,8 +64,8 @@ export interface ValidAttachment {
 
 /**
  * The keys a GC config carries its list of live attachments under, newest first: SPEC.md's
- * `cni.dev/valid-attachments`, and `cni.dev/attachments`, which libcni sends as well (cni#1101,
- * #1103) and a runtime on an older libcni sends alone.
+ * `cni.dev/valid-attachments`, and `cni.dev/attachments`, the name SPEC.md gave it until cni#1103
+ * (a runtime written to that text sends only it); libcni sends both since (cni#1101).
  */
 export const GC_ATTACHMENT_KEYS = ["cni.dev/valid-attachments", "cni.dev/attachments"] as const;
 

@@ -1,7 +1,7 @@
 /**
  * GC configs as runtimes send the live attachments: SPEC.md's `cni.dev/valid-attachments`, the older
- * `cni.dev/attachments` alone (a runtime on an older libcni), or both (libcni on main, cni#1101,
- * #1103), where the newer key wins. Plugin GC tests send the older key alone for the call that
+ * `cni.dev/attachments` alone (SPEC.md's name until cni#1103; a runtime written to that text), or
+ * both (libcni, cni#1101), where the newer key wins. Plugin GC tests send the older key alone for the call that
  * collects, and both keys with different lists before it, so that either mistake shows.
  */
 export type GcList = { containerID: string; ifname: string }[];
