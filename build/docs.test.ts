@@ -8,15 +8,20 @@
  *   docs/plugins/README.md's common table instead, which the page links to; and no row documents a
  *   field the loader does not accept;
  * - each page's example config uses only accepted fields and is valid JSON;
- * - the per-call log page names the switches the code reads;
+ * - each page's STATUS bullet names the code (50 or 51) of every STATUS check the plugin makes of
+ *   its own — each check run in-process here — and no other, and says whether IPAM is asked;
+ * - the per-call log page names the switches the code reads and the trace context it records;
  * - README.md links docs/, and every relative link (and #anchor) in README.md and docs/ resolves.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
-import { CALL_LOG_ENV, CALL_LOG_KEY } from "../shared/cni/skel.ts";
+import { TRACE_CONTEXT_ENV } from "../shared/cni/call-log.ts";
+import { CALL_LOG_ENV, CALL_LOG_KEY, runPlugin } from "../shared/cni/skel.ts";
+import { useFixtureCleanup } from "../test/harness/cleanup.ts";
+import { makeTempDir } from "../test/harness/tempdir.ts";
 import type { FieldInfo, FieldKind, PluginFields } from "./config-fields.ts";
-import { pluginNames } from "./registry.ts";
+import { lookupPlugin, pluginNames } from "./registry.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const DOCS = join(ROOT, "docs");
@@ -160,11 +165,107 @@ describe("docs/plugins", () => {
   });
 });
 
+/** One way a plugin's own STATUS check fails, run in-process, and the code it must give. */
+interface StatusFailure {
+  why: string;
+  /** The plugin's fields (besides cniVersion, name, type); `dir` is a fresh directory. */
+  config: (dir: string, network: string) => Record<string, unknown>;
+  code: 50 | 51;
+}
+
+/**
+ * Every check a plugin's STATUS makes of its own (SPEC.md "STATUS": 50 not available, 51 also
+ * existing containers affected). A plugin not listed has none: its page says it is always
+ * available, or only that IPAM's answer is passed on.
+ */
+const STATUS_FAILURES: Record<string, StatusFailure[]> = {
+  "host-local": [
+    {
+      why: "no free address",
+      config: (dir, network) => {
+        // 10.99.0.0/30 with the gateway .1 has one address, .2: reserved
+        mkdirSync(join(dir, network));
+        writeFileSync(join(dir, network, "10.99.0.2"), "other\r\neth0");
+        return { ipam: { type: "host-local", dataDir: dir, ranges: [[{ subnet: "10.99.0.0/30" }]] } };
+      },
+      code: 50,
+    },
+  ],
+  dhcp: [{ why: "the daemon is gone", config: (dir) => ({ ipam: { type: "dhcp", daemonSocketPath: join(dir, "none.sock") } }), code: 51 }],
+  bridge: [{ why: "the bridge name is a link that is not a bridge", config: () => ({ bridge: "lo" }), code: 51 }],
+  macvlan: [{ why: "the master is missing", config: () => ({ master: "nosuchmaster0" }), code: 51 }],
+  ipvlan: [{ why: "the master is missing", config: () => ({ master: "nosuchmaster0" }), code: 51 }],
+  vlan: [{ why: "the master is missing", config: () => ({ master: "nosuchmaster0", vlanId: 7 }), code: 51 }],
+};
+
+/** Fields that let a plugin's own STATUS checks pass, so that only IPAM is left to ask. */
+const STATUS_PASSING: Record<string, Record<string, unknown>> = {
+  bridge: { bridge: "cnidocs0" },
+  macvlan: { master: "lo" },
+  ipvlan: { master: "lo" },
+  vlan: { master: "lo", vlanId: 7 },
+  "host-device": { device: "cnidocs0" },
+};
+
+/** STATUS of `name` in-process (no IPAM plugin can be found: CNI_PATH is empty of them); the error JSON, or undefined on success. */
+async function statusOf(name: string, fields: Record<string, unknown>): Promise<{ code: number; msg: string } | undefined> {
+  const spec = await lookupPlugin(name)!;
+  const config = { cniVersion: "1.1.0", name: "docsnet", type: name, ...fields };
+  let stdout = "";
+  const status = await runPlugin(spec, {
+    env: { CNI_COMMAND: "STATUS", CNI_PATH: join(makeTempDir("cni-docs-bin-"), "none") },
+    readStdin: () => new TextEncoder().encode(JSON.stringify(config)),
+    stdout: (t) => (stdout += t),
+    stderr: () => {},
+  });
+  return status === 0 ? undefined : (JSON.parse(stdout) as { code: number; msg: string });
+}
+
+/** The `**STATUS:**` bullet of a page, as one line. */
+function statusBullet(text: string): string {
+  const lines = text.split("\n");
+  const start = lines.findIndex((l) => l.startsWith("- **STATUS:**"));
+  if (start < 0) return "";
+  let end = start + 1;
+  while (end < lines.length && lines[end]!.startsWith("  ")) end++;
+  return lines.slice(start, end).map((l) => l.trim()).join(" ");
+}
+
+describe("docs/plugins: STATUS", () => {
+  useFixtureCleanup();
+
+  for (const name of pluginNames()) {
+    test(`${name}.md names the code of each STATUS check the plugin makes, and whether IPAM is asked`, async () => {
+      const bullet = statusBullet(readFileSync(join(PLUGIN_DOCS, `${name}.md`), "utf8"));
+      expect(bullet).not.toBe("");
+      const failures = STATUS_FAILURES[name] ?? [];
+      for (const f of failures) {
+        const got = await statusOf(name, f.config(makeTempDir("cni-docs-status-"), "docsnet"));
+        expect({ why: f.why, code: got?.code }).toEqual({ why: f.why, code: f.code });
+      }
+      const documented = [...new Set([...bullet.matchAll(/\bcode (5[01])\b/g)].map((m) => Number(m[1])))].sort();
+      expect(documented).toEqual([...new Set(failures.map((f) => f.code))].sort());
+      if (failures.length === 0 && !bullet.includes("IPAM")) expect(bullet).toContain("always available");
+      const withIpam = await statusOf(name, { ...STATUS_PASSING[name], ipam: { type: "nosuchipam" } });
+      const asksIpam = withIpam?.msg.includes('failed to find plugin "nosuchipam"') ?? false;
+      expect({ asksIpam, documented: bullet.toLowerCase().includes("passed on to the ipam plugin") }).toEqual({ asksIpam, documented: asksIpam });
+    });
+  }
+});
+
 describe("docs/call-log.md", () => {
   test("names the environment variable and the config key the code reads", () => {
     const text = readFileSync(join(DOCS, "call-log.md"), "utf8");
     expect(text).toContain(`\`${CALL_LOG_ENV}\``);
     expect(text).toContain(`\`${CALL_LOG_KEY}\``);
+  });
+
+  test("names every trace context variable the log records, and its key", () => {
+    const text = readFileSync(join(DOCS, "call-log.md"), "utf8");
+    for (const [variable, key] of Object.entries(TRACE_CONTEXT_ENV)) {
+      expect(text).toContain(`\`${variable}\``);
+      expect(text).toContain(`\`${key}\``);
+    }
   });
 });
 

@@ -1,11 +1,14 @@
 /**
  * The spec's GC for one network (libcni `GCNetworkList`): every plugin of the list, in order, gets
- * `CNI_COMMAND=GC` with its own config plus the list's `name` and `cniVersion` and
- * `cni.dev/valid-attachments`. A failing plugin does not stop the others; every failure is returned.
+ * `CNI_COMMAND=GC` with its own config plus the list's `name` and `cniVersion` and the live
+ * attachments under both `cni.dev/valid-attachments` and the older `cni.dev/attachments`, as libcni
+ * sends them (cni#1101, #1103), so a plugin reading either key gets them. A failing plugin does not
+ * stop the others; every failure is returned.
  * GC exists from spec 1.1.0: an older list is sent as 1.1.0 (the plugins of this suite accept every
  * version; a plugin that does not know GC answers with an error, which is reported).
  */
 import { execDelegate } from "../shared/cni/invoke.ts";
+import { GC_ATTACHMENT_KEYS } from "../shared/cni/netconf.ts";
 import type { CmdArgs } from "../shared/cni/types.ts";
 import { versionGte } from "../shared/cni/version.ts";
 import type { NetworkList } from "./networks.ts";
@@ -24,7 +27,8 @@ export interface GcCall {
 /** The config bytes one plugin gets. */
 export function gcConfig(net: NetworkList, plugin: Record<string, unknown>, valid: readonly GcAttachment[]): Record<string, unknown> {
   const cniVersion = versionGte(net.cniVersion, "1.1.0") ? net.cniVersion : "1.1.0";
-  return { ...plugin, name: net.name, cniVersion, "cni.dev/valid-attachments": valid };
+  const lists = Object.fromEntries(GC_ATTACHMENT_KEYS.map((key) => [key, valid]));
+  return { ...plugin, name: net.name, cniVersion, ...lists };
 }
 
 /** Runs GC through the list; `binDirs` is CNI_PATH. */

@@ -286,13 +286,14 @@ describe("gc", () => {
     expect(v).toEqual([{ containerID: "x", ifname: "net1" }]);
   });
 
-  test("each plugin's GC config carries the list's name, a GC-capable version and the attachments", () => {
+  test("each plugin's GC config carries the list's name, a GC-capable version and the attachments under both keys (as libcni)", () => {
     expect(gcConfig({ ...NET, cniVersion: "0.4.0" }, { type: "portmap", capabilities: { portMappings: true } }, [{ containerID: "a", ifname: "eth0" }])).toEqual({
       type: "portmap",
       capabilities: { portMappings: true },
       name: "n1",
       cniVersion: "1.1.0",
       "cni.dev/valid-attachments": [{ containerID: "a", ifname: "eth0" }],
+      "cni.dev/attachments": [{ containerID: "a", ifname: "eth0" }],
     });
   });
 });

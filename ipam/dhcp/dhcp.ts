@@ -19,7 +19,7 @@
  *   needs; otherwise code 50. Nothing is sent to the DHCP server.
  * Deliberate differences from upstream are listed in DIFFERENCES.md (dhcp).
  */
-import { InternalError, PluginUnavailableError, TryAgainLaterError, messageOf } from "../../shared/cni/errors.ts";
+import { InternalError, PluginUnavailableLimitedError, TryAgainLaterError, messageOf } from "../../shared/cni/errors.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { absolutePath } from "../../shared/sys/file.ts";
@@ -138,13 +138,17 @@ async function gc(args: CmdArgs): Promise<void> {
   }
 }
 
-/** STATUS: available when the daemon accepts a Go RPC connection (the first thing ADD needs). */
+/**
+ * STATUS: available when the daemon accepts a Go RPC connection (the first thing ADD needs). When it
+ * does not, code 51, not 50 (SPEC.md "STATUS"): the daemon is also what renews the leases of the
+ * existing containers, which lose their addresses when those expire.
+ */
 async function status(args: CmdArgs): Promise<void> {
   try {
     await withDaemon(socketPathOf(args.config), async () => undefined);
   } catch (err) {
     if (!(err instanceof DaemonUnreachableError)) throw err;
-    throw new PluginUnavailableError(`DHCP daemon not reachable: ${err.message}`, { cause: err, details: START_HINT });
+    throw new PluginUnavailableLimitedError(`DHCP daemon not reachable (existing leases are not renewed): ${err.message}`, { cause: err, details: START_HINT });
   }
 }
 

@@ -1,6 +1,7 @@
 /**
  * GC for host-local (spec 1.1.0; upstream has none: its main.go says "FIXME GC"). The runtime passes the
- * attachments that are still alive in `cni.dev/valid-attachments`; under the store lock every
+ * attachments that are still alive in `cni.dev/valid-attachments` (or the older
+ * `cni.dev/attachments`: shared/cni/netconf.ts gcAttachmentList); under the store lock every
  * reservation whose owner is not among them is released:
  * - `<id>\r\n<ifname>` files: kept only if (id, ifname) is valid;
  * - legacy `<id>` files: kept if any attachment of container `id` is valid (they record no ifname);
@@ -9,26 +10,28 @@
  * A config without the key is a no-op (never "release everything"); an empty list releases all.
  * Only reservation files (named by an IP) directly in this network's directory are considered.
  */
-import { decode, getField, t } from "../../shared/cni/decode.ts";
+import { decode, t } from "../../shared/cni/decode.ts";
 import { InternalError, messageOf } from "../../shared/cni/errors.ts";
+import { GC_ATTACHMENT_KEYS, gcAttachmentList } from "../../shared/cni/netconf.ts";
 import { parseOwner } from "./store/owner.ts";
 import type { Store } from "./store/store.ts";
-
-export const VALID_ATTACHMENTS_KEY = "cni.dev/valid-attachments";
 
 export interface Attachment {
   containerID: string;
   ifname: string;
 }
 
-const attachmentsSchema = t.object("GCArgs", {
-  [VALID_ATTACHMENTS_KEY]: t.array(t.object("GCAttachment", { containerID: t.string(), ifname: t.string() })),
-});
+const attachmentList = t.array(t.object("GCAttachment", { containerID: t.string(), ifname: t.string() }));
+const gcArgsSchema = t.object("GCArgs", Object.fromEntries(GC_ATTACHMENT_KEYS.map((key) => [key, attachmentList])));
 
-/** The valid attachments of a GC call, or undefined when the config does not carry the key. */
+/**
+ * The valid attachments of a GC call, or undefined when the config carries no list; a malformed
+ * list is code 7 naming its key (Go's decoding error).
+ */
 export function parseValidAttachments(config: Record<string, unknown>): Attachment[] | undefined {
-  if (getField(config, VALID_ATTACHMENTS_KEY) == null) return undefined;
-  const list = decode(attachmentsSchema, config)[VALID_ATTACHMENTS_KEY] ?? [];
+  const found = gcAttachmentList(config);
+  if (found === undefined) return undefined;
+  const list = (decode(gcArgsSchema, { [found.key]: found.list })[found.key] ?? []) as ({ containerID?: string; ifname?: string } | undefined)[];
   return list
     .filter((a) => a !== undefined)
     .map((a) => ({ containerID: a.containerID ?? "", ifname: a.ifname ?? "" }));

@@ -336,7 +336,18 @@ describe("host-local GC", () => {
     expect(existsSync(netDir())).toBe(false);
   });
 
-  test("GC rejects a malformed attachment list", () => {
-    expect(failure(() => gc({ ...conf({ ranges }), "cni.dev/valid-attachments": "nope" })).code).toBe(7);
+  test("GC rejects a malformed attachment list, naming the key it came under", () => {
+    expect(failure(() => gc({ ...conf({ ranges }), "cni.dev/valid-attachments": "nope" }))).toMatchObject({ code: 7, msg: expect.stringContaining("GCArgs.cni.dev/valid-attachments ") });
+    expect(failure(() => gc({ ...conf({ ranges }), "cni.dev/attachments": "nope" }))).toMatchObject({ code: 7, msg: expect.stringContaining("GCArgs.cni.dev/attachments ") });
+  });
+
+  test("GC reads the older cni.dev/attachments alone; when both keys are present the newer wins", () => {
+    const c = conf({ ranges });
+    add(c, { id: "a" });
+    add(c, { id: "b" });
+    gc({ ...c, "cni.dev/valid-attachments": [{ containerID: "a", ifname: "eth0" }, { containerID: "b", ifname: "eth0" }], "cni.dev/attachments": [] });
+    expect(Object.keys(reservations())).toHaveLength(2);
+    gc({ ...c, "cni.dev/attachments": [{ containerID: "a", ifname: "eth0" }] });
+    expect(Object.values(reservations())).toEqual(["a\r\neth0"]);
   });
 });

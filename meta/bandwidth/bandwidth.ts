@@ -16,7 +16,8 @@
  *   root with a limited and an uncapped class and u32 prefix filters instead of the TBF
  *   (subnets.ts, htb-setup.ts).
  * - CHECK compares the kernel's TBF rate/limit/buffer with the configured numbers and the redirect;
- *   DEL removes the IFB, the redirect and the root qdisc; GC removes this network's IFBs of
+ *   DEL removes the IFB, the redirect, the ingress and the root qdisc wherever ADD may have put
+ *   them (the prevResult is not needed); GC removes this network's IFBs of
  *   attachments that are no longer valid (gc.ts). Every tc object is made over netlink (the
  *   Handle's tc methods); no `tc` binary.
  *
@@ -34,7 +35,7 @@ import { loadBandwidthConfig, type BandwidthConfig } from "./config.ts";
 import { collectIfbs } from "./gc.ts";
 import { checkHtb, setupHtb } from "./htb-setup.ts";
 import { createIfb, deleteIfb, findIfb } from "./ifb.ts";
-import { findSite, refuseUnshapeable, shapingsOf, type Shaping, type Site } from "./site.ts";
+import { findSite, hostInterfaceNames, hostPeer, refuseUnshapeable, shapingsOf, type Shaping, type Site } from "./site.ts";
 import type { SubnetSelection } from "./subnets.ts";
 import { tbfNumbers } from "./tbf-params.ts";
 import { redirectsTo, removeRedirects, removeRootQdisc, rootQdisc, setupRedirect, setupTbf, TBF_HANDLE } from "./tc-setup.ts";
@@ -52,21 +53,23 @@ function shape(nl: Handle, index: number, s: Shaping, subnets: SubnetSelection |
 
 /**
  * Removes an attachment's shaping from one netns (DEL, and ADD's rollback): our redirect filters on
- * `dev` (towards the IFB, or all of ours once it is gone), our root qdisc on `dev` when the site
- * shapes with it, then the IFB. `dev` is undefined when the shaped device is not in this netns.
+ * `dev` (towards the IFB, or all of ours once it is gone) and the ingress qdisc they hung on, our
+ * root qdisc on `dev` (TBF or HTB `1:`, whichever direction it limited), then the IFB. `dev` is
+ * undefined when no device of the attachment is in this netns.
  */
-function unshape(nl: Handle, dev: Link | undefined, root: boolean, conf: BandwidthConfig, args: CmdArgs): void {
+function unshape(nl: Handle, dev: Link | undefined, conf: BandwidthConfig, args: CmdArgs): void {
   const ifb = findIfb(nl, conf.name, args);
   if (dev !== undefined) {
     annotate(`failed to remove the redirect filter on ${dev.name}`, () => removeRedirects(nl, dev.index, ifb?.index));
-    if (root) annotate(`failed to remove the root qdisc of ${dev.name}`, () => removeRootQdisc(nl, dev.index));
+    annotate(`failed to remove the root qdisc of ${dev.name}`, () => removeRootQdisc(nl, dev.index));
   }
   if (ifb !== undefined) annotate(`failed to delete ${ifb.name}`, () => deleteIfb(nl, ifb.index));
 }
 
-/** Whether the site shapes with the device's root qdisc (the direction its device sends). */
-function shapesRoot(where: Site["where"], conf: BandwidthConfig): boolean {
-  return shapingsOf(where, conf.bandwidth).some((s) => s.hook === "root");
+/** The site of the attachment for ADD and CHECK, from the kernel and the prevResult's host-side names. */
+function siteOf(args: CmdArgs, prev: Result, containerNl: Handle, hostNl: Handle): Site {
+  const hostNames = hostInterfaceNames(prev.interfaces ?? []);
+  return findSite(containerLink(containerNl, args.ifName), containerNl, hostNl, hostNames);
 }
 
 async function add(args: CmdArgs): Promise<Result> {
@@ -79,10 +82,10 @@ async function add(args: CmdArgs): Promise<Result> {
   using hostNl = Handle.open();
   using ns = openContainerNetns(args.netns);
   using containerNl = Handle.open(ns);
-  const site = findSite(containerLink(containerNl, args.ifName), containerNl, hostNl, prev.interfaces ?? []);
+  const site = siteOf(args, prev, containerNl, hostNl);
   const shapings = shapingsOf(site.where, conf.bandwidth);
   refuseUnshapeable(site, shapings);
-  const undo = new Undo([{ name: "shaping", run: () => unshape(site.nl, site.dev, shapesRoot(site.where, conf), conf, args) }], args.stderr);
+  const undo = new Undo([{ name: "shaping", run: () => unshape(site.nl, site.dev, conf, args) }], args.stderr);
   let ifb: Link | undefined;
   try {
     undo.reached("shaping");
@@ -130,7 +133,7 @@ function check(args: CmdArgs): void {
   using hostNl = Handle.open();
   using ns = openContainerNetns(args.netns);
   using containerNl = Handle.open(ns);
-  const site = findSite(containerLink(containerNl, args.ifName), containerNl, hostNl, prev.interfaces ?? []);
+  const site = siteOf(args, prev, containerNl, hostNl);
   for (const s of shapingsOf(site.where, conf.bandwidth)) {
     if (s.hook === "root") {
       checkTbf(site.nl, site.dev, s, conf.subnets);
@@ -144,30 +147,32 @@ function check(args: CmdArgs): void {
 }
 
 /**
- * DEL removes the attachment's shaping from the host netns (always: the IFB by name, as upstream;
- * the host veth's redirect and TBF when the site is `host`) and from the container netns when it
- * still exists. Every step runs; failures are reported together.
+ * DEL removes the attachment's shaping wherever ADD may have put it, without the prevResult (which
+ * may be missing, empty or different from ADD's, SPEC.md "DEL"): from the host netns (the IFB by
+ * name, as upstream; the container interface's host veth peer) and from the container netns when it
+ * still exists (the container interface, the IFB there). Every step runs; failures are reported
+ * together.
  */
 async function del(args: CmdArgs): Promise<void> {
   const conf = loadBandwidthConfig(args, false);
-  const prev = prevResultFrom(args);
   using hostNl = Handle.open();
   using ns = openNetnsForDel(args.netns);
   using containerNl = ns === undefined ? undefined : Handle.open(ns);
-  let site: Site | undefined;
+  let link: Link | undefined;
+  let peer: Link | undefined;
   await teardown([
     {
-      name: "shaped device",
+      name: "shaped devices",
       run: () => {
-        const link = containerNl?.linkFind(args.ifName);
-        if (containerNl !== undefined && link !== undefined) site = findSite(link, containerNl, hostNl, prev === undefined ? undefined : (prev.interfaces ?? []));
+        link = containerNl?.linkFind(args.ifName);
+        if (link !== undefined) peer = hostPeer(link, hostNl);
       },
     },
-    { name: "host shaping", run: () => unshape(hostNl, site?.where === "host" ? site.dev : undefined, shapesRoot("host", conf), conf, args) },
+    { name: "host shaping", run: () => unshape(hostNl, peer, conf, args) },
     {
       name: "container shaping",
       run: () => {
-        if (containerNl !== undefined) unshape(containerNl, site?.where === "container" ? site.dev : undefined, shapesRoot("container", conf), conf, args);
+        if (containerNl !== undefined) unshape(containerNl, link, conf, args);
       },
     },
   ]);

@@ -16,7 +16,7 @@ import { CniError } from "../../shared/cni/errors.ts";
 import { LinkNotFoundError, NetlinkError, type Filter, type Handle, type Link, type Qdisc } from "../../shared/netlink/index.ts";
 import { staleIfbs } from "./gc.ts";
 import { derivedIfbName, ifbAlias, ifbAttachment, ifbOwner, upstreamIfbName } from "./ifb-name.ts";
-import { findSite, refuseUnshapeable, shapingsOf } from "./site.ts";
+import { findSite, hostInterfaceNames, refuseUnshapeable, shapingsOf } from "./site.ts";
 import { redirectSources, redirectsTo, removeRedirects, removeRootQdisc } from "./tc-setup.ts";
 
 /** The few Handle methods the code under test uses, over in-memory state; `fail` scripts errors. */
@@ -93,8 +93,9 @@ describe("DEL: only not-found means already gone", () => {
     nl.fail.filterDel = new NetlinkError(RTM_DELTFILTER, ENOENT);
     expect(() => removeRedirects(nl.nl, 5, 9)).not.toThrow();
     delete nl.fail.filterDel;
+    nl.deleted = [];
     removeRedirects(nl.nl, 5, 9);
-    expect(nl.deleted).toEqual(["filter 5 prio 1"]);
+    expect(nl.deleted).toEqual(["filter 5 prio 1", "qdisc 5 ingress"]);
   });
   test("redirect filters: only ours towards the given IFB (all of ours once the IFB is unknown)", () => {
     const nl = new ScriptedNl();
@@ -102,7 +103,35 @@ describe("DEL: only not-found means already gone", () => {
     removeRedirects(nl.nl, 5, 10);
     expect(nl.deleted).toEqual([]);
     removeRedirects(nl.nl, 5, undefined);
-    expect(nl.deleted).toEqual(["filter 5 prio 1"]);
+    expect(nl.deleted).toEqual(["filter 5 prio 1", "qdisc 5 ingress"]);
+  });
+  test("ingress qdisc: removed with our last filter (hash table nodes of that priority included); kept for other filters, and a clsact always", () => {
+    const nl = new ScriptedNl();
+    hooked(nl, 5, 9);
+    const { classId: _, ...node } = nl.filters[0]!;
+    nl.filters.push({ ...node, handle: 0x800000, actions: [] }); // the u32 ht node of prio 1
+    removeRedirects(nl.nl, 5, 9);
+    expect(nl.deleted).toEqual(["filter 5 prio 1", "qdisc 5 ingress"]);
+
+    const other = new ScriptedNl();
+    hooked(other, 5, 9);
+    other.filters.push({ ...other.filters[0]!, priority: 2, actions: [] }); // somebody else's
+    removeRedirects(other.nl, 5, 9);
+    expect(other.deleted).toEqual(["filter 5 prio 1"]);
+
+    const clsact = new ScriptedNl();
+    hooked(clsact, 5, 9);
+    clsact.qdiscs[0]!.kind = "clsact";
+    clsact.filters[0]!.parent = tcHandle(0xffff, 0xfff2);
+    removeRedirects(clsact.nl, 5, 9);
+    expect(clsact.deleted).toEqual(["filter 5 prio 1"]);
+
+    const failing = new ScriptedNl();
+    hooked(failing, 5, 9);
+    failing.fail.qdiscDel = eperm(RTM_DELQDISC);
+    expect(() => removeRedirects(failing.nl, 5, 9)).toThrow(/EPERM/);
+    failing.fail.qdiscDel = new NetlinkError(RTM_DELQDISC, ENOENT);
+    expect(() => removeRedirects(failing.nl, 5, 9)).not.toThrow();
   });
   test("root qdisc: ours only; a failed delete is an error", () => {
     const nl = new ScriptedNl();
@@ -122,11 +151,11 @@ describe("site", () => {
   const hostVeth = link(7, "veth1234", { kind: "veth", parentIndex: 2 });
   const listed = [{ name: "veth1234" }, { name: "eth0", sandbox: "/proc/1/ns/net" }];
 
-  function site(container: Link, host: Link[], interfaces: { name: string; sandbox?: string }[] | undefined) {
+  function site(container: Link, host: Link[], interfaces: { name: string; sandbox?: string }[]) {
     const c = new ScriptedNl();
     const h = new ScriptedNl();
     h.links = host;
-    return { s: findSite(container, c.nl, h.nl, interfaces), c, h };
+    return { s: findSite(container, c.nl, h.nl, hostInterfaceNames(interfaces)), c, h };
   }
 
   test("a veth whose peer is a listed host interface: the host veth (upstream's path)", () => {
@@ -134,8 +163,24 @@ describe("site", () => {
     expect(s.where).toBe("host");
     expect(s.dev).toBe(hostVeth);
     expect(s.nl).toBe(h.nl);
-    // DEL without prevResult: the peer alone decides
-    expect(site(eth0, [hostVeth], undefined).s.where).toBe("host");
+  });
+  test("a prevResult without host-side interfaces: the container interface, even with a host peer", () => {
+    expect(site(eth0, [hostVeth], []).s).toMatchObject({ where: "container", dev: eth0 });
+  });
+  test("a host-side name no link can have is refused with code 7 naming the field; a sandboxed one is not looked at", () => {
+    for (const [bad, why] of [["veth1234\u0000", "NUL"], ["veth1234567890123", "15 bytes"], ["a/b", '"/"'], ["..", '".."'], ["", "empty"]] as const) {
+      let err: unknown;
+      try {
+        hostInterfaceNames([{ name: "eth0", sandbox: "/x" }, { name: bad }]);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(CniError);
+      expect((err as CniError).code).toBe(7);
+      expect((err as CniError).message).toStartWith("prevResult.interfaces[1].name ");
+      expect((err as CniError).message).toContain(why);
+    }
+    expect([...hostInterfaceNames([{ name: "a/b", sandbox: "/x" }, { name: "veth1234" }])]).toEqual(["veth1234"]);
   });
   test("otherwise the container interface: not a veth, peer not in the host, not listed, or not really the peer", () => {
     const macvlan = link(2, "eth0", { kind: "macvlan", parentIndex: 3 });
@@ -149,7 +194,7 @@ describe("site", () => {
   test("a failed peer lookup is an error, not a different site", () => {
     const h = new ScriptedNl();
     h.fail.linkByIndex = eperm(RTM_GETLINK);
-    expect(() => findSite(eth0, new ScriptedNl().nl, h.nl, listed)).toThrow(/EPERM/);
+    expect(() => findSite(eth0, new ScriptedNl().nl, h.nl, hostInterfaceNames(listed))).toThrow(/EPERM/);
   });
   test("hooks: the host veth sends towards the container, the container interface sends from it", () => {
     const bw = { ingress: { rate: 8000, burst: 80 }, egress: { rate: 16000, burst: 160 } };

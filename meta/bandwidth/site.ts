@@ -14,11 +14,18 @@
  * The peer check is stricter than upstream's index lookup: the host link at the peer index must be
  * a veth whose own peer index is the container interface's (an index alone may name an unrelated
  * host link when the peer is in some other netns).
+ *
+ * A prevResult's host-side interface (no sandbox) names a host link; a name no link can have (a NUL
+ * byte, over 15 bytes, `/`, `:`, `.`/`..`, white space, empty) is refused with code 7 naming the
+ * field (upstream fails there too: "no veth peer of container interface found in host ns"). A
+ * prevResult that lists no host-side interface at all (`{}`, only the container interface) takes
+ * the `container` site. DEL does not use the prevResult (bandwidth.ts).
  */
-import { UnsupportedFieldError } from "../../shared/cni/errors.ts";
+import { InvalidConfigError, UnsupportedFieldError } from "../../shared/cni/errors.ts";
 import type { Interface } from "../../shared/cni/types.ts";
 import { IPVLAN_MODE_L3S } from "../../shared/netlink/constants/if-link.ts";
 import { isNotFound, type Handle, type Link } from "../../shared/netlink/index.ts";
+import { linkNameProblem } from "../../shared/netlink/link-name.ts";
 import type { Bandwidth, Limit } from "./config.ts";
 import type { PeerField } from "./htb-setup.ts";
 
@@ -31,7 +38,7 @@ export interface Site {
 }
 
 /** The host link that is `link`'s veth peer, if `link` is a veth whose peer is in the host netns. */
-function hostPeer(link: Link, hostNl: Handle): Link | undefined {
+export function hostPeer(link: Link, hostNl: Handle): Link | undefined {
   if (link.kind !== "veth" || link.parentIndex === undefined || link.parentIndex <= 0) return undefined;
   let peer: Link;
   try {
@@ -44,16 +51,24 @@ function hostPeer(link: Link, hostNl: Handle): Link | undefined {
 }
 
 /**
- * The site of the container interface `link`. `interfaces` are the prevResult's; DEL without a
- * prevResult passes undefined and then a host peer alone makes the site `host` (a veth moved in by
- * host-device and shaped in the container keeps its qdisc until host-device moves it out, and a
- * netns move drops a device's qdiscs).
+ * The names of the prevResult's host-side interfaces (those without sandbox); a name no link can
+ * have is refused (code 7, naming the field).
  */
-export function findSite(link: Link, containerNl: Handle, hostNl: Handle, interfaces: readonly Interface[] | undefined): Site {
+export function hostInterfaceNames(interfaces: readonly Interface[]): Set<string> {
+  const names = new Set<string>();
+  interfaces.forEach((i, n) => {
+    if ((i.sandbox ?? "") !== "") return;
+    const problem = linkNameProblem(i.name);
+    if (problem !== undefined) throw new InvalidConfigError(`prevResult.interfaces[${n}].name ${JSON.stringify(i.name)} ${problem}: not a host link name`);
+    names.add(i.name);
+  });
+  return names;
+}
+
+/** The site of the container interface `link`; `hostNames`: {@link hostInterfaceNames} of the prevResult. */
+export function findSite(link: Link, containerNl: Handle, hostNl: Handle, hostNames: ReadonlySet<string>): Site {
   const peer = hostPeer(link, hostNl);
-  if (peer !== undefined && (interfaces === undefined || interfaces.some((i) => (i.sandbox ?? "") === "" && i.name === peer.name))) {
-    return { where: "host", nl: hostNl, dev: peer };
-  }
+  if (peer !== undefined && hostNames.has(peer.name)) return { where: "host", nl: hostNl, dev: peer };
   return { where: "container", nl: containerNl, dev: link };
 }
 

@@ -7,7 +7,7 @@
  * - its receiving direction: an IFB in the same netns (MTU and txqueuelen of the device, up), an
  *   ingress qdisc `ffff:` on the device (or the existing clsact/ingress one), a u32 match-all
  *   filter there (protocol all, classid 1:1) whose mirred action redirects to the IFB, and TBF `1:`
- *   at the IFB's root.
+ *   at the IFB's root. Removal takes the ingress qdisc away again once no filter is left on it.
  * Leftovers of an earlier attachment (a failed DEL) are replaced rather than failing with EEXIST.
  * Removal treats only not-found (the device is gone) as "nothing there"; any other error is thrown.
  */
@@ -134,11 +134,14 @@ export function redirectsTo(nl: Handle, index: number, ifbIndex: number): boolea
 
 /**
  * Removes from the device our redirect filters towards `ifbIndex` (all of ours when undefined),
- * so a device that outlives the attachment is not left redirecting into a deleted IFB.
+ * so a device that outlives the attachment is not left redirecting into a deleted IFB; then the
+ * ingress qdisc `ffff:` that ADD adds for them, once no filter at all is left on it (a clsact
+ * qdisc, which ADD never adds, stays).
  */
 export function removeRedirects(nl: Handle, index: number, ifbIndex: number | undefined): void {
   const hook = hookFilters(nl, index);
   if (hook === undefined) return;
+  // a priority is one classifier: deleting it takes its u32 hash table nodes along
   const prios = new Set(hook.filters.filter((f) => redirectsToIndex(f, ifbIndex)).map((f) => f.priority));
   for (const prio of prios) {
     try {
@@ -146,6 +149,12 @@ export function removeRedirects(nl: Handle, index: number, ifbIndex: number | un
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
+  }
+  if (hook.parent !== INGRESS_HANDLE || hook.filters.some((f) => !prios.has(f.priority))) return;
+  try {
+    nl.qdiscDel(index, "ingress");
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
   }
 }
 

@@ -87,11 +87,13 @@ export function makePortmapPlugin(getDrivers: (env: CmdArgs["env"]) => FirewallD
   function del(args: CmdArgs): void {
     const conf = loadPortmapConfig(args);
     const target: PortmapDelTarget = { network: conf.name, containerID: args.containerID, conf };
-    // prevResult, when the runtime passes it, names the container's families: ADD only wrote those.
+    // A prevResult with the container's addresses names its families: ADD only wrote those. One
+    // without (missing, `{}`, no `ips`: SPEC.md "DEL") says nothing, and both families are cleaned.
     const prev = prevResultFrom(args);
     if (prev !== undefined) {
       const ips = containerIPs(prev, args.ifName);
-      target.families = ([4, 6] as const).filter((f) => (f === 4 ? ips.v4 : ips.v6) !== undefined);
+      const families = ([4, 6] as const).filter((f) => (f === 4 ? ips.v4 : ips.v6) !== undefined);
+      if (families.length > 0) target.families = families;
     }
     const d = getDrivers(args.env);
     const removed = lockOf(d).whileDeleting({ network: conf.name, containerID: args.containerID, ifName: args.ifName }, () =>

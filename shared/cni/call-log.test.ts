@@ -70,6 +70,19 @@ describe("per-call log", () => {
     expect(statSync(file).mode & 0o777).toBe(0o600);
   });
 
+  test("records the trace context libcni passes (TRACEPARENT, TRACESTATE, BAGGAGE); unset or empty ones are left out", async () => {
+    const file = join(tempDir(), "calls.jsonl");
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const env = { ...baseEnv, CNI_COMMAND: "ADD", [CALL_LOG_ENV]: file };
+    await call({ ...env, TRACEPARENT: traceparent, TRACESTATE: "rojo=00f067aa0ba902b7", BAGGAGE: "k8s.pod=web-1,team=net" }, { cniVersion: "1.0.0", name: "n" });
+    await call({ ...env, TRACEPARENT: traceparent, TRACESTATE: "" }, { cniVersion: "1.0.0", name: "n" });
+    await call(env, { cniVersion: "1.0.0", name: "n" });
+    const [all, some, none] = lines(file);
+    expect(all).toMatchObject({ traceparent, tracestate: "rojo=00f067aa0ba902b7", baggage: "k8s.pod=web-1,team=net" });
+    expect(Object.keys(some!).filter((k) => ["traceparent", "tracestate", "baggage"].includes(k))).toEqual(["traceparent"]);
+    expect(Object.keys(none!).filter((k) => ["traceparent", "tracestate", "baggage"].includes(k))).toEqual([]);
+  });
+
   test("the config key turns it on and wins over the environment", async () => {
     const dir = tempDir();
     const fromKey = join(dir, "key.jsonl");

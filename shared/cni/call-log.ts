@@ -5,7 +5,9 @@
  * one of them is set, so a call with the log off costs nothing here.
  *
  * Writing the log never changes the call: every error is swallowed (one line on stderr says why),
- * and stdout is never touched.
+ * and stdout is never touched. A line also carries the trace context the runtime passed
+ * ({@link TRACE_CONTEXT_ENV}); delegation (invoke.ts) hands the same environment to the IPAM
+ * plugin, so its line carries the same trace.
  */
 import { closeSync, openSync, writeSync } from "node:fs";
 import { isAbsolute } from "node:path";
@@ -23,6 +25,12 @@ export interface CallRecord {
   durationMs: number;
 }
 
+/**
+ * The trace context libcni passes to plugins (cni#1173, OpenTelemetry's environment carriers): each
+ * variable and the key its value is logged under, when the call got it.
+ */
+export const TRACE_CONTEXT_ENV = { TRACEPARENT: "traceparent", TRACESTATE: "tracestate", BAGGAGE: "baggage" } as const;
+
 /** One line of the log. */
 export interface CallLogLine {
   time: string;
@@ -37,6 +45,10 @@ export interface CallLogLine {
   code: number;
   /** The CNI error message ("" on success). */
   msg: string;
+  /** TRACEPARENT, TRACESTATE, BAGGAGE as the call got them; absent when unset or empty. */
+  traceparent?: string;
+  tracestate?: string;
+  baggage?: string;
 }
 
 function parsedConfig(stdin: Uint8Array | undefined): Record<string, unknown> | undefined {
@@ -74,6 +86,11 @@ export function callLogLine(rec: CallRecord, config: Record<string, unknown> | u
   const failed = rec.status !== 0;
   const err = failed ? errorOf(rec.stdout) : { code: 0, msg: "" };
   const name = config?.name;
+  const trace: Partial<Record<(typeof TRACE_CONTEXT_ENV)[keyof typeof TRACE_CONTEXT_ENV], string>> = {};
+  for (const [variable, key] of Object.entries(TRACE_CONTEXT_ENV)) {
+    const value = rec.env[variable];
+    if (value !== undefined && value !== "") trace[key] = value;
+  }
   return {
     time: now.toISOString(),
     plugin: rec.plugin,
@@ -85,6 +102,7 @@ export function callLogLine(rec: CallRecord, config: Record<string, unknown> | u
     outcome: failed ? "error" : "ok",
     code: err.code,
     msg: err.msg,
+    ...trace,
   };
 }
 

@@ -116,7 +116,7 @@ export class TryAgainLaterError extends CniError {
   }
 }
 
-/** 50: STATUS — the plugin cannot serve ADD now (e.g. no free address). */
+/** 50: STATUS — the plugin cannot serve ADD now (e.g. no free address); existing containers are fine. */
 export class PluginUnavailableError extends CniError {
   override name = "PluginUnavailableError";
   constructor(msg: string, opts?: CniErrorOptions) {
@@ -124,7 +124,10 @@ export class PluginUnavailableError extends CniError {
   }
 }
 
-/** 51: STATUS — unavailable, and existing containers may have limited connectivity. */
+/**
+ * 51: STATUS — unavailable, and existing containers may have limited connectivity (e.g. a daemon
+ * that renews their leases is gone, the link they hang off is gone).
+ */
 export class PluginUnavailableLimitedError extends CniError {
   override name = "PluginUnavailableLimitedError";
   constructor(msg: string, opts?: CniErrorOptions) {

@@ -56,18 +56,38 @@ export function ipamTypeOf(args: CmdArgs): string {
   return typeof type === "string" ? type : "";
 }
 
-/** One live attachment as GC receives it in `cni.dev/valid-attachments`. */
+/** One live attachment as GC receives it in its attachment list. */
 export interface ValidAttachment {
   containerID: string;
   ifName: string;
 }
 
 /**
- * GC's `cni.dev/valid-attachments` (spec 1.1.0) as {containerID, ifName} pairs. Undefined when the
- * key is absent or malformed: a GC must then collect nothing, never "everything".
+ * The keys a GC config carries its list of live attachments under, newest first: SPEC.md's
+ * `cni.dev/valid-attachments`, and `cni.dev/attachments`, the name SPEC.md gave it until cni#1103
+ * (a runtime written to that text sends only it); libcni sends both since (cni#1101).
+ */
+export const GC_ATTACHMENT_KEYS = ["cni.dev/valid-attachments", "cni.dev/attachments"] as const;
+
+/**
+ * The raw attachment list of a GC config under the newest key present (Go's field match: exact
+ * key first, then case-insensitive; `null` counts as absent), with that key; undefined when neither
+ * key is present.
+ */
+export function gcAttachmentList(config: Record<string, unknown>): { key: string; list: unknown } | undefined {
+  for (const key of GC_ATTACHMENT_KEYS) {
+    const list = getField(config, key);
+    if (list !== undefined && list !== null) return { key, list };
+  }
+  return undefined;
+}
+
+/**
+ * GC's live attachments ({@link gcAttachmentList}) as {containerID, ifName} pairs. Undefined when
+ * the list is absent or malformed: a GC must then collect nothing, never "everything".
  */
 export function validAttachmentsOf(config: Record<string, unknown>): ValidAttachment[] | undefined {
-  const raw = config["cni.dev/valid-attachments"];
+  const raw = gcAttachmentList(config)?.list;
   if (!Array.isArray(raw)) return undefined;
   const out: ValidAttachment[] = [];
   for (const a of raw) {

@@ -1,11 +1,14 @@
 /**
  * STATUS of an interface plugin (SPEC "STATUS": "is the plugin ready to service ADD requests?"):
- * code 50 when a host link the plugin's ADD needs cannot be used — the configured master of a
+ * code 51 when a host link the plugin's ADD needs cannot be used — the configured master of a
  * macvlan, ipvlan or vlan is missing, the configured bridge name belongs to a link that is not a
- * bridge — and then the IPAM plugin's STATUS, as upstream. Each plugin's page in docs/plugins says
- * what its STATUS checks.
+ * bridge — and then the IPAM plugin's STATUS, as upstream, whose error passes unchanged. 51, not
+ * 50 (SPEC.md "STATUS" on the spec's main branch): the network's existing containers hang off that
+ * link too — the kernel deletes a macvlan, ipvlan or vlan with its master, and a bridge's ports
+ * with the bridge — so they may have lost connectivity as well. Each plugin's page in docs/plugins
+ * says what its STATUS checks and which code each check gives.
  */
-import { PluginUnavailableError } from "../cni/errors.ts";
+import { PluginUnavailableLimitedError } from "../cni/errors.ts";
 import { delegateToIpam } from "../cni/invoke.ts";
 import type { CmdArgs } from "../cni/types.ts";
 import { messageOf } from "../error/annotate.ts";
@@ -20,14 +23,14 @@ export interface InterfaceStatus {
   hostLinks?: ((hostNl: Handle) => void) | undefined;
 }
 
-/** STATUS: {@link InterfaceStatus.hostLinks} (its failure becomes code 50, same message), then IPAM STATUS. */
+/** STATUS: {@link InterfaceStatus.hostLinks} (its failure becomes code 51, same message), then IPAM STATUS. */
 export async function interfaceStatus(args: CmdArgs, spec: InterfaceStatus): Promise<void> {
   if (spec.hostLinks !== undefined) {
     using nl = Handle.open();
     try {
       spec.hostLinks(nl);
     } catch (err) {
-      throw new PluginUnavailableError(messageOf(err), { cause: err });
+      throw new PluginUnavailableLimitedError(messageOf(err), { cause: err });
     }
   }
   await delegateToIpam(spec.ipamType, args, "STATUS");

@@ -1,8 +1,8 @@
 /**
  * Differential suite (`make test-diff`): every row of diff-cases.ts is run by the Go 1.1.1
  * reference (/usr/lib/cni) and by ours, each on its own fresh host namespace + container namespace.
- * Compared: ADD exit status / CNI error code / parsed result (MACs, veth names, empty dns
- * normalised), kernel + firewall state of host and container after ADD, CHECK and DEL status, the
+ * Compared: ADD exit status / CNI error code / parsed result (MACs, veth names and netns paths
+ * normalised; `"dns": {}` included), kernel + firewall state of host and container after ADD, CHECK and DEL status, the
  * state after DEL, a repeated DEL, and VERSION. A difference fails the row unless
  * known-differences.ts excuses it (those are printed as NOTE lines). Root, inside the throwaway
  * netns made by test/run.ts. Rows needing a kernel feature this host lacks are printed skips here

@@ -11,7 +11,7 @@
  * - DEL runs the plugins in reverse, with the cached result as prevResult when the list version is
  *   >= 0.4.0, then removes the cache entry.
  * - GC issues DEL for cached attachments of this network that are not valid any more, then (list
- *   version >= 1.1.0) GC to every plugin with `cni.dev/valid-attachments`.
+ *   version >= 1.1.0) GC to every plugin with `cni.dev/valid-attachments` and `cni.dev/attachments`.
  * - STATUS (list version >= 1.1.0) runs every plugin in order and stops at the first failure.
  *
  * The cache file is libcni's: `<cacheDir>/results/<network>-<containerID>-<ifname>`, JSON
@@ -299,7 +299,9 @@ export class ConflistRunner {
           ...plugin,
           name: list.name,
           cniVersion: listVersion(list),
+          // libcni on main sends the list under both keys (cni#1101, #1103)
           "cni.dev/valid-attachments": valid,
+          "cni.dev/attachments": valid,
         };
         try {
           await this.invoke("GC", conf, undefined);

@@ -23,7 +23,7 @@ export interface NeutralResult {
 
 const isV6 = (cidr: string): boolean => cidr.includes(":");
 
-/** The exact JSON object an IPAM ADD prints for `version` (HEAD dialect: empty 1.x dns omitted). */
+/** The exact JSON object an IPAM ADD prints for `version` (`dns` always present, `{}` when empty, as Go 1.1.1). */
 export function ipamResultFor(version: string, r: NeutralResult): Record<string, unknown> {
   const dns = r.dns ?? {};
   const family = resultFamily(version);
@@ -50,15 +50,6 @@ export function ipamResultFor(version: string, r: NeutralResult): Record<string,
     }));
   }
   if (r.routes && r.routes.length > 0) out.routes = r.routes;
-  if (family === "0.4" || Object.keys(dns).length > 0) out.dns = dns;
+  out.dns = dns;
   return out;
-}
-
-/** Removes an empty `dns: {}` (the Debian 1.1.1 dialect prints it for 1.x results, HEAD does not). */
-export function dropEmptyDns(result: Record<string, any>): Record<string, any> {
-  if (String(result.cniVersion).startsWith("1.") && result.dns && Object.keys(result.dns).length === 0) {
-    const { dns: _dns, ...rest } = result;
-    return rest;
-  }
-  return result;
 }

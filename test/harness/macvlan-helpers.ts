@@ -114,7 +114,7 @@ export async function expectL2Lifecycle(conf: Record<string, unknown>, netnsPath
   const link = detailedLink(netnsPath, "eth0")!;
   expect(link.linkinfo.info_kind).toBe(type);
   expect(link.flags).toContain("UP");
-  expect(result).toEqual({ cniVersion: conf.cniVersion, interfaces: [{ name: "eth0", mac: link.address, sandbox: netnsPath }] });
+  expect(result).toEqual({ cniVersion: conf.cniVersion, dns: {}, interfaces: [{ name: "eth0", mac: link.address, sandbox: netnsPath }] });
   expect(addrsOf(netnsPath, "eth0").filter((a) => !a.includes(":"))).toEqual([]);
   expectSuccess(await execPlugin(type, inv("CHECK", { ...conf, prevResult: result })), { silent: true });
   expectSuccess(await execPlugin(type, inv("DEL", conf)), { silent: true });

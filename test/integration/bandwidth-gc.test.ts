@@ -11,6 +11,7 @@ import { describe, expect, test } from "bun:test";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
 import { execGoPlugin, execPlugin } from "../harness/exec-plugin.ts";
+import { bothGcKeys, olderGcKey } from "../harness/gc-keys.ts";
 import { createContainerNetns } from "../harness/netns.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
 import { sandboxed } from "../harness/sandbox.ts";
@@ -69,7 +70,10 @@ describe.skipIf(!sandboxed())("bandwidth GC", () => {
     expectCniError(await gc(gcConf(netA, [], "1.0.0")), { code: 1, msg: "config version does not allow GC" });
 
     const validA = [{ containerID: cid1, ifname: "eth0" }];
-    expectSuccess(await gc(gcConf(netA, validA)));
+    const everyA = [...validA, { containerID: cid1, ifname: "eth1" }, { containerID: cid2, ifname: "eth0" }];
+    expectSuccess(await gc({ ...gcConf(netA, undefined), ...bothGcKeys(everyA, []) })); // the newer key wins
+    expect(ifbLinks()).toEqual(expect.arrayContaining(all));
+    expectSuccess(await gc({ ...gcConf(netA, undefined), ...olderGcKey(validA) }));
     const left = ifbLinks();
     expect(left).toContain(shaped.a1!.ifb);
     expect(left).not.toContain(shaped.a1b!.ifb);

@@ -9,6 +9,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
+import { bothGcKeys, olderGcKey } from "../harness/gc-keys.ts";
 import type { PluginInvocation, PluginRun } from "../harness/exec-plugin.ts";
 import { addrsOf, findLink, isUp, listRoutes } from "../harness/ip-oracle.ts";
 import { hostSysctl, setHostSysctl } from "../harness/host-sysctl.ts";
@@ -517,7 +518,12 @@ describe.skipIf(!sandboxed())("bridge", () => {
     const natBefore = natLines();
     const spoofBefore = spoofObjs();
     expect(spoofBefore.some((o) => o.includes("cni-br-iface-gc-gone-eth0"))).toBe(true);
-    const gc = await ours("bridge", { command: "GC", config: { ...confA, "cni.dev/valid-attachments": [{ containerID: "gc-keep", ifname: "eth0" }] } });
+    const keep = { containerID: "gc-keep", ifname: "eth0" };
+    const everyA = [keep, { containerID: "gc-stale", ifname: "eth0" }, { containerID: "gc-gone", ifname: "eth0" }];
+    expectSuccess(await ours("bridge", { command: "GC", config: { ...confA, ...bothGcKeys(everyA, []) } }), { silent: true });
+    expect(natLines()).toEqual(natBefore); // the newer key wins
+    expect(spoofObjs()).toEqual(spoofBefore);
+    const gc = await ours("bridge", { command: "GC", config: { ...confA, ...olderGcKey([keep]) } });
     expectSuccess(gc, { silent: true });
     const isStaleA = (l: string): boolean =>
       (l.includes('name: \\"brgc\\"') && staleA.some((s) => l.includes(s))) ||

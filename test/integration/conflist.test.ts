@@ -43,6 +43,7 @@ describe.skipIf(!sandboxed())("conflist runner", () => {
 
     expect(result).toEqual({
       cniVersion: "1.0.0",
+      dns: {},
       ips: [{ address: "10.77.0.42/24", gateway: "10.77.0.1" }],
       routes: [{ dst: "0.0.0.0/0" }],
     });
@@ -144,6 +145,7 @@ describe.skipIf(!sandboxed())("conflist runner", () => {
     expect(runner.calls.map((c) => `${c.type}:${c.command}`)).toEqual(["loopback:DEL", "host-local:DEL", "host-local:GC", "loopback:GC"]);
     const gcCall = runner.calls.find((c) => c.command === "GC")!;
     expect(gcCall.config["cni.dev/valid-attachments"]).toEqual([{ containerID: "keep", ifname: "eth0" }]);
+    expect(gcCall.config["cni.dev/attachments"]).toEqual([{ containerID: "keep", ifname: "eth0" }]);
     expect(gcCall.run.status).toBe(0);
     expect(reservations(join(dataDir, "chain-net"))).toEqual({ "10.77.0.2": reservationContent("keep", "eth0") });
     expect(runner.cachedAttachments().map((a) => a.containerId)).toEqual(["keep"]);

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { runAllCleanups } from "../harness/cleanup.ts";
 import { dhcpConf, labContainer, startDaemon, startLab, type Daemon, type Lab, type LabContainer, waitFor } from "../harness/dhcp-lab.ts";
 import { execGoPlugin, execPlugin, type PluginInvocation } from "../harness/exec-plugin.ts";
+import { bothGcKeys, olderGcKey } from "../harness/gc-keys.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
 
@@ -117,7 +118,10 @@ describe.skipIf(!RUN)("dhcp GC and STATUS", () => {
       { containerID: "gc2", ifname: "eth0" },
       { containerID: "unknown", ifname: "eth0" },
     ];
-    const gc = await execPlugin("dhcp", { command: "GC", config: { ...conf, "cni.dev/valid-attachments": keep } });
+    const first = await execPlugin("dhcp", { command: "GC", config: { ...conf, ...bothGcKeys([...keep, { containerID: "gc1", ifname: "eth0" }], []) } });
+    expect(first.status, first.stdout + first.stderr).toBe(0);
+    expect(d.log()).not.toContain("gc1/dhcpnet/eth0: not a valid attachment"); // the newer key wins
+    const gc = await execPlugin("dhcp", { command: "GC", config: { ...conf, ...olderGcKey(keep) } });
     expect(gc.status, gc.stdout + gc.stderr).toBe(0);
     await waitFor("the release of gc1's lease at dnsmasq", () => lab.leases().every((l) => l[2] !== ips[1]), 5000);
     expect(d.log()).toContain("gc1/dhcpnet/eth0: not a valid attachment; releasing (GC)");
@@ -137,13 +141,13 @@ describe.skipIf(!RUN)("dhcp GC and STATUS", () => {
     await Promise.all(cs.map((c) => c.netns.destroy()));
   }, T);
 
-  test("STATUS: 0 while the daemon answers, code 50 when it cannot be reached (ADD would fail)", async () => {
+  test("STATUS: 0 while the daemon answers, code 51 when it cannot be reached (ADD would fail, existing leases are not renewed)", async () => {
     const ok = await execPlugin("dhcp", { command: "STATUS", config: dhcpConf(d.socketPath, {}, "dhcpnet", "1.1.0") });
     expect(ok.status, ok.stdout).toBe(0);
     const gone = join(makeTempDir("cni-dhcp-status-"), "none.sock");
     const down = await execPlugin("dhcp", { command: "STATUS", config: dhcpConf(gone, {}, "dhcpnet", "1.1.0") });
     expect(down.status).toBe(1);
-    expect(down.json.code).toBe(50);
-    expect(down.json.msg).toContain(`DHCP daemon not reachable: dial-http unix ${gone}`);
+    expect(down.json.code).toBe(51);
+    expect(down.json.msg).toContain(`DHCP daemon not reachable (existing leases are not renewed): dial-http unix ${gone}`);
   }, T);
 });

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { ConflistRunner, type NetworkConfigList } from "../harness/conflist.ts";
 import { describeRun, execGoPlugin, execPlugin } from "../harness/exec-plugin.ts";
+import { bothGcKeys, olderGcKey } from "../harness/gc-keys.ts";
 import { createContainerNetns, type ContainerNetns } from "../harness/netns.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
 import { ping } from "../harness/bridge-helpers.ts";
@@ -189,7 +190,11 @@ describe.skipIf(!sandboxed())("firewall plugin (real iptables / nft / firewalld)
       expect(r.status, describeRun(r)).toBe(0);
     }
     expect(nftTable().rules.filter((r) => r.chain === "cni-forward").length).toBe(9);
-    const gc = await execPlugin("firewall", { command: "GC", config: { ...base, "cni.dev/valid-attachments": [{ containerID: "gc-keep", ifname: "eth0" }] } });
+    const keep = { containerID: "gc-keep", ifname: "eth0" };
+    const first = await execPlugin("firewall", { command: "GC", config: { ...base, ...bothGcKeys([keep, { containerID: "gc-stale", ifname: "eth0" }], []) } });
+    expect(first.status, describeRun(first)).toBe(0);
+    expect(nftTable().rules.filter((r) => r.chain === "cni-forward").length).toBe(9); // the newer key wins
+    const gc = await execPlugin("firewall", { command: "GC", config: { ...base, ...olderGcKey([keep]) } });
     expect(gc.status, describeRun(gc)).toBe(0);
     expect(nftTable().rules.filter((r) => r.chain === "cni-forward").length).toBe(5);
     const check = await execPlugin("firewall", { command: "CHECK", containerID: "gc-keep", netns: cns, ifName: "eth0", config: { ...base, prevResult: prev } });

@@ -64,7 +64,6 @@ describe.skipIf(!sandboxed() || !hasGoPlugin("host-device"))("host-device intero
     expectSuccess(await execPlugin("host-device", inv("DEL", ns.path, conf, "go")));
     const ours = expectResult(await execPlugin("host-device", inv("ADD", ns.path, conf, "ours")));
     expectSuccess(await execGoPlugin("host-device", inv("DEL", ns.path, conf, "ours")));
-    delete goResult.dns; // 1.1.1 prints an empty "dns": {} that HEAD omits
     expect(ours).toEqual(goResult);
   });
 });

@@ -1,8 +1,9 @@
 /**
  * STATUS and GC of every interface plugin (bridge, ptp, macvlan, ipvlan, vlan, dummy, tap,
  * host-device). GC passes `cni.dev/valid-attachments` to the IPAM plugin: with host-local, a stale
- * reservation goes and a valid one stays. STATUS answers code 50 when the master or bridge the
- * config names cannot be used (what ADD would fail on), then asks IPAM. Neither verb creates
+ * reservation goes and a valid one stays. STATUS answers code 51 when the master or bridge the
+ * config names cannot be used (what ADD would fail on, and what the network's existing containers
+ * hang off), then asks IPAM, whose code passes unchanged (host-local exhausted: 50). Neither verb creates
  * links, so no kernel module beyond veth is needed.
  */
 import { describe, expect, test } from "bun:test";
@@ -11,6 +12,7 @@ import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
 import { hostLocalConfig } from "../harness/configs.ts";
 import { execPlugin } from "../harness/exec-plugin.ts";
+import { bothGcKeys, olderGcKey } from "../harness/gc-keys.ts";
 import { makeVethMaster, uniqueLinkName } from "../harness/macvlan-helpers.ts";
 import { createContainerNetns } from "../harness/netns.ts";
 import { sandboxed } from "../harness/sandbox.ts";
@@ -43,7 +45,7 @@ describe.skipIf(!sandboxed())("interface plugins: STATUS and GC", () => {
   useFixtureCleanup();
 
   for (const type of Object.keys(PLUGINS)) {
-    test(`${type}: GC releases the host-local reservation of a stale attachment and keeps the valid one`, async () => {
+    test(`${type}: GC releases the host-local reservation of a stale attachment and keeps the valid one (either GC key, the newer wins)`, async () => {
       const net = network(type.slice(0, 4));
       const dataDir = makeTempDir("ifgc-store-");
       const hl = hostLocalConfig({ name: net, cniVersion: "1.1.0", dataDir, ranges: [[{ subnet: "10.72.0.0/24" }]] });
@@ -53,9 +55,11 @@ describe.skipIf(!sandboxed())("interface plugins: STATUS and GC", () => {
       }
       expect(Object.values(reservations(join(dataDir, net))).length).toBe(2);
 
-      const conf = pluginConf(type, net, hl.ipam as Record<string, unknown>, {
-        "cni.dev/valid-attachments": [{ containerID: `keep-${net}`, ifname: "eth0" }],
-      });
+      const both = [{ containerID: `keep-${net}`, ifname: "eth0" }, { containerID: `stale-${net}`, ifname: "eth0" }];
+      const ipam = hl.ipam as Record<string, unknown>;
+      expectSuccess(await execPlugin(type, { command: "GC", config: pluginConf(type, net, ipam, bothGcKeys(both, [])) }), { silent: true });
+      expect(Object.values(reservations(join(dataDir, net))).length).toBe(2);
+      const conf = pluginConf(type, net, ipam, olderGcKey([{ containerID: `keep-${net}`, ifname: "eth0" }]));
       expectSuccess(await execPlugin(type, { command: "GC", config: conf }), { silent: true });
       const left = reservations(join(dataDir, net));
       expect(Object.keys(left)).toEqual(["10.72.0.2"]);
@@ -72,11 +76,11 @@ describe.skipIf(!sandboxed())("interface plugins: STATUS and GC", () => {
   });
 
   for (const type of ["macvlan", "ipvlan", "vlan"]) {
-    test(`${type}: STATUS is code 50 while the configured master is missing, then asks IPAM once it exists`, async () => {
+    test(`${type}: STATUS is code 51 while the configured master is missing, then asks IPAM once it exists`, async () => {
       const master = uniqueLinkName("stm");
       const ipam = { type: "host-local", dataDir: makeTempDir("ifst-store-"), ranges: [[{ subnet: "10.73.0.0/30" }]] };
       const conf = pluginConf(type, network("st"), ipam, { master });
-      expectCniError(await execPlugin(type, { command: "STATUS", config: conf }), { code: 50, msg: `failed to lookup master "${master}"` });
+      expectCniError(await execPlugin(type, { command: "STATUS", config: conf }), { code: 51, msg: `failed to lookup master "${master}"` });
       makeVethMaster({ name: master });
       expectSuccess(await execPlugin(type, { command: "STATUS", config: conf }), { silent: true });
       // IPAM's verdict is passed on: a missing IPAM plugin fails STATUS.
@@ -90,12 +94,12 @@ describe.skipIf(!sandboxed())("interface plugins: STATUS and GC", () => {
     });
   }
 
-  test("bridge: STATUS is code 50 when the bridge name is taken by a link that is not a bridge; a missing bridge is fine", async () => {
+  test("bridge: STATUS is code 51 when the bridge name is taken by a link that is not a bridge; a missing bridge is fine", async () => {
     const name = uniqueLinkName("stb");
     const conf = pluginConf("bridge", network("br"), undefined, { bridge: name });
     expectSuccess(await execPlugin("bridge", { command: "STATUS", config: conf }), { silent: true });
     makeVethMaster({ name });
-    expectCniError(await execPlugin("bridge", { command: "STATUS", config: conf }), { code: 50, msg: `"${name}" already exists but is not a bridge` });
+    expectCniError(await execPlugin("bridge", { command: "STATUS", config: conf }), { code: 51, msg: `"${name}" already exists but is not a bridge` });
   });
 
   test("STATUS of ptp, dummy, tap and host-device asks IPAM only (a missing device is ADD's business)", async () => {
@@ -106,6 +110,21 @@ describe.skipIf(!sandboxed())("interface plugins: STATUS and GC", () => {
         code: 999,
         msg: 'failed to find plugin "nosuchipam"',
       });
+    }
+  });
+
+  test("IPAM's STATUS code passes unchanged through every interface plugin: an exhausted host-local 50, an unreachable dhcp daemon 51", async () => {
+    const dataDir = makeTempDir("ifst-full-");
+    const full = { type: "host-local", dataDir, ranges: [[{ subnet: "10.75.0.0/30" }]] };
+    const net = network("full");
+    // a /30 with its gateway .1 has one address: .2
+    expectResult(await execPlugin("host-local", { command: "ADD", containerID: "fill", netns: "/nonexistent", ifName: "eth0", config: { cniVersion: "1.1.0", name: net, ipam: full } }));
+    const noDaemon = { type: "dhcp", daemonSocketPath: join(makeTempDir("ifst-dhcp-"), "none.sock") };
+    const usable: Record<string, Record<string, unknown>> = { macvlan: { master: "lo" }, ipvlan: { master: "lo" }, vlan: { master: "lo", vlanId: 7 } };
+    for (const type of Object.keys(PLUGINS)) {
+      const extra = usable[type] ?? {};
+      expectCniError(await execPlugin(type, { command: "STATUS", config: pluginConf(type, net, full, extra) }), { code: 50, msg: "no IP addresses available" });
+      expectCniError(await execPlugin(type, { command: "STATUS", config: pluginConf(type, network("dh"), noDaemon, extra) }), { code: 51, msg: "DHCP daemon not reachable" });
     }
   });
 });

@@ -410,11 +410,11 @@ describe.skipIf(!sandboxed())("macvlan", () => {
     expect(reservations(join(dataDir, net))).toEqual({});
   });
 
-  test("STATUS: code 50 for a missing master, delegates to IPAM when set, succeeds for L2; refused before 1.1.0", async () => {
+  test("STATUS: code 51 for a missing master, delegates to IPAM when set, succeeds for L2; refused before 1.1.0", async () => {
     const { net } = ids("status");
     const dataDir = makeTempDir("mv-store-");
     const missing = linkPluginConf({ type: "macvlan", name: net, cniVersion: "1.1.0", dataDir, subnet: "10.81.0.0/24", master: "whatever0" });
-    expectCniError(await execPlugin("macvlan", { command: "STATUS", config: missing }), { code: 50, msg: 'failed to lookup master "whatever0"' });
+    expectCniError(await execPlugin("macvlan", { command: "STATUS", config: missing }), { code: 51, msg: 'failed to lookup master "whatever0"' });
     const l3 = { ...missing, master: makeVethMaster().name };
     expectSuccess(await execPlugin("macvlan", { command: "STATUS", config: l3 }), { silent: true });
     const l2 = linkPluginConf({ type: "macvlan", name: net, cniVersion: "1.1.0", subnet: null });

@@ -11,6 +11,7 @@ import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { useHostSysctls } from "../harness/host-sysctl.ts";
 import { ConflistRunner, type NetworkConfigList } from "../harness/conflist.ts";
 import { execGoPlugin, execPlugin } from "../harness/exec-plugin.ts";
+import { bothGcKeys, olderGcKey } from "../harness/gc-keys.ts";
 import { createContainerNetns, type ContainerNetns } from "../harness/netns.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
 import { sandboxed } from "../harness/sandbox.ts";
@@ -251,10 +252,12 @@ describe.skipIf(!sandboxed())("portmap (real traffic, both backends)", () => {
     const del = await execPlugin("portmap", { command: "DEL", containerID: "pm-del-a", netns: a.ns.path, ifName: "eth0", config: bare });
     expect(del.status).toBe(0);
     expect(natSave()).not.toContain(dnatChainName("pm-net", "pm-del-a"));
-    const gc = await execPlugin("portmap", {
-      command: "GC",
-      config: { cniVersion: "1.1.0", name: "pm-net", type: "portmap", "cni.dev/valid-attachments": [{ containerID: "pm-gc-c", ifname: "eth0" }] },
-    });
+    const gcConf = { cniVersion: "1.1.0", name: "pm-net", type: "portmap" };
+    const keep = { containerID: "pm-gc-c", ifname: "eth0" };
+    const first = await execPlugin("portmap", { command: "GC", config: { ...gcConf, ...bothGcKeys([keep, { containerID: "pm-gc-b", ifname: "eth0" }], []) } });
+    expect(first.status).toBe(0);
+    expect(natSave()).toContain(dnatChainName("pm-net", "pm-gc-b")); // the newer key wins
+    const gc = await execPlugin("portmap", { command: "GC", config: { ...gcConf, ...olderGcKey([keep]) } });
     expect(gc.status).toBe(0);
     const nat = natSave();
     expect(nat).not.toContain(dnatChainName("pm-net", "pm-gc-b"));

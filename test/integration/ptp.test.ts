@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
 import { execPlugin, type PluginInvocation } from "../harness/exec-plugin.ts";
+import { bothGcKeys, olderGcKey } from "../harness/gc-keys.ts";
 import { addrsOf, ipJson, listLinks, listRoutes } from "../harness/ip-oracle.ts";
 import { hostSysctl, setHostSysctl } from "../harness/host-sysctl.ts";
 import { createContainerNetns } from "../harness/netns.ts";
@@ -401,7 +402,12 @@ describe.skipIf(!sandboxed())("ptp", () => {
       expectResult(await execPlugin("ptp", inv(ns2.path, "ADD", conf, `o-${cid}`)));
       expectSuccess(await execPlugin("ptp", { command: "STATUS", config: conf }), { silent: true });
       const before = masqLines(cid);
-      const keepOne = { ...conf, "cni.dev/valid-attachments": [{ containerID: cid, ifname: "eth0" }] };
+      const one = { containerID: cid, ifname: "eth0" };
+      const keepBoth = { ...conf, ...bothGcKeys([one, { containerID: `o-${cid}`, ifname: "eth0" }], []) };
+      expectSuccess(await execPlugin("ptp", { command: "GC", config: keepBoth }), { silent: true });
+      expect(Object.keys(reservations(join(dataDir, net)))).toHaveLength(2); // the newer key wins
+      expect(masqLines(`o-${cid}`).length).toBeGreaterThan(0);
+      const keepOne = { ...conf, ...olderGcKey([one]) };
       expectSuccess(await execPlugin("ptp", { command: "GC", config: keepOne }), { silent: true });
       expect(Object.keys(reservations(join(dataDir, net)))).toEqual(["10.71.0.2"]);
       expect(before.length).toBeGreaterThan(0);

@@ -12,6 +12,7 @@ import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
 import { ConflistRunner, type NetworkConfigList, type RuntimeConf } from "../harness/conflist.ts";
 import { execGoPlugin, execPlugin, type PluginInvocation } from "../harness/exec-plugin.ts";
+import { bothGcKeys, olderGcKey } from "../harness/gc-keys.ts";
 import { ipIn, linkState, ptpChain, setSysctlIn, sysctlIn } from "../harness/meta-tuning-helpers.ts";
 import { createContainerNetns } from "../harness/netns.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
@@ -339,10 +340,13 @@ describe.skipIf(!sandboxed())("tuning: changes it could not undo, failing disks,
     await add("stale", "gcnet", nsB.path);
     await add("other", "gcother", nsB.path);
     writeFileSync(join(dataDir, "gofile_eth0.json"), '{\n "mtu": 1500\n}');
-    const gc = (valid: unknown) => execPlugin("tuning", { command: "GC", config: conf("gcnet", nsA.path, { "cni.dev/valid-attachments": valid }) });
-    expectSuccess(await gc("not a list"), { silent: true }); // malformed: collects nothing
+    const gc = (lists: Record<string, unknown>) => execPlugin("tuning", { command: "GC", config: conf("gcnet", nsA.path, lists) });
+    expectSuccess(await gc({ "cni.dev/valid-attachments": "not a list" }), { silent: true }); // malformed: collects nothing
     expect(readdirSync(dataDir).sort()).toEqual(["gofile_eth0.json", "live_lo.json", "other_lo.json", "stale_lo.json"]);
-    expectSuccess(await gc([{ containerID: "live", ifname: "lo" }]), { silent: true });
+    const live = { containerID: "live", ifname: "lo" };
+    expectSuccess(await gc(bothGcKeys([live, { containerID: "stale", ifname: "lo" }], [])), { silent: true }); // the newer key wins
+    expect(readdirSync(dataDir).sort()).toEqual(["gofile_eth0.json", "live_lo.json", "other_lo.json", "stale_lo.json"]);
+    expectSuccess(await gc(olderGcKey([live])), { silent: true });
     expect(readdirSync(dataDir).sort()).toEqual(["gofile_eth0.json", "live_lo.json", "other_lo.json"]);
   });
 });

@@ -173,12 +173,12 @@ describe.skipIf(!sandboxed() || requireKernel("vlan") !== undefined)("vlan", () 
     expectSuccess(await execPlugin("vlan", inv(ns.path, "DEL", conf, cid)), { silent: true });
   });
 
-  test("STATUS (1.1.0): code 50 while the master is missing, then IPAM STATUS (none without IPAM)", async () => {
+  test("STATUS (1.1.0): code 51 while the master is missing, then IPAM STATUS (none without IPAM)", async () => {
     const { net } = ids("status");
     const master = makeVethMaster();
     const conf = linkPluginConf({ type: "vlan", name: net, cniVersion: "1.1.0", dataDir: makeTempDir("vl-"), subnet: "10.128.0.0/24", master: master.name });
     expectSuccess(await execPlugin("vlan", { command: "STATUS", config: conf }), { silent: true });
-    expectCniError(await execPlugin("vlan", { command: "STATUS", config: { ...conf, master: "x" } }), { code: 50, msg: 'failed to lookup master "x"' });
+    expectCniError(await execPlugin("vlan", { command: "STATUS", config: { ...conf, master: "x" } }), { code: 51, msg: 'failed to lookup master "x"' });
     expectCniError(await execPlugin("vlan", { command: "STATUS", config: { ...conf, ipam: { type: "nosuchipam" } } }), { code: 999, msg: "nosuchipam" });
     expectSuccess(await execPlugin("vlan", { command: "STATUS", config: { cniVersion: "1.1.0", name: net, type: "vlan", master: master.name } }), { silent: true });
   });

@@ -142,7 +142,7 @@ export class LeaseManager {
   async gc(a: RpcArgs): Promise<void> {
     const conf = configOf(a.stdinData);
     const valid = validAttachmentsOf(conf);
-    if (valid === undefined) throw new LeaseRequestError("GC needs a well-formed cni.dev/valid-attachments list");
+    if (valid === undefined) throw new LeaseRequestError("GC needs a well-formed cni.dev/valid-attachments (or cni.dev/attachments) list");
     const network = networkName(conf);
     const keep = new Set(valid.map((v) => `${v.containerID}/${network}/${v.ifName}`));
     // Acquisitions in flight are left alone: the runtime lists every attachment it has not deleted.

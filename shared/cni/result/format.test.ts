@@ -45,14 +45,15 @@ describe("formatResult: golden text for every version", () => {
 });
 
 describe("formatResult: shapes", () => {
-  test("0.x always carries dns (empty object); 1.x omits an empty dns", () => {
+  test("every version carries dns, an empty object when empty (Go 1.1.1; iSulad's libcni requires it)", () => {
     const r = { ips: [{ address: "10.0.0.2/24" }] };
     expect(formatResult(r, "0.2.0")).toBe('{\n    "cniVersion": "0.2.0",\n    "ip4": {\n        "ip": "10.0.0.2/24"\n    },\n    "dns": {}\n}');
     expect(formatResult(r, "0.4.0")).toContain('"dns": {}');
     expect(formatResult(r, "1.0.0")).toBe(
-      '{\n    "cniVersion": "1.0.0",\n    "ips": [\n        {\n            "address": "10.0.0.2/24"\n        }\n    ]\n}',
+      '{\n    "cniVersion": "1.0.0",\n    "dns": {},\n    "ips": [\n        {\n            "address": "10.0.0.2/24"\n        }\n    ]\n}',
     );
-    expect(formatResult({ ...r, dns: { nameservers: [], search: [] } }, "1.1.0")).not.toContain("dns");
+    expect(formatResult({ ...r, dns: { nameservers: [], search: [] } }, "1.1.0")).toContain('"dns": {},');
+    for (const v of ALL_VERSIONS) expect(JSON.parse(formatResult(r, v)).dns).toEqual({});
   });
 
   test("L2-only results print for 0.3.0+ and fail for 0.1.0/0.2.0 with upstream's message", () => {
@@ -126,6 +127,7 @@ describe("formatResult: shapes", () => {
       [
         "{",
         '    "cniVersion": "1.1.0",',
+        '    "dns": {},',
         '    "interfaces": [',
         "        {",
         '            "name": ""',

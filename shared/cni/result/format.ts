@@ -42,7 +42,7 @@ function hasIPs(result: Result): boolean {
 }
 
 /**
- * Upstream loopback's quirk: the 1.x shape (sorted keys, empty dns omitted)
+ * Upstream loopback's quirk: the 1.x shape (sorted keys, `"dns": {}` when empty)
  * labelled `label`, without conversion. An empty label is upstream's one exception: the result is
  * really converted to 0.1.0.
  */

@@ -3,7 +3,9 @@
  *
  * The in-memory shape is the suite's current {@link Result}. On the wire, HEAD's `MarshalJSON`
  * round-trips the struct through a `map[string]interface{}`, so every object's keys come out sorted
- * and an empty `dns` is dropped.
+ * (kept here). HEAD also drops an empty `dns`; we print `"dns": {}` as Go 1.1.1 does (its
+ * `omitempty` never omits a struct), because iSulad's C libcni refuses a result without it
+ * (`convert_curr_dns: Empty dns argument`).
  */
 import { t, type Infer } from "../decode.ts";
 import type { IPConfig, Interface, Result } from "../types.ts";
@@ -13,7 +15,6 @@ import {
   copyRoute,
   dense,
   dnsFromWire,
-  dnsIsEmpty,
   dnsJson,
   dnsSchema,
   ipField,
@@ -32,14 +33,14 @@ export interface ResultV100 extends Result {
   cniVersion: string;
 }
 
-/** The JSON value upstream HEAD prints for a 1.x result (sorted keys, empty dns omitted). */
+/** The JSON value printed for a 1.x result: sorted keys (HEAD), `dns` always present (Go 1.1.1). */
 export function v100Json(r: ResultV100): unknown {
   return sortKeysDeep({
     cniVersion: nonEmpty(r.cniVersion),
     interfaces: nonEmptyMap(r.interfaces, interfaceJson),
     ips: nonEmptyMap(r.ips, ipJson),
     routes: nonEmptyMap(r.routes, routeJson),
-    dns: dnsIsEmpty(r.dns) ? undefined : dnsJson(r.dns),
+    dns: dnsJson(r.dns),
   });
 }
 
