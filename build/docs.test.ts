@@ -192,6 +192,13 @@ const STATUS_FAILURES: Record<string, StatusFailure[]> = {
     },
   ],
   dhcp: [{ why: "the daemon is gone", config: (dir) => ({ ipam: { type: "dhcp", daemonSocketPath: join(dir, "none.sock") } }), code: 51 }],
+  "cluster-local": [
+    {
+      why: "etcd cannot be reached",
+      config: () => ({ ipam: { type: "cluster-local", subnet: "10.99.0.0/24", etcd: { endpoints: ["http://127.0.0.1:1"], timeout: "300ms", node: "docs" } } }),
+      code: 50,
+    },
+  ],
   bridge: [{ why: "the bridge name is a link that is not a bridge", config: () => ({ bridge: "lo" }), code: 51 }],
   macvlan: [{ why: "the master is missing", config: () => ({ master: "nosuchmaster0" }), code: 51 }],
   ipvlan: [{ why: "the master is missing", config: () => ({ master: "nosuchmaster0" }), code: 51 }],
