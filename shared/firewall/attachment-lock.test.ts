@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { attachmentLock, clearDeletionMark, deletionMarks, deletionMarkTime, lockFirewall, tryLockFirewall } from "./attachment-lock.ts";
+import { attachmentLock, clearDeletionMark, deletionMarks, deletionMarkTime, lockFirewall, MARK_TTL_MS, tryLockFirewall } from "./attachment-lock.ts";
 
 const A = { network: "net", containerID: "c1", ifName: "eth0" };
 
@@ -27,6 +27,20 @@ describe("attachment lock", () => {
       lock.whileDeleting(A, () => {});
       clearDeletionMark(A, dir);
       expect(deletionMarkTime(A, dir)).toBeUndefined();
+    });
+  });
+
+  test("marks do not pile up: the next DEL removes those older than the TTL, and only those", () => {
+    withDir((dir) => {
+      const lock = attachmentLock(dir);
+      const B = { ...A, containerID: "c2" };
+      lock.whileDeleting(A, () => {});
+      lock.whileDeleting(B, () => {});
+      const old = (Date.now() - MARK_TTL_MS - 60_000) / 1000;
+      const markOfA = deletionMarks(dir).find((m) => m.containerID === "c1")!.path;
+      utimesSync(markOfA, old, old);
+      lock.whileDeleting({ ...A, containerID: "c3" }, () => {});
+      expect(deletionMarks(dir).map((m) => m.containerID).sort()).toEqual(["c2", "c3"]);
     });
   });
 

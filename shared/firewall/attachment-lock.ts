@@ -15,6 +15,9 @@
  *
  * The state lives under /run (lost at reboot, as the rules are). A DEL whose lock or mark cannot be
  * written still removes its rules: DEL must not fail on this; ADD fails instead of writing unguarded.
+ * A mark older than MARK_TTL_MS is removed by the next DEL, so marks never pile up on a node where no
+ * reload runs: by then the runtime has long dropped the attachment's cache entry (it does so right
+ * after DEL), or, if it never did, the container's namespace is gone and reload skips it as dead.
  */
 import { hashPrefix } from "./naming.ts";
 import { FileLock } from "../sys/flock.ts";
@@ -114,6 +117,14 @@ export function deletionMarks(dir = RELOAD_STATE_DIR): DeletionMark[] {
   return out;
 }
 
+/** How long a deletion mark is kept (see the module doc). */
+export const MARK_TTL_MS = 60 * 60 * 1000;
+
+/** Removes this netns's deletion marks older than MARK_TTL_MS. The caller holds the lock. */
+function sweepOldMarks(dir: string, nowMs: number): void {
+  for (const m of deletionMarks(dir)) if (nowMs - m.atMs > MARK_TTL_MS) unlinkIfExists(m.path);
+}
+
 function writeMark(dir: string, a: AttachmentKey): void {
   const path = markPath(dir, a);
   mkdirAll(marksDir(dir), 0o700);
@@ -147,6 +158,7 @@ export function attachmentLock(dir = RELOAD_STATE_DIR): AttachmentLock {
       try {
         lock = lockFirewall(dir);
         writeMark(dir, a);
+        sweepOldMarks(dir, Date.now());
       } catch {
         // best effort (see above)
       }

@@ -90,10 +90,18 @@ export function needsVm(row: DiffCase): boolean {
 /** Where plugins keep per-attachment files (tuning backups, firewall records, portmap localnet, host-local, dhcp leases). */
 const STATE_DIRS = ["/run/cni", "/var/lib/cni"];
 
+/**
+ * DEL's deletion marks (shared/firewall/attachment-lock.ts): kept on purpose after DEL (for an hour,
+ * so that `cni-plugins reload` never puts back a container being deleted), whether DEL had a
+ * prevResult or not, and removed by the next ADD of the attachment.
+ */
+const DELETION_MARKS = "/run/cni/reload/deleted";
+
 /** Paths of the files under `dirs` that name or mention `containerID`, with digits masked (netns inodes). */
 function attachmentFiles(dirs: string[], containerID: string): string[] {
   const out: string[] = [];
   const walk = (dir: string): void => {
+    if (dir === DELETION_MARKS) return;
     let names: string[];
     try {
       names = readdirSync(dir);
