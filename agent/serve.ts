@@ -23,6 +23,7 @@ import { Connection, type Decision } from "./connection.ts";
 import { parseServeFlags, SERVE_USAGE, ServeUsageError, type ServeFlags } from "./flags.ts";
 import { createListener, inheritedListeners, passAcrossExec, removeSocketFile, type Listener } from "./listeners.ts";
 import { identityOf, refusalFor, type Self } from "./peer.ts";
+import { idleCollector } from "./idle-gc.ts";
 import { WorkerPool } from "./pool.ts";
 import { PROTOCOL_VERSION, type ShimRequest } from "./protocol.ts";
 
@@ -121,6 +122,8 @@ export class Agent {
   start(): void {
     const agent = this.#listeners.find((l) => l.name === "agent")!;
     const connections = this.#connections;
+    // The main thread too gives back, once quiet, what a burst of connections left behind.
+    const collector = idleCollector();
     const hooks = { decide: (r: ShimRequest, fd: number) => this.#decide(r, fd), problem: (why: string) => this.#log(`connection dropped: ${why}`) };
     this.#server = Bun.listen<Connection>({
       fd: agent.fd,
@@ -138,6 +141,7 @@ export class Agent {
         close(socket: Socket<Connection>) {
           socket.data.closed();
           connections.delete(socket.data);
+          collector.touch();
         },
         error(socket: Socket<Connection>) {
           socket.data.closed();

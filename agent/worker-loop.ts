@@ -9,6 +9,8 @@
  * for each call, so relative paths and created files come out as in a process the caller started.
  * An uncaught exception or unhandled rejection during a call becomes that call's error (999), and
  * the thread then retires: the pool replaces it.
+ *
+ * Memory: a thread left idle collects its garbage at once (idle-gc.ts).
  */
 import { toErrorJson } from "../shared/cni/errors.ts";
 import type { PluginIO } from "../shared/cni/skel.ts";
@@ -16,6 +18,7 @@ import { formatError } from "../shared/cni/skel.ts";
 import { SyscallError } from "../shared/sys/errors.ts";
 import { unshare } from "../shared/sys/libc.ts";
 import { CLONE_FS, chdirThread, setUmask } from "../shared/sys/process.ts";
+import { idleCollector } from "./idle-gc.ts";
 import type { FromWorker, StdinError, ToWorker } from "./messages.ts";
 
 /** Runs one call (`argv` as the process would get it) with `io`; its exit status. */
@@ -45,6 +48,7 @@ export function serveCalls(runCall: CallRunner, versionsOf: VersionsOf, self: Wo
   let current: Current | undefined;
   let retire = false;
   const post = (message: FromWorker) => self.postMessage(message);
+  const collector = idleCollector();
 
   /** Answers the current call with an internal error (an uncaught exception or rejection). */
   const failCurrent = (err: unknown): void => {
@@ -95,6 +99,7 @@ export function serveCalls(runCall: CallRunner, versionsOf: VersionsOf, self: Wo
       chdirThread("/");
       current = undefined;
     }
+    collector.touch();
     if (call.answered) return;
     call.answered = true;
     post({ t: "done", id: call.id, stdout, stderr, status, retire });

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { attachmentLock, clearDeletionMark, deletionMarks, deletionMarkTime, lockFirewall, MARK_TTL_MS, tryLockFirewall } from "./attachment-lock.ts";
 
 const A = { network: "net", containerID: "c1", ifName: "eth0" };
@@ -30,17 +30,22 @@ describe("attachment lock", () => {
     });
   });
 
-  test("marks do not pile up: the next DEL removes those older than the TTL, and only those", () => {
+  test("marks do not pile up: a DEL removes the periods before the previous one, and nothing newer", () => {
     withDir((dir) => {
       const lock = attachmentLock(dir);
-      const B = { ...A, containerID: "c2" };
       lock.whileDeleting(A, () => {});
-      lock.whileDeleting(B, () => {});
-      const old = (Date.now() - MARK_TTL_MS - 60_000) / 1000;
-      const markOfA = deletionMarks(dir).find((m) => m.containerID === "c1")!.path;
-      utimesSync(markOfA, old, old);
+      const markOfA = deletionMarks(dir)[0]!.path;
+      const periods = markOfA.slice(0, markOfA.lastIndexOf("/", markOfA.lastIndexOf("/") - 1));
+      const now = Number(basename(dirname(markOfA)));
+      // A mark of the previous period stays; one two periods back goes with the next DEL.
+      for (const [p, id] of [[now - 1, "c-prev"], [now - 2, "c-old"]] as const) {
+        mkdirSync(join(periods, String(p)), { recursive: true });
+        writeFileSync(join(periods, String(p), id), JSON.stringify({ ...A, containerID: id }));
+      }
       lock.whileDeleting({ ...A, containerID: "c3" }, () => {});
-      expect(deletionMarks(dir).map((m) => m.containerID).sort()).toEqual(["c2", "c3"]);
+      expect(deletionMarks(dir).map((m) => m.containerID).sort()).toEqual(["c-prev", "c1", "c3"]);
+      expect(readdirSync(periods).sort()).toEqual([String(now - 1), String(now)]);
+      expect(MARK_TTL_MS).toBe(3_600_000);
     });
   });
 

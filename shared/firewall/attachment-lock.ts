@@ -15,13 +15,15 @@
  *
  * The state lives under /run (lost at reboot, as the rules are). A DEL whose lock or mark cannot be
  * written still removes its rules: DEL must not fail on this; ADD fails instead of writing unguarded.
- * A mark older than MARK_TTL_MS is removed by the next DEL, so marks never pile up on a node where no
- * reload runs: by then the runtime has long dropped the attachment's cache entry (it does so right
- * after DEL), or, if it never did, the container's namespace is gone and reload skips it as dead.
+ * Marks are kept for at least MARK_TTL_MS and less than twice that, in one directory per period of
+ * MARK_TTL_MS; each DEL removes the directories of older periods (a few entries to list, whatever
+ * the pod churn), so marks never pile up on a node where no reload runs. By then the runtime has long
+ * dropped the attachment's cache entry (it does so right after DEL), or, if it never did, the
+ * container's namespace is gone and reload skips it as dead.
  */
 import { hashPrefix } from "./naming.ts";
 import { FileLock } from "../sys/flock.ts";
-import { joinPath, mkdirAll, readDir, readTextFile, rename, stat, statIfExists, unlinkIfExists, writeFile } from "../sys/file.ts";
+import { joinPath, mkdirAll, readDir, readTextFile, rename, rmdir, stat, statIfExists, unlinkIfExists, writeFile } from "../sys/file.ts";
 import { annotate } from "../error/annotate.ts";
 
 export const RELOAD_STATE_DIR = "/run/cni/reload";
@@ -44,13 +46,28 @@ function lockPath(dir: string): string {
   return joinPath(dir, "lock");
 }
 
+/** How long a deletion mark is kept at least (see the module doc). */
+export const MARK_TTL_MS = 60 * 60 * 1000;
+
 /** This netns's part of the marks (throwaway namespaces never share them). */
 function marksDir(dir: string): string {
   return joinPath(dir, "deleted", String(stat("/proc/thread-self/ns/net").ino));
 }
 
-function markPath(dir: string, a: AttachmentKey): string {
-  return joinPath(marksDir(dir), `${hashPrefix(a.network, 16)}-${hashPrefix(`${a.containerID}/${a.ifName}`, 16)}`);
+/** The period of `ms` (its marks' directory name). */
+function periodOf(ms: number): number {
+  return Math.floor(ms / MARK_TTL_MS);
+}
+
+function markName(a: AttachmentKey): string {
+  return `${hashPrefix(a.network, 16)}-${hashPrefix(`${a.containerID}/${a.ifName}`, 16)}`;
+}
+
+/** Where the attachment's mark is, if it has one: in this period's directory or the previous one's. */
+function markPaths(dir: string, a: AttachmentKey, nowMs = Date.now()): [string, string] {
+  const base = marksDir(dir);
+  const p = periodOf(nowMs);
+  return [joinPath(base, String(p), markName(a)), joinPath(base, String(p - 1), markName(a))];
 }
 
 function openLock(dir: string): FileLock {
@@ -84,50 +101,62 @@ export function tryLockFirewall(dir = RELOAD_STATE_DIR): Disposable | undefined 
 
 /** Removes the attachment's deletion mark (nothing when there is none). The caller holds the lock. */
 export function clearDeletionMark(a: AttachmentKey, dir = RELOAD_STATE_DIR): void {
-  unlinkIfExists(markPath(dir, a));
+  for (const path of markPaths(dir, a)) unlinkIfExists(path);
 }
 
 /** When DEL marked the attachment (ms since the epoch), undefined without a mark. */
 export function deletionMarkTime(a: AttachmentKey, dir = RELOAD_STATE_DIR): number | undefined {
-  const st = statIfExists(markPath(dir, a));
-  return st === undefined ? undefined : Number(st.mtimeNs / 1_000_000n);
+  for (const path of markPaths(dir, a)) {
+    const st = statIfExists(path);
+    if (st !== undefined) return Number(st.mtimeNs / 1_000_000n);
+  }
+  return undefined;
+}
+
+/** The names in `dir`, [] when it cannot be read. */
+function namesIn(dir: string): string[] {
+  try {
+    return readDir(dir).map((e) => e.name);
+  } catch {
+    return [];
+  }
 }
 
 /** Every deletion mark of this netns (unreadable ones are skipped). */
 export function deletionMarks(dir = RELOAD_STATE_DIR): DeletionMark[] {
-  const base = marksDir(dir);
-  let names: string[];
-  try {
-    names = readDir(base).map((e) => e.name);
-  } catch {
-    return [];
-  }
   const out: DeletionMark[] = [];
-  for (const name of names) {
-    if (name.includes(".tmp")) continue;
-    const path = joinPath(base, name);
-    try {
-      const k = JSON.parse(readTextFile(path)) as Partial<AttachmentKey>;
-      if (typeof k.network !== "string" || typeof k.containerID !== "string" || typeof k.ifName !== "string") continue;
-      out.push({ network: k.network, containerID: k.containerID, ifName: k.ifName, atMs: Number(stat(path).mtimeNs / 1_000_000n), path });
-    } catch {
-      // gone meanwhile, or not ours
+  for (const period of namesIn(marksDir(dir))) {
+    const periodDir = joinPath(marksDir(dir), period);
+    for (const name of namesIn(periodDir)) {
+      if (name.includes(".tmp")) continue;
+      const path = joinPath(periodDir, name);
+      try {
+        const k = JSON.parse(readTextFile(path)) as Partial<AttachmentKey>;
+        if (typeof k.network !== "string" || typeof k.containerID !== "string" || typeof k.ifName !== "string") continue;
+        out.push({ network: k.network, containerID: k.containerID, ifName: k.ifName, atMs: Number(stat(path).mtimeNs / 1_000_000n), path });
+      } catch {
+        // gone meanwhile, or not ours
+      }
     }
   }
   return out;
 }
 
-/** How long a deletion mark is kept (see the module doc). */
-export const MARK_TTL_MS = 60 * 60 * 1000;
-
-/** Removes this netns's deletion marks older than MARK_TTL_MS. The caller holds the lock. */
+/** Removes the directories of periods before the previous one (see the module doc). The caller holds the lock. */
 function sweepOldMarks(dir: string, nowMs: number): void {
-  for (const m of deletionMarks(dir)) if (nowMs - m.atMs > MARK_TTL_MS) unlinkIfExists(m.path);
+  const base = marksDir(dir);
+  for (const period of namesIn(base)) {
+    if (!/^\d+$/.test(period) || Number(period) >= periodOf(nowMs) - 1) continue;
+    const periodDir = joinPath(base, period);
+    for (const name of namesIn(periodDir)) unlinkIfExists(joinPath(periodDir, name));
+    rmdir(periodDir);
+  }
 }
 
-function writeMark(dir: string, a: AttachmentKey): void {
-  const path = markPath(dir, a);
-  mkdirAll(marksDir(dir), 0o700);
+function writeMark(dir: string, a: AttachmentKey, nowMs: number): void {
+  const [path, previous] = markPaths(dir, a, nowMs);
+  unlinkIfExists(previous);
+  mkdirAll(path.slice(0, path.lastIndexOf("/")), 0o700);
   const tmp = `${path}.tmp${process.pid}`;
   writeFile(tmp, JSON.stringify({ network: a.network, containerID: a.containerID, ifName: a.ifName }), 0o600);
   rename(tmp, path);
@@ -157,8 +186,9 @@ export function attachmentLock(dir = RELOAD_STATE_DIR): AttachmentLock {
       let lock: Disposable | undefined;
       try {
         lock = lockFirewall(dir);
-        writeMark(dir, a);
-        sweepOldMarks(dir, Date.now());
+        const now = Date.now();
+        writeMark(dir, a, now);
+        sweepOldMarks(dir, now);
       } catch {
         // best effort (see above)
       }

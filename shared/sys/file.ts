@@ -12,6 +12,7 @@ import { AT_FDCWD, close, getcwd, getdents64, linkat, mkdirat, openat, read, ren
 
 /** <fcntl.h> flags of the *at calls. */
 const AT_SYMLINK_NOFOLLOW = 0x100;
+const AT_REMOVEDIR = 0x200;
 const AT_EMPTY_PATH = 0x1000;
 /** <linux/stat.h>: every field of struct stat. */
 const STATX_BASIC_STATS = 0x7ff;
@@ -256,6 +257,11 @@ export function writeFile(path: string, data: Uint8Array | string, mode = 0o666,
 /** unlink(2). */
 export function unlink(path: string): void {
   unlinkat(AT_FDCWD, path);
+}
+
+/** rmdir(2) (unlinkat with AT_REMOVEDIR): removes an empty directory. */
+export function rmdir(path: string): void {
+  unlinkat(AT_FDCWD, path, AT_REMOVEDIR);
 }
 
 /** unlink(2) that succeeds when the path is already gone (ENOENT). */

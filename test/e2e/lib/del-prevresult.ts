@@ -91,7 +91,7 @@ export function needsVm(row: DiffCase): boolean {
 const STATE_DIRS = ["/run/cni", "/var/lib/cni"];
 
 /**
- * DEL's deletion marks (shared/firewall/attachment-lock.ts): kept on purpose after DEL (for an hour,
+ * DEL's deletion marks (shared/firewall/attachment-lock.ts): kept on purpose after DEL (one to two hours,
  * so that `cni-plugins reload` never puts back a container being deleted), whether DEL had a
  * prevResult or not, and removed by the next ADD of the attachment.
  */
