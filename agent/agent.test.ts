@@ -75,6 +75,20 @@ describe("Agent", () => {
     expect(JSON.parse((env as { stdout: string }).stdout)).toEqual({ CNI_TEST_MODE: "env", ONLY: "this" });
   });
 
+  test("calls of one attachment run one after another in arrival order; other attachments overlap them", async () => {
+    const span = (command: string, containerID: string, ms: number) =>
+      callAgent(path, call({ CNI_TEST_MODE: "span", CNI_TEST_MS: String(ms), CNI_COMMAND: command, CNI_CONTAINERID: containerID, CNI_IFNAME: "eth0" })).then(
+        (a) => JSON.parse((a as { stdout: string }).stdout) as { start: number; end: number },
+      );
+    const add = span("ADD", "c-order", 300);
+    await Bun.sleep(50);
+    // The runtime gave up on the ADD and sends DEL; meanwhile another pod's ADD.
+    const [del, other] = await Promise.all([span("DEL", "c-order", 10), span("ADD", "c-other", 10)]);
+    const added = await add;
+    expect(del.start).toBeGreaterThanOrEqual(added.end);
+    expect(other.end).toBeLessThan(added.end);
+  });
+
   test("a call runs in its caller's working directory with its caller's umask; the thread goes back after", async () => {
     const first = await callAgent(path, { ...call({ CNI_TEST_MODE: "cwd" }), umask: 0o077 });
     expect(JSON.parse((first as { stdout: string }).stdout)).toEqual({ cwd: process.cwd(), umask: 0o077 });

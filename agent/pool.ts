@@ -4,6 +4,10 @@
  * `max`, and the call waits for whichever thread frees up or starts first. Threads beyond `min`
  * that stay idle for `idleMs` end. A thread that retires (it saw an uncaught error) or dies is
  * replaced; a call it was running ends with an internal error (999), never the agent.
+ *
+ * Calls of one attachment run one after another, in the order they came: a runtime that gave up on
+ * an ADD (it killed the shim at its timeout) and sends DEL gets the DEL after the ADD has ended, as
+ * a killed plugin process would have ended, so the DEL removes everything the ADD made.
  */
 import type { FromWorker, StdinError, ToWorker } from "./messages.ts";
 
@@ -13,6 +17,8 @@ export interface Job {
   env: Record<string, string>;
   pid: number;
   umask: number;
+  /** The attachment the call acts on (calls with the same one never overlap); undefined: none. */
+  attachment?: string | undefined;
   /** The call reads stdin: the bytes, or why they cannot be had. */
   stdin(): Promise<Uint8Array | StdinError>;
   /** The call ended (exactly once). */
@@ -46,6 +52,8 @@ export class WorkerPool {
   /** Idle, ready slots; the last one is the most recently used. */
   readonly #idle: Slot[] = [];
   readonly #queue: { id: number; job: Job }[] = [];
+  /** Attachments with a call running. */
+  readonly #busy = new Set<string>();
   #nextId = 1;
   #closed = false;
   #drained: (() => void) | undefined;
@@ -68,9 +76,15 @@ export class WorkerPool {
   run(job: Job): void {
     if (this.#closed) throw new Error("the pool is closed");
     this.#queue.push({ id: this.#nextId++, job });
+    if (this.#runnable() < 0) return;
     const slot = this.#idle.pop();
     if (slot !== undefined) this.#dispatch(slot);
     else if (this.#slots.size < this.#opts.max) this.#start();
+  }
+
+  /** Where in the queue the first call that may start now is (-1: none; the others wait for their attachment). */
+  #runnable(): number {
+    return this.#queue.findIndex((q) => q.job.attachment === undefined || !this.#busy.has(q.job.attachment));
   }
 
   /** Resolves when no call is running or waiting. */
@@ -123,7 +137,7 @@ export class WorkerPool {
       case "done": {
         const running = slot.job;
         if (running?.id !== msg.id) return;
-        slot.job = undefined;
+        this.#release(slot);
         running.job.finish({ stdout: msg.stdout, stderr: msg.stderr, status: msg.status });
         if (msg.retire) {
           this.#opts.log(`worker thread retired after an uncaught error in a call of ${running.job.argv[0]}`);
@@ -140,7 +154,7 @@ export class WorkerPool {
   }
 
   #becomeIdle(slot: Slot): void {
-    if (this.#queue.length > 0) {
+    if (this.#runnable() >= 0) {
       this.#dispatch(slot);
       return;
     }
@@ -157,13 +171,26 @@ export class WorkerPool {
     }
   }
 
+  /** Starts the first runnable call on `slot` (idle and ready); there is one (see #runnable). */
   #dispatch(slot: Slot): void {
-    const next = this.#queue.shift();
+    const [next] = this.#queue.splice(this.#runnable(), 1);
     if (next === undefined) return;
     clearTimeout(slot.idleTimer);
     slot.job = next;
+    if (next.job.attachment !== undefined) this.#busy.add(next.job.attachment);
     const { argv, env, pid, umask } = next.job;
     this.#post(slot, { t: "run", id: next.id, argv, env, pid, umask });
+  }
+
+  /** The slot's call ended: its attachment is free, and a call waiting for it may start on an idle thread. */
+  #release(slot: Slot): void {
+    const attachment = slot.job?.job.attachment;
+    slot.job = undefined;
+    if (attachment === undefined) return;
+    this.#busy.delete(attachment);
+    if (this.#runnable() < 0) return;
+    const idle = this.#idle.pop();
+    if (idle !== undefined) this.#dispatch(idle);
   }
 
   #remove(slot: Slot): void {
@@ -179,7 +206,7 @@ export class WorkerPool {
     this.#remove(slot);
     this.#opts.log(`worker thread lost: ${why}`);
     const running = slot.job;
-    slot.job = undefined;
+    this.#release(slot);
     running?.job.finish({ stdout: lostCall(why), stderr: `${why}\n`, status: 1 });
     if (this.#slots.size < this.#opts.min || this.#queue.length > 0) this.#start();
     this.#checkDrained();

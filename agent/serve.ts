@@ -18,11 +18,11 @@ import { routeOf } from "../build/dispatch.ts";
 import { buildId } from "../build/version.ts";
 import { writeAllSync } from "../shared/cni/stdio.ts";
 import { readTextFile } from "../shared/sys/file.ts";
-import { blockSignals, execve } from "../shared/sys/process.ts";
+import { blockSignals, execve, ignoreSignal } from "../shared/sys/process.ts";
 import { Connection, type Decision } from "./connection.ts";
 import { parseServeFlags, SERVE_USAGE, ServeUsageError, type ServeFlags } from "./flags.ts";
 import { createListener, inheritedListeners, passAcrossExec, removeSocketFile, type Listener } from "./listeners.ts";
-import { identityOf, refusalFor, type Self } from "./peer.ts";
+import { identityOf, parentOf, refusalFor, type Self } from "./peer.ts";
 import { idleCollector } from "./idle-gc.ts";
 import { WorkerPool } from "./pool.ts";
 import { PROTOCOL_VERSION, type ShimRequest } from "./protocol.ts";
@@ -30,7 +30,8 @@ import { PROTOCOL_VERSION, type ShimRequest } from "./protocol.ts";
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** SIGHUP, SIGINT, SIGTERM: what the agent handles (os.constants.signals numbers on Linux). */
-const HANDLED_SIGNALS = [1, 2, 15];
+const SIGHUP = 1;
+const HANDLED_SIGNALS = [SIGHUP, 2, 15];
 
 /** Threads beyond --min-workers end after this long without a call. */
 const WORKER_IDLE_MS = 30_000;
@@ -196,6 +197,7 @@ export class Agent {
       run: (job) =>
         this.#pool.run({
           ...job,
+          attachment: this.#attachmentOf(job.env, request.pid),
           finish: (out) => {
             this.#served++;
             // Logged before the answer goes out: whoever sees the answer finds the line.
@@ -208,6 +210,18 @@ export class Agent {
           },
         }),
     };
+  }
+
+  /**
+   * The attachment an ADD, CHECK or DEL acts on (its container and interface), by which the pool
+   * orders calls. None for a call from a child of this process: a plugin this agent runs that execs
+   * a delegate (through a shim) must not wait for itself.
+   */
+  #attachmentOf(env: Record<string, string>, pid: number): string | undefined {
+    const command = env.CNI_COMMAND;
+    if (command !== "ADD" && command !== "CHECK" && command !== "DEL") return undefined;
+    if (!env.CNI_CONTAINERID || parentOf(pid) === process.pid) return undefined;
+    return `${env.CNI_CONTAINERID}\0${env.CNI_IFNAME ?? ""}`;
   }
 
   #checkLimits(): void {
@@ -230,17 +244,6 @@ export class Agent {
       if (this.#pool.inFlight === 0) void this.#end(false, `idle for ${this.#flags.idleExitS} s`);
       else this.#armIdle();
     }, this.#flags.idleExitS * 1000);
-  }
-
-  /**
-   * Ends on SIGTERM/SIGINT (stop) and SIGHUP (restart). The signals are then unblocked: after a
-   * restart they were blocked across execve (see reexec), and one that came meanwhile is taken now.
-   */
-  handleSignals(): void {
-    process.on("SIGTERM", () => void this.#end(false, "SIGTERM"));
-    process.on("SIGINT", () => void this.#end(false, "SIGINT"));
-    process.on("SIGHUP", () => void this.#end(true, "SIGHUP"));
-    blockSignals(HANDLED_SIGNALS, false);
   }
 
   /** Drains, then ends (`ended` resolves): a stop, or with `restart` a restart. */
@@ -284,18 +287,34 @@ export class Agent {
   }
 
   /**
-   * After a restart: this executable again, same arguments, the listeners kept open. The signals it
-   * handles are blocked first, so one that arrives before the new image has installed its handlers
-   * waits for them instead of ending the process.
+   * After a restart: this executable again, same arguments, the listeners kept open. A SIGHUP from
+   * now until the new image has its handlers is ignored (it asks for the restart under way; pending
+   * or not, it would end the new image while it starts). SIGTERM and SIGINT are blocked: one that
+   * comes after the new image has installed its handlers waits for them; one that comes while it
+   * starts ends it at once, with nothing in flight (the shims then waiting fall back).
    */
   reexec(): never {
     blockSignals(HANDLED_SIGNALS, true);
+    ignoreSignal(SIGHUP);
     const inherit = passAcrossExec(this.#listeners, process.pid);
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(this.#env)) if (v !== undefined && !k.startsWith("LISTEN_")) env[k] = v;
     Object.assign(env, inherit);
     execve("/proc/self/exe", [process.argv0, ...process.argv.slice(2)], env);
   }
+}
+
+/**
+ * SIGTERM/SIGINT (stop) and SIGHUP (restart) go to `handle` from now on. Installed before the agent
+ * listens, so that no signal finds the default action (which ends the process) once a caller or
+ * systemd can see it; then unblocked: after a restart they were blocked across execve (see
+ * reexec), and one that came meanwhile is taken now.
+ */
+function handleSignals(handle: (restart: boolean, reason: string) => void): void {
+  process.on("SIGTERM", () => handle(false, "SIGTERM"));
+  process.on("SIGINT", () => handle(false, "SIGINT"));
+  process.on("SIGHUP", () => handle(true, "SIGHUP"));
+  blockSignals(HANDLED_SIGNALS, false);
 }
 
 /** `cni-plugins serve [flags]`; resolves with the exit status (never returns after a restart). */
@@ -312,6 +331,13 @@ export async function runServeCommand(args: readonly string[], env: Env): Promis
     writeAllSync(2, `cni-plugins serve: ${err.message}\n${SERVE_USAGE}`);
     return 2;
   }
+  // A signal before the agent exists is kept for it (a stop then stops it as soon as it started).
+  let agent: Agent | undefined;
+  let early: [restart: boolean, reason: string] | undefined;
+  handleSignals((restart, reason) => {
+    if (agent === undefined) early ??= [restart, reason];
+    else void agent.end(restart, reason);
+  });
   let paths: Record<Listener["name"], string>;
   try {
     paths = { agent: flags.socket, dhcp: flags.dhcp === undefined ? "" : await dhcpSocketPath(flags.dhcp) };
@@ -336,9 +362,9 @@ export async function runServeCommand(args: readonly string[], env: Env): Promis
     for (const l of listeners) removeSocketFile(l);
     return 1;
   }
-  const agent = new Agent(flags, env, listeners);
+  agent = new Agent(flags, env, listeners);
   agent.start();
-  agent.handleSignals();
+  if (early !== undefined) void agent.end(...early);
   const how = await agent.ended;
   if (how.restart) agent.reexec();
   agent.close();

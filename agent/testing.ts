@@ -6,6 +6,7 @@
  *   env       stdout: the call's environment as JSON
  *   cwd       stdout: the thread's working directory and umask
  *   sleep     waits CNI_TEST_MS ms, then as echo without stdin
+ *   span      waits CNI_TEST_MS ms; stdout: when it started and ended (ms since the epoch) as JSON
  *   throw     an exception thrown later from a timer (uncaught)
  *   reject    a promise rejected and never handled
  *   exit      the thread exits under the call
@@ -41,6 +42,12 @@ serveCalls(
         await Bun.sleep(Number(io.env.CNI_TEST_MS ?? "100"));
         io.stdout(`slept|${io.env.CNI_TEST_MARK ?? ""}`);
         return 0;
+      case "span": {
+        const start = Date.now();
+        await Bun.sleep(Number(io.env.CNI_TEST_MS ?? "100"));
+        io.stdout(JSON.stringify({ start, end: Date.now() }));
+        return 0;
+      }
       case "throw":
         setTimeout(() => {
           throw new Error("thrown from a timer");

@@ -55,6 +55,7 @@ import {
 } from "./harness/junit.ts";
 import { DIST_BIN, MULTI_CALL_BINARY, REPO_ROOT, TEST_OUT } from "./harness/paths.ts";
 import { netnsIdOf, SANDBOX_ENV } from "./harness/sandbox.ts";
+import { NODE_AGENT_LOG_ENV } from "./harness/agent.ts";
 
 const UNIT_ROOTS = ["shared", "plugins", "ipam", "meta", "operator", "build", "test/harness", "test/bench"];
 const INTEGRATION_DIR = "test/integration";
@@ -206,7 +207,7 @@ async function runE2eAsRoot(suite: "e2e" | "diff" | "e2e-agent" | "diff-agent"):
     agent ? agentLog(suite) : undefined,
   );
   const started = Date.now();
-  const totals = await runBunTest(suite, argv, { ...process.env, [SANDBOX_ENV]: netnsIdOf("self") });
+  const totals = await runBunTest(suite, argv, { ...process.env, [SANDBOX_ENV]: netnsIdOf("self"), ...nodeAgentEnv(suite, agent) });
   log(`${suite}: lane took ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return saveTotals(suite, agent ? withAgentCheck(suite, totals) : totals);
 }
@@ -216,12 +217,29 @@ function agentLog(suite: Suite): string {
   return join(TEST_OUT, `${suite}.agent.log`);
 }
 
-/** An agent lane whose agent served no call did not test the agent: that is a failure. */
+/** The logs of the agents the tests start on their nodes (test/e2e/lib/node.ts) in an agent lane. */
+function nodeAgentLog(suite: Suite): string {
+  return join(TEST_OUT, `${suite}.node-agents.log`);
+}
+
+/** In an agent lane: tells the tests where node agents log (the file starts empty). */
+function nodeAgentEnv(suite: Suite, agent: boolean): Record<string, string> {
+  if (!agent) return {};
+  writeFileSync(nodeAgentLog(suite), "");
+  return { [NODE_AGENT_LOG_ENV]: nodeAgentLog(suite) };
+}
+
+/**
+ * An agent lane whose agents served no call did not test the agent: that is a failure. Counted over
+ * the lane's agent and the node agents (each logs "served N call(s), refused M" when it stops).
+ */
 function withAgentCheck(suite: Suite, totals: SuiteTotals): SuiteTotals {
-  const text = existsSync(agentLog(suite)) ? readFileSync(agentLog(suite), "utf8") : "";
-  const summary = /served (\d+) call\(s\), refused (\d+)/.exec(text);
-  log(`${suite}: the agent ${summary ? `served ${summary[1]} call(s) and refused ${summary[2]} (they ran standalone)` : "left no summary"}`);
-  if (summary !== null && Number(summary[1]) > 0) return totals;
+  const text = [agentLog(suite), nodeAgentLog(suite)].map((f) => (existsSync(f) ? readFileSync(f, "utf8") : "")).join("\n");
+  const summaries = [...text.matchAll(/served (\d+) call\(s\), refused (\d+)/g)];
+  const served = summaries.reduce((n, m) => n + Number(m[1]), 0);
+  const refused = summaries.reduce((n, m) => n + Number(m[2]), 0);
+  log(`${suite}: ${summaries.length} agent(s) ${summaries.length > 0 ? `served ${served} call(s) and refused ${refused} (they ran standalone)` : "left no summary"}`);
+  if (served > 0) return totals;
   return { ...totals, failed: totals.failed + 1, problems: [...totals.problems, `${suite}: the resident agent served no call (see ${relative(REPO_ROOT, agentLog(suite))})`] };
 }
 
@@ -271,7 +289,7 @@ async function runIntegrationAsRoot(agent = false): Promise<SuiteTotals> {
   );
   const hostNetns = netnsIdOf("self");
   const started = Date.now();
-  const totals = await runBunTest(suite, argv, { ...process.env, [SANDBOX_ENV]: hostNetns });
+  const totals = await runBunTest(suite, argv, { ...process.env, [SANDBOX_ENV]: hostNetns, ...nodeAgentEnv(suite, agent) });
   log(`${suite}: lane took ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return saveTotals(suite, agent ? withAgentCheck(suite, totals) : totals);
 }

@@ -33,6 +33,7 @@ function load() {
     dup2: { args: ["i32", "i32"], returns: "i32" },
     listen: { args: ["i32", "i32"], returns: "i32" },
     sigprocmask: { args: ["i32", "ptr", "ptr"], returns: "i32" },
+    signal: { args: ["i32", "u64"], returns: "i64" },
     execve: { args: ["ptr", "ptr", "ptr"], returns: "i32" },
   }).symbols;
 }
@@ -125,13 +126,25 @@ const SIG_UNBLOCK = 1;
 
 /**
  * sigprocmask(2) of the calling thread: blocks (or unblocks) `signals`. A blocked signal stays
- * pending, and the mask survives execve(2): a process image that blocks the signals it handles
- * before re-executing itself loses none that arrive before the new image has its handlers.
+ * pending, and the mask survives execve(2). (Bun's start-up does not keep a signal that is pending
+ * or arrives before a handler is installed: the default action ends the new image. A signal that
+ * must not end it across execve is ignored instead: ignoreSignal.)
  */
 export function blockSignals(signals: readonly number[], block: boolean): void {
   const set = new BigUint64Array(16); // sigset_t: 1024 bits
   for (const n of signals) set[Math.floor((n - 1) / 64)]! |= 1n << BigInt((n - 1) % 64);
   if (sym().sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, set, null) !== 0) fail("sigprocmask", signals.join(","));
+}
+
+/** <signal.h> SIG_IGN. */
+const SIG_IGN = 1n;
+
+/**
+ * signal(2) with SIG_IGN: `signal` is ignored, one pending is discarded, and it stays ignored across
+ * execve(2) until the new image installs a handler.
+ */
+export function ignoreSignal(signal: number): void {
+  if (sym().signal(signal, SIG_IGN) === -1n) fail("signal", `${signal} SIG_IGN`);
 }
 
 /** execve(2): replaces the process image; returns only by throwing. */

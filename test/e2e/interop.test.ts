@@ -136,6 +136,7 @@ describe.skipIf(!sandboxed())("mixed-node interop: ADD with one implementation, 
           const inside = Bun.spawnSync(["nsenter", `--net=${c.netns}`, "ip", "link", "show", "eth0"], { stderr: "pipe" });
           expect(inside.exitCode).not.toBe(0);
         }
+        await node.host.destroy();
       });
     }
   }

@@ -2,11 +2,45 @@
  * A resident agent (`cni-plugins serve`, the built executable) run by a test in the test's own
  * namespaces, on a socket of its own; stopped (by its pid) when the test ends.
  */
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { appendFileSync, existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { registerCleanup } from "./cleanup.ts";
-import { MULTI_CALL_BINARY } from "./paths.ts";
+import { MULTI_CALL_BINARY, SHIM_NAME } from "./paths.ts";
 import { makeTempDir } from "./tempdir.ts";
+
+/** Where an agent lane collects the logs of the agents of its tests' nodes (unset outside agent lanes). */
+export const NODE_AGENT_LOG_ENV = "CNI_TEST_NODE_AGENT_LOG";
+
+/** The node agents of this test process, by the network namespace they serve. */
+const nodeAgents = new Map<string, Promise<RunningAgent>>();
+
+/**
+ * In an agent lane, the socket of the agent serving `exe` (a shim) run in network namespace `netns`
+ * (a node's host namespace): started there on first use, as a real node runs its own (an agent
+ * serves only callers in its own network namespace); the namespace's destroy stops it
+ * (stopNodeAgent). Undefined outside agent lanes and for executables that are not our shims.
+ */
+export async function nodeAgentSocket(netns: string, exe: string): Promise<string | undefined> {
+  if (process.env[NODE_AGENT_LOG_ENV] === undefined || !existsSync(join(dirname(exe), SHIM_NAME))) return undefined;
+  let agent = nodeAgents.get(netns);
+  if (agent === undefined) {
+    agent = startAgent([], { argvPrefix: ["nsenter", `--net=${netns}`, "--"] });
+    nodeAgents.set(netns, agent);
+  }
+  return (await agent).socket;
+}
+
+/** Stops the agent of `netns` (if any) and adds its log to the lane's (NODE_AGENT_LOG_ENV). */
+export async function stopNodeAgent(netns: string): Promise<void> {
+  const agent = nodeAgents.get(netns);
+  if (agent === undefined) return;
+  nodeAgents.delete(netns);
+  const a = await agent.catch(() => undefined);
+  if (a === undefined) return;
+  await a.stop();
+  const logFile = process.env[NODE_AGENT_LOG_ENV];
+  if (logFile !== undefined) appendFileSync(logFile, a.log());
+}
 
 export interface RunningAgent {
   /** The socket; pass it to shims as CNI_PLUGINS_SOCKET. */

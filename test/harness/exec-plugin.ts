@@ -3,6 +3,7 @@
  * CNI_* variables come through the environment, the network configuration through stdin, and the
  * answer is read from stdout (result or error JSON) plus the exit status.
  */
+import { nodeAgentSocket } from "./agent.ts";
 import { DIST_BIN, GO_BIN_DIR } from "./paths.ts";
 import { join } from "node:path";
 
@@ -36,7 +37,10 @@ export interface PluginInvocation {
    * left (`full`: a small tmpfs filled up; new names can still be created, writes fail ENOSPC).
    */
   faultyDirs?: { dir: string; fault: "ro" | "full" }[];
-  /** Runs the plugin in this network namespace (a path) instead of the test's own: its "host". */
+  /**
+   * Runs the plugin in this network namespace (a path) instead of the test's own: its "host" (in an
+   * agent lane, served by that namespace's own agent: harness/agent.ts nodeAgentSocket).
+   */
   hostNetns?: string;
 }
 
@@ -116,9 +120,13 @@ export async function execPlugin(type: string, inv: PluginInvocation): Promise<P
   const exe = join(binDir, type);
   const started = performance.now();
   const argv = [...(inv.wrap ?? []), ...wrappedArgv(exe, inv)];
+  const env = pluginEnv(inv, binDir);
+  // In an agent lane a "host" namespace has its own agent, as a node does.
+  const socket = inv.hostNetns === undefined ? undefined : await nodeAgentSocket(inv.hostNetns, exe);
+  if (socket !== undefined && env.CNI_PLUGINS_SOCKET === undefined) env.CNI_PLUGINS_SOCKET = socket;
   const proc = Bun.spawn(argv, {
     argv0: argv[0]!,
-    env: pluginEnv(inv, binDir),
+    env,
     cwd: inv.cwd ?? process.cwd(),
     stdin: stdinBytes(inv.config),
     stdout: "pipe",

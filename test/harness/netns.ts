@@ -11,6 +11,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { stopNodeAgent } from "./agent.ts";
 import { registerCleanup } from "./cleanup.ts";
 import { netnsIdOf } from "./sandbox.ts";
 
@@ -21,7 +22,10 @@ export interface ContainerNetns {
   readonly pid: number;
   /** `net:[<inode>]`, to compare namespaces. */
   readonly id: string;
-  /** Ends the holder process: the namespace and its path go away. Safe to call twice. */
+  /**
+   * Ends the holder process (and a node agent serving the namespace, harness/agent.ts): the
+   * namespace and its path go away. Safe to call twice.
+   */
   destroy(): Promise<void>;
 }
 
@@ -69,6 +73,7 @@ export async function createContainerNetns(): Promise<ContainerNetns> {
     pid,
     id,
     destroy: async () => {
+      await stopNodeAgent(`/proc/${pid}/ns/net`);
       await destroy();
       forget();
     },

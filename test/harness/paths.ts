@@ -14,6 +14,9 @@ export const DIST_BIN = process.env.CNI_TEST_BIN_DIR || join(REPO_ROOT, "dist", 
 /** The multi-call executable itself. */
 export const MULTI_CALL_BINARY = join(DIST_BIN, "cni-plugins");
 
+/** The exec shim's own name in a bin directory (each plugin name is a link to it). */
+export const SHIM_NAME = "cni-plugins-shim";
+
 /** The Go reference plugins from Debian's containernetworking-plugins (1.1.1). */
 export const GO_BIN_DIR = "/usr/lib/cni";
 

@@ -14,11 +14,12 @@ import { startAgent, waitForSocket } from "../harness/agent.ts";
 import { bridgeConfig, bridgePorts, iptablesNat, ours, reservationFiles } from "../harness/bridge-helpers.ts";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { describeRun, execPlugin, type PluginInvocation, type PluginRun } from "../harness/exec-plugin.ts";
-import { findLink } from "../harness/ip-oracle.ts";
+import { findLink, listLinks } from "../harness/ip-oracle.ts";
 import { createContainerNetns, type ContainerNetns } from "../harness/netns.ts";
 import { DIST_BIN, MULTI_CALL_BINARY, REPO_ROOT } from "../harness/paths.ts";
 import { sandboxed } from "../harness/sandbox.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
+import { ptpConf } from "../harness/ptp-helpers.ts";
 
 /** A socket path where nothing listens: the shim runs standalone. */
 const NO_AGENT = "/run/cni/no-agent-here.sock";
@@ -200,6 +201,39 @@ describe.skipIf(!sandboxed())("resident agent and exec shim", () => {
     for (const ns of nss) expect(findLink(ns.path, "eth0")).toBeUndefined();
   }, 300_000);
 
+  test("shims killed mid-ADD (a runtime's timeout), DEL sent at once: the DEL waits for the ADD it follows and leaves nothing", async () => {
+    const agent = await startAgent(["--max-workers", "32"]);
+    const dataDir = makeTempDir();
+    const conf = ptpConf({ name: "agent-timeout", dataDir, subnets: ["10.84.0.0/24"] });
+    const store = join(dataDir, "agent-timeout");
+    mkdirSync(store, { recursive: true });
+    const nss: ContainerNetns[] = [];
+    for (let i = 0; i < 10; i++) nss.push(await createContainerNetns());
+    const linksBefore = listLinks(undefined).map((l) => l.ifname);
+    // ptp ADD asks host-local first, and host-local waits for its store's lock, held here for 1.5 s:
+    // each ADD is still waiting when its shim is killed at 300 ms, and goes on in the agent; its DEL
+    // follows at once and must leave nothing once both have ended. (That the agent runs the DEL
+    // after the ADD, not beside it, agent/agent.test.ts checks with calls it controls.)
+    const holder = Bun.spawn(["flock", join(store, "lock"), "sleep", "1.5"]);
+    await Bun.sleep(100);
+    const inv = (i: number, command: "ADD" | "DEL", timeoutMs: number) =>
+      via(agent.socket, { command, containerID: `tmo-${i}`, netns: nss[i]!.path, ifName: "eth0", config: conf, timeoutMs });
+    const runs = await Promise.all(
+      nss.map(async (_, i) => {
+        const add = await ours("ptp", inv(i, "ADD", 300));
+        return { add, del: await ours("ptp", inv(i, "DEL", 120_000)) };
+      }),
+    );
+    await holder.exited;
+    expect(runs.filter((r) => r.add.signal === null).map((r) => describeRun(r.add))).toEqual([]); // every ADD was still waiting
+    expect(runs.filter((r) => r.del.status !== 0).map((r) => describeRun(r.del))).toEqual([]);
+    expect(agent.served()).toBe(20);
+    await agent.stop();
+    expect(listLinks(undefined).map((l) => l.ifname).filter((n) => !linksBefore.includes(n))).toEqual([]);
+    expect(reservationFiles(store)).toEqual([]);
+    for (const ns of nss) expect(findLink(ns.path, "eth0")).toBeUndefined();
+  }, 300_000);
+
   test("graceful restarts (--max-requests, SIGHUP) keep the pid and the socket, and fail no call", async () => {
     const agent = await startAgent(["--max-requests", "7"]);
     const runs: Promise<PluginRun>[] = [];
@@ -219,6 +253,20 @@ describe.skipIf(!sandboxed())("resident agent and exec shim", () => {
     expect(Bun.spawnSync(["kill", "-0", String(agent.pid)]).exitCode).toBe(0); // the same process
     expect(await agent.stop()).toBe(0);
     expect(existsSync(agent.socket)).toBe(false); // the final stop removes the socket it made
+  }, 60_000);
+
+  test("SIGHUPs in quick succession, some while the new image starts: the agent restarts and lives on", async () => {
+    const agent = await startAgent();
+    for (let i = 0; i < 40; i++) {
+      process.kill(agent.pid, "SIGHUP");
+      await Bun.sleep(i % 10);
+    }
+    await Bun.sleep(300);
+    const r = await execPlugin("bridge", via(agent.socket, { command: "VERSION" }));
+    expect(describeRun(r)).toStartWith("exit=0");
+    expect(Bun.spawnSync(["kill", "-0", String(agent.pid)]).exitCode).toBe(0);
+    expect(agent.log()).toContain("restarting: SIGHUP");
+    expect(await agent.stop()).toBe(0);
   }, 60_000);
 
   test("socket activation: the agent serves on the socket it is passed, and leaves the file to its owner", async () => {

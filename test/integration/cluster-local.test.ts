@@ -30,6 +30,7 @@ import { DIST_BIN, MULTI_CALL_BINARY } from "../harness/paths.ts";
 import { sandboxed } from "../harness/sandbox.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
 import { ALL_SPEC_VERSIONS, hasCheck, hasStatusAndGc } from "../harness/versions.ts";
+import { DEL_PREV_VARIANTS } from "../e2e/lib/del-prevresult.ts";
 
 const LAB_BRIDGE = "clbr0";
 const LAB_ADDR = "10.123.0.1";
@@ -231,6 +232,21 @@ describe.skipIf(!sandboxed())("cluster-local on a three-member etcd cluster", ()
         await cluster.deletePrefix(prefix);
       });
     }
+
+    test("DEL with no prevResult, `{}` or a prevResult without ips releases what the attachment holds (cni#1156)", async () => {
+      const prefix = "/del-prev/";
+      const conf = ipamAlone(cluster, prefix, "node-a", "1.1.0", {});
+      for (const [variant, prevOf] of Object.entries(DEL_PREV_VARIANTS)) {
+        const id = cid("delprev");
+        const added = expectResult(await execPlugin("cluster-local", ipamInv("ADD", id, conf)));
+        const prevResult = prevOf(added);
+        const del = await execPlugin("cluster-local", ipamInv("DEL", id, prevResult === undefined ? conf : { ...conf, prevResult }));
+        expect({ variant, status: del.status, stdout: del.stdout }).toEqual({ variant, status: 0, stdout: "" });
+        expect((await owners(cluster, prefix)).size).toBe(0);
+        expect((await reservedIps(cluster, prefix)).size).toBe(0);
+      }
+      await cluster.deletePrefix(prefix);
+    });
 
     test("TLS set up wrong is code 7 naming the field: another CA, no client certificate, unreadable or broken files", async () => {
       const prefix = "/tls-bad/";

@@ -2,8 +2,10 @@
  * A "node" for the differential and interop suites: a throwaway network namespace playing the
  * host (bridges, host veths, iptables, nftables, tc all land there) plus helpers to run a plugin
  * binary inside it exactly as a runtime on that host would (argv[0] = plugin path, CNI_* env,
- * config on stdin). Two nodes give Go and ours identical, fresh, isolated hosts.
+ * config on stdin). Two nodes give Go and ours identical, fresh, isolated hosts. In an agent lane
+ * our shims there are served by the node's own agent (harness/agent.ts nodeAgentSocket).
  */
+import { nodeAgentSocket } from "../../harness/agent.ts";
 import { createContainerNetns, type ContainerNetns } from "../../harness/netns.ts";
 import type { PluginRun } from "../../harness/exec-plugin.ts";
 import { join } from "node:path";
@@ -52,6 +54,8 @@ export async function runOnNode(node: Node, type: string, inv: NodeInvocation): 
     CNI_PATH: inv.binDir,
   };
   if (inv.args !== undefined) env.CNI_ARGS = inv.args;
+  const socket = await nodeAgentSocket(node.host.path, exe);
+  if (socket !== undefined) env.CNI_PLUGINS_SOCKET = socket;
   const started = performance.now();
   const proc = Bun.spawn(["nsenter", `--net=${node.host.path}`, "--", exe], {
     env,
