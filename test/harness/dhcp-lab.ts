@@ -22,15 +22,6 @@ export const LAB_BRIDGE = "dhbr0";
 export const SERVER_IP = "10.77.0.1";
 export const SERVER_IP6 = "fd00:77::1";
 
-/** Polls `cond` every 100 ms until it holds; throws after `ms`. */
-export async function waitFor(what: string, cond: () => boolean, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(100);
-  }
-}
-
 export function sh(cmd: string[]): string {
   const r = Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe" });
   if (r.exitCode !== 0) throw new Error(`${cmd.join(" ")} failed: ${r.stderr.toString().trim()}`);

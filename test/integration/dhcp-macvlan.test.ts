@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { registerCleanup, runAllCleanups } from "../harness/cleanup.ts";
-import { LAB_BRIDGE, SERVER_IP, sh, startDaemon, startLab, type Daemon, type Lab, waitFor } from "../harness/dhcp-lab.ts";
+import { LAB_BRIDGE, SERVER_IP, sh, startDaemon, startLab, type Daemon, type Lab } from "../harness/dhcp-lab.ts";
+import { waitFor } from "../harness/wait.ts";
 import { execPlugin } from "../harness/exec-plugin.ts";
 import { createContainerNetns, type ContainerNetns } from "../harness/netns.ts";
 

@@ -27,6 +27,7 @@ import {
 } from "../harness/ptp-helpers.ts";
 import { sandboxed } from "../harness/sandbox.ts";
 import { reservations } from "../harness/store.ts";
+import { waitFor } from "../harness/wait.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
 import { ALL_SPEC_VERSIONS, hasCheck, resultFamily } from "../harness/versions.ts";
 
@@ -247,7 +248,8 @@ describe.skipIf(!sandboxed())("ptp", () => {
       expect(reservations(join(dataDir, net))).toEqual({});
       expect(iptablesMasqLines(net, cid)).toEqual([]);
       expect(nftMasqLines(cid)).toEqual([]);
-      expect(hostLink(result.interfaces[0].name)).toBeUndefined();
+      // The host end goes with the namespace, which the kernel dismantles in its own time (cleanup_net).
+      await waitFor(`the host veth of the gone namespace (${backend}) to go`, () => hostLink(result.interfaces[0].name) === undefined, 10_000);
     }
   });
 
