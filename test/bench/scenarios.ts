@@ -172,14 +172,17 @@ function timeRun(argv: string[], status: number): number {
 
 /**
  * The exec shim on its own: its start-to-exit under its own name (it prints its usage and exits 2:
- * no connection, no exec), next to the compiled Bun hello-world.
+ * no connection, no exec), next to the compiled Bun hello-world and to the floor of any spawn
+ * timed this way, a static executable that does nothing (busybox-static's `true`): what the shim
+ * costs of its own is the difference.
  */
 const shim: Scenario = (ctx) => {
   const s: Samples = {};
   const file = join(ctx.dirs.ours, "cni-plugins-shim");
+  const floor = [staticBusybox(), "true"];
   for (let round = -3; round < ctx.rounds * 4; round++) {
-    for (const series of alternation(["resident", "hello"] as const, round)) {
-      const ms = series === "hello" ? timeRun([ctx.hello], 0) : timeRun([file], 2);
+    for (const series of alternation(["resident", "hello", "floor"] as const, round)) {
+      const ms = series === "hello" ? timeRun([ctx.hello], 0) : series === "floor" ? timeRun(floor, 0) : timeRun([file], 2);
       if (round >= 0) push(s, "alone", series, ms);
     }
   }
@@ -535,6 +538,12 @@ const memory: Scenario = (ctx) => {
 };
 
 /** VmRSS of a process in MiB. */
+/** The number of threads of process `pid` (/proc/<pid>/status). */
+function processThreads(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("Threads:"));
+  return Number(/\d+/.exec(line ?? "")?.[0] ?? Number.NaN);
+}
+
 function processRssMiB(pid: number): number {
   const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"));
   return Number(/\d+/.exec(line ?? "")?.[0] ?? Number.NaN) / 1024;
@@ -579,11 +588,11 @@ const agentMemory: Scenario = async (ctx) => {
     await runPairs(0, 1000);
     await Bun.sleep(SETTLE_MS);
     const after1k = processRssMiB(ctx.agent.pid);
-    log(`agent-memory: 1,000 pairs in ${((wallNow() - t0) / 1000).toFixed(1)} s, agent at ${after1k.toFixed(1)} MiB`);
+    log(`agent-memory: 1,000 pairs in ${((wallNow() - t0) / 1000).toFixed(1)} s, agent at ${after1k.toFixed(1)} MiB, ${processThreads(ctx.agent.pid)} threads`);
     await runPairs(1000, 10_000);
     await Bun.sleep(SETTLE_MS);
     const after10k = processRssMiB(ctx.agent.pid);
-    log(`agent-memory: 10,000 pairs in ${((wallNow() - t0) / 1000).toFixed(1)} s, agent at ${after10k.toFixed(1)} MiB`);
+    log(`agent-memory: 10,000 pairs in ${((wallNow() - t0) / 1000).toFixed(1)} s, agent at ${after10k.toFixed(1)} MiB, ${processThreads(ctx.agent.pid)} threads`);
     push(s, "rss 1k", "resident", after1k);
     push(s, "rss 10k", "resident", after10k);
     const left = leftoverReservations(join(ctx.state, "ipam-resident", "am-net"));

@@ -2,13 +2,13 @@
  * The final table of `make bench`: one row per figure with a column per series — ours through the
  * old layout (every plugin name a link to the executable: `direct`), ours standalone (the exec shim
  * falls back: no agent), ours resident (through the agent), and Go 1.1.1 (or another reference:
- * a compiled Bun hello-world, ours with host-local) — the ratios, the targets and whether they were
+ * a compiled Bun hello-world, ours with host-local, a static executable that does nothing) — the ratios, the targets and whether they were
  * met.
  */
 import { ratio } from "./stats.ts";
 
 /** The series a row may have; see the header. */
-export type Column = "direct" | "standalone" | "resident" | "go" | "hello" | "host-local";
+export type Column = "direct" | "standalone" | "resident" | "go" | "hello" | "host-local" | "floor";
 
 export const COLUMN_LABEL: Readonly<Record<Column, string>> = {
   direct: "direct",
@@ -17,6 +17,7 @@ export const COLUMN_LABEL: Readonly<Record<Column, string>> = {
   go: "Go",
   hello: "hello",
   "host-local": "host-local",
+  floor: "static-true",
 };
 
 export type Target =
@@ -84,7 +85,7 @@ function targetText(row: Row): string {
 
 /** The reference a row is compared with: Go, else the first other reference it has. */
 function referenceOf(row: Row): Column | undefined {
-  return (["go", "hello", "host-local"] as const).find((c) => row.values[c] !== undefined);
+  return (["go", "hello", "host-local", "floor"] as const).find((c) => row.values[c] !== undefined);
 }
 
 /** The table as aligned text, header first; errors are listed under it. */
