@@ -129,7 +129,7 @@ async function refill(client: EtcdClient, keys: NetworkKeys, cursors: readonly S
     const batches = needy.map((c) => ({ cursor: c, batch: c.nextBatch(PROBE_BATCH) }));
     const empty = batches.find((b) => b.batch.length === 0);
     if (empty !== undefined) throw rangeSetFailure(cursors.indexOf(empty.cursor), exhaustedError(empty.cursor.set));
-    const ops: RequestOp[] = batches.flatMap((b) => b.batch.map((c) => ({ range: { key: keys.ip(c.ip), countOnly: true } })));
+    const ops: RequestOp[] = batches.flatMap((b) => b.batch.map((c) => ({ range: { key: keys.ip(c.ip), countOnly: true, serializable: true } })));
     const read = await client.txn({ compare: [], success: ops });
     let i = 0;
     for (const { cursor, batch } of batches) {
@@ -147,8 +147,13 @@ export async function allocate(client: EtcdClient, req: AllocationRequest): Prom
   const { keys, owner } = req;
   const ownerKey = keys.owner(owner.containerID, owner.ifname);
   const hints = req.rangeSets.map((_, idx) => keys.hint(idx));
-  const first = await client.txn({ compare: [], success: [ownerKey, ...hints].map((key) => ({ range: { key } })) });
-  const existing = rangeAt(first, 0).kvs[0];
+  // Serializable reads (no leader round): the write's compares decide, so a stale answer costs at
+  // most a retry (an owner already there or a candidate taken shows in the write's failure reads).
+  const first = await client.txn({ compare: [], success: [ownerKey, ...hints].map((key) => ({ range: { key, serializable: true } })) });
+  let existing = rangeAt(first, 0).kvs[0];
+  // An owner a serializable read shows may have just been released (a DEL before this ADD's retry):
+  // a current read decides.
+  if (existing !== undefined) existing = (await client.range({ key: ownerKey })).kvs[0];
   if (existing !== undefined) return heldAddresses(client, req, existing);
 
   const cursors = req.rangeSets.map((set, idx) => {
