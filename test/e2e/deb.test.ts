@@ -13,7 +13,7 @@
  * Debian's .deb comes from apt's archive cache (a copy is kept in the e2e cache).
  */
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pluginNames } from "../../build/registry.ts";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
@@ -29,6 +29,19 @@ const OUR_PKG = "cni-plugins-ts";
 const OVERLAID = ["/usr", "/etc", "/var/lib", "/var/log", "/var/cache/apt", "/var/cache/debconf"];
 const DEB_CACHE = join(E2E_CACHE, "debs");
 const PODMAN_STATE = join(E2E_CACHE, "podman-deb");
+
+/** Adds `"callLog": log` to every plugin of the conflist of network `name` in `confDir` (docs/call-log.md). */
+function logCallsOf(confDir: string, name: string, log: string): void {
+  for (const f of readdirSync(confDir).filter((n) => n.endsWith(".conflist"))) {
+    const path = join(confDir, f);
+    const list = JSON.parse(readFileSync(path, "utf8")) as { name?: string; plugins?: Record<string, unknown>[] };
+    if (list.name !== name) continue;
+    for (const p of list.plugins ?? []) p.callLog = log;
+    writeFileSync(path, JSON.stringify(list, null, 2));
+    return;
+  }
+  throw new Error(`no conflist of network ${name} in ${confDir}`);
+}
 const NET = "e2edeb";
 const SUBNET = "10.85.3.0/24";
 const HOST_PORT = 38492;
@@ -158,12 +171,16 @@ describe.skipIf(skipReason !== undefined)("Debian package (make deb) over Debian
 
     // 2. podman (CNI backend) with /usr/lib/cni, the per-call log on to see that our plugins ran
     const callLog = join(makeTempDir("cni-e2e-deb-log-"), "calls.jsonl");
-    const env = { ...podmanEnv(), CNI_PLUGINS_CALL_LOG: callLog };
+    const env = podmanEnv();
     const setup = await inNs(["bash", join(import.meta.dir, "setup", "podman-setup.sh"), "/usr/lib/cni", PODMAN_STATE], { PODMAN_RUNROOT: "/run/cni-ts-e2e-deb-podman" });
     expect(show(setup)).toStartWith("exit=0");
     const podman = (args: string[]) => inNs(["podman", ...args], env);
     await podman(["network", "rm", "-f", NET]);
     expect(show(await podman(["network", "create", "--subnet", SUBNET, NET]))).toStartWith("exit=0");
+    // The log is named in the network's conflist (the `callLog` key), not in podman's environment:
+    // podman may tear a container's network down from its cleanup process (conmon's exit command),
+    // whose environment is not the one given here.
+    logCallsOf(join(PODMAN_STATE, "net.d"), NET, callLog);
     const image = "localhost/e2e-busybox:latest";
     expect(show(await podman(["run", "-d", "--name", "e2e-deb-c1", "--network", NET, image, "sleep", "600"]))).toStartWith("exit=0");
     expect(show(await podman(["run", "-d", "--name", "e2e-deb-web", "--network", NET, "-p", `${HOST_PORT}:80`, image, "httpd", "-f", "-p", "80", "-h", "/www"]))).toStartWith("exit=0");
