@@ -171,9 +171,11 @@ export class WorkerPool {
     }
   }
 
-  /** Starts the first runnable call on `slot` (idle and ready); there is one (see #runnable). */
+  /** Starts the first runnable call on `slot` (idle and ready); callers check that there is one (#runnable). */
   #dispatch(slot: Slot): void {
-    const [next] = this.#queue.splice(this.#runnable(), 1);
+    const at = this.#runnable();
+    if (at < 0) return;
+    const [next] = this.#queue.splice(at, 1);
     if (next === undefined) return;
     clearTimeout(slot.idleTimer);
     slot.job = next;
