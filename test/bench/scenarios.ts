@@ -537,16 +537,20 @@ const memory: Scenario = (ctx) => {
   return { samples: s };
 };
 
-/** VmRSS of a process in MiB. */
-/** The number of threads of process `pid` (/proc/<pid>/status). */
-function processThreads(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("Threads:"));
+/** A number field of /proc/<pid>/status (e.g. "VmRSS", in kB; "Threads"). */
+function statusNumber(pid: number, field: string): number {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith(`${field}:`));
   return Number(/\d+/.exec(line ?? "")?.[0] ?? Number.NaN);
 }
 
+/** VmRSS of a process in MiB. */
 function processRssMiB(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"));
-  return Number(/\d+/.exec(line ?? "")?.[0] ?? Number.NaN) / 1024;
+  return statusNumber(pid, "VmRSS") / 1024;
+}
+
+/** The number of threads of a process. */
+function processThreads(pid: number): number {
+  return statusNumber(pid, "Threads");
 }
 
 /**
