@@ -127,10 +127,12 @@ export class Connection {
       return;
     }
     this.#accepted = true;
-    // stdin is asked for at once, with the acceptance, while the call starts: it is ready when the
-    // call reads it. (A call that does not read it answers anyway; the shim then stops sending.)
-    this.#send([encodeFrame(Frame.ACCEPTED)], false);
-    const stdin = this.#askStdin();
+    // The acceptance and the request for stdin go out in one write, queued first and written once
+    // the call is on its way to its thread (waking the thread is the longest step). stdin is asked
+    // for at once, while the call starts, so it is ready when the call reads it. (A call that does
+    // not read it answers anyway; the shim then stops sending.)
+    this.#pending.push(Buffer.concat([encodeFrame(Frame.ACCEPTED), encodeFrame(Frame.SEND_STDIN)]));
+    const stdin = this.#expectStdin();
     decision.run({
       argv: request.argv,
       env: envFrom(request.envEntries),
@@ -142,13 +144,14 @@ export class Connection {
         this.#send([...encodeChunks(Frame.STDOUT, enc.encode(out.stdout)), ...encodeChunks(Frame.STDERR, enc.encode(out.stderr)), encodeExit(out.status)], true);
       },
     });
+    this.#flush();
   }
 
-  #askStdin(): Promise<Uint8Array | StdinError> {
+  /** The call's stdin, taken from the frames that follow the acceptance (which asks for them); or why it cannot be had. */
+  #expectStdin(): Promise<Uint8Array | StdinError> {
     if (this.#closed) return Promise.resolve({ message: "the caller closed the connection" });
     return new Promise((resolve) => {
       this.#stdin = { chunks: [], bytes: 0, wanted: true, done: resolve };
-      this.#send([encodeFrame(Frame.SEND_STDIN)], false);
     });
   }
 

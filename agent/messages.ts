@@ -4,7 +4,7 @@
 export type ToWorker =
   /** Run one plugin call, as a process started with `argv` and `env` by `pid` would. */
   | { t: "run"; id: number; argv: string[]; env: Record<string, string>; pid: number; umask: number }
-  /** The call's stdin, or why it cannot be had (`error`). */
+  /** The call's stdin, or why it cannot be had (`error`): sent once complete, whether the call reads it or not. */
   | { t: "stdin"; id: number; data: Uint8Array }
   | { t: "stdin-error"; id: number; error: StdinError };
 
@@ -12,8 +12,6 @@ export type ToWorker =
 export type FromWorker =
   /** Started, plugins loaded: ready for calls. */
   | { t: "ready" }
-  /** The call reads its stdin. */
-  | { t: "stdin"; id: number }
   /** The call ended; `retire`: this worker saw an uncaught error and should not serve again. */
   | { t: "done"; id: number; stdout: string; stderr: string; status: number; retire: boolean };
 

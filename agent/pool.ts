@@ -19,7 +19,7 @@ export interface Job {
   umask: number;
   /** The attachment the call acts on (calls with the same one never overlap); undefined: none. */
   attachment?: string | undefined;
-  /** The call reads stdin: the bytes, or why they cannot be had. */
+  /** The call's stdin (sent to its thread when complete): the bytes, or why they cannot be had. */
   stdin(): Promise<Uint8Array | StdinError>;
   /** The call ended (exactly once). */
   finish(out: { stdout: string; stderr: string; status: number }): void;
@@ -124,16 +124,6 @@ export class WorkerPool {
         slot.ready = true;
         this.#becomeIdle(slot);
         return;
-      case "stdin": {
-        const running = slot.job;
-        if (running?.id !== msg.id) return;
-        void running.job.stdin().then((got) => {
-          if (slot.job?.id !== msg.id) return;
-          if (got instanceof Uint8Array) this.#post(slot, { t: "stdin", id: msg.id, data: got });
-          else this.#post(slot, { t: "stdin-error", id: msg.id, error: got });
-        });
-        return;
-      }
       case "done": {
         const running = slot.job;
         if (running?.id !== msg.id) return;
@@ -182,6 +172,12 @@ export class WorkerPool {
     if (next.job.attachment !== undefined) this.#busy.add(next.job.attachment);
     const { argv, env, pid, umask } = next.job;
     this.#post(slot, { t: "run", id: next.id, argv, env, pid, umask });
+    // The call's stdin follows as soon as it is complete, unasked: the call finds it there when it reads.
+    void next.job.stdin().then((got) => {
+      if (slot.job?.id !== next.id) return;
+      if (got instanceof Uint8Array) this.#post(slot, { t: "stdin", id: next.id, data: got });
+      else this.#post(slot, { t: "stdin-error", id: next.id, error: got });
+    });
   }
 
   /** The slot's call ended: its attachment is free, and a call waiting for it may start on an idle thread. */

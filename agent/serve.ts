@@ -26,6 +26,7 @@ import { identityOf, parentOf, refusalFor, type Self } from "./peer.ts";
 import { idleCollector } from "./idle-gc.ts";
 import { WorkerPool } from "./pool.ts";
 import { PROTOCOL_VERSION, type ShimRequest } from "./protocol.ts";
+import { missingRuntimeOptions } from "./runtime-options.ts";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -297,11 +298,22 @@ export class Agent {
     blockSignals(HANDLED_SIGNALS, true);
     ignoreSignal(SIGHUP);
     const inherit = passAcrossExec(this.#listeners, process.pid);
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(this.#env)) if (v !== undefined && !k.startsWith("LISTEN_")) env[k] = v;
-    Object.assign(env, inherit);
-    execve("/proc/self/exe", [process.argv0, ...process.argv.slice(2)], env);
+    const env = definedOnly(this.#env);
+    for (const k of Object.keys(env)) if (k.startsWith("LISTEN_")) delete env[k];
+    execSelf({ ...env, ...inherit });
   }
+}
+
+/** The variables of `env` that are set. */
+function definedOnly(env: Env): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = v;
+  return out;
+}
+
+/** This executable again with the same arguments (process.argv[2] on; [1] is the compiled entry), and `env`. */
+function execSelf(env: Record<string, string>): never {
+  execve("/proc/self/exe", [process.argv0, ...process.argv.slice(2)], env);
 }
 
 /**
@@ -331,6 +343,9 @@ export async function runServeCommand(args: readonly string[], env: Env): Promis
     writeAllSync(2, `cni-plugins serve: ${err.message}\n${SERVE_USAGE}`);
     return 2;
   }
+  // The runtime's options are read at start: a first start without them runs again with them.
+  const missing = missingRuntimeOptions(env);
+  if (Object.keys(missing).length > 0 && buildId() !== "") execSelf({ ...definedOnly(env), ...missing });
   // A signal before the agent exists is kept for it (a stop then stops it as soon as it started).
   let agent: Agent | undefined;
   let early: [restart: boolean, reason: string] | undefined;

@@ -26,11 +26,12 @@ export type CallRunner = (argv: readonly string[], io: PluginIO) => Promise<numb
 /** The spec versions of the plugin `argv` calls (an internal error is labelled with the newest). */
 export type VersionsOf = (argv: readonly string[]) => readonly string[];
 
-/** The call being run: where its stdin arrives, and whether it has been answered. */
+/** The call being run: its stdin (arrived, or awaited), and whether it has been answered. */
 interface Current {
   id: number;
   versions: readonly string[];
-  stdin: { resolve(data: Uint8Array): void; reject(err: Error): void } | undefined;
+  stdin: Uint8Array | Error | undefined;
+  reader: { resolve(data: Uint8Array): void; reject(err: Error): void } | undefined;
   answered: boolean;
 }
 
@@ -63,7 +64,7 @@ export function serveCalls(runCall: CallRunner, versionsOf: VersionsOf, self: Wo
   process.on("unhandledRejection", failCurrent);
 
   async function run(msg: Extract<ToWorker, { t: "run" }>): Promise<void> {
-    const call: Current = { id: msg.id, versions: versionsOf(msg.argv), stdin: undefined, answered: false };
+    const call: Current = { id: msg.id, versions: versionsOf(msg.argv), stdin: undefined, reader: undefined, answered: false };
     current = call;
     let stdout = "";
     let stderr = "";
@@ -78,11 +79,14 @@ export function serveCalls(runCall: CallRunner, versionsOf: VersionsOf, self: Wo
       mask = setUmask(msg.umask);
       status = await runCall(msg.argv, {
         env: msg.env,
-        readStdin: () =>
-          new Promise<Uint8Array>((resolve, reject) => {
-            call.stdin = { resolve, reject };
-            post({ t: "stdin", id: call.id });
-          }),
+        readStdin: () => {
+          const got = call.stdin;
+          if (got instanceof Uint8Array) return got;
+          if (got !== undefined) return Promise.reject(got);
+          return new Promise<Uint8Array>((resolve, reject) => {
+            call.reader = { resolve, reject };
+          });
+        },
         stdout: (text) => {
           stdout += text;
         },
@@ -112,11 +116,14 @@ export function serveCalls(runCall: CallRunner, versionsOf: VersionsOf, self: Wo
         void run(msg);
         break;
       case "stdin":
-        if (current?.id === msg.id) current.stdin?.resolve(msg.data);
+      case "stdin-error": {
+        const call = current;
+        if (call?.id !== msg.id) break;
+        call.stdin = msg.t === "stdin" ? msg.data : stdinFailure(msg.error);
+        if (call.stdin instanceof Uint8Array) call.reader?.resolve(call.stdin);
+        else call.reader?.reject(call.stdin);
         break;
-      case "stdin-error":
-        if (current?.id === msg.id) current.stdin?.reject(stdinFailure(msg.error));
-        break;
+      }
     }
   };
 

@@ -8,7 +8,7 @@
  * modes, the caller's cwd and umask, and the dhcp daemon in the agent.
  */
 import { describe, expect, test } from "bun:test";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, statSync, symlinkSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { startAgent, waitForSocket } from "../harness/agent.ts";
 import { bridgeConfig, bridgePorts, iptablesNat, ours, reservationFiles } from "../harness/bridge-helpers.ts";
@@ -268,6 +268,22 @@ describe.skipIf(!sandboxed())("resident agent and exec shim", () => {
     expect(agent.log()).toContain("restarting: SIGHUP");
     expect(await agent.stop()).toBe(0);
   }, 60_000);
+
+  test("the agent runs with its JavaScriptCore options (FTL off: agent/runtime-options.ts); an operator's value stands", async () => {
+    const environ = (pid: number) => readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+    const defaults = await startAgent();
+    expect(environ(defaults.pid)).toContain("BUN_JSC_useFTLJIT=0");
+    expect(describeRun(await execPlugin("bridge", via(defaults.socket, { command: "VERSION" })))).toStartWith("exit=0");
+    expect(defaults.served()).toBe(1);
+    process.kill(defaults.pid, "SIGHUP"); // a restart keeps them
+    await Bun.sleep(300);
+    await waitForSocket(defaults.socket);
+    expect(environ(defaults.pid)).toContain("BUN_JSC_useFTLJIT=0");
+    expect(await defaults.stop()).toBe(0);
+    const chosen = await startAgent([], { env: { BUN_JSC_useFTLJIT: "1" } });
+    expect(environ(chosen.pid).filter((v) => v.startsWith("BUN_JSC_"))).toEqual(["BUN_JSC_useFTLJIT=1"]);
+    expect(await chosen.stop()).toBe(0);
+  });
 
   test("socket activation: the agent serves on the socket it is passed, and leaves the file to its owner", async () => {
     const dir = makeTempDir();
