@@ -6,10 +6,12 @@
  * and plugins through a real agent: test/integration/agent.test.ts.)
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
 import { callAgent, exchange, requestFrames } from "../test/harness/agent-client.ts";
 import { seededRandom } from "../test/harness/fuzz.ts";
 import { suiteTempDir } from "../test/harness/tempdir.ts";
+import { RELEASE_DELAY_MS } from "./deferred-close.ts";
 import { parseServeFlags } from "./flags.ts";
 import { createListener } from "./listeners.ts";
 import { encodeFrame, Frame, MAX_PAYLOAD } from "./protocol.ts";
@@ -51,6 +53,16 @@ describe("Agent", () => {
   test("serves a call: stdin asked for with the acceptance; stdout, stderr and the exit status relayed", async () => {
     const answer = await callAgent(path, call({ CNI_TEST_MODE: "echo", CNI_TEST_MARK: "m1", CNI_TEST_STATUS: "3" }, '{"name":"x"}'));
     expect(answer).toEqual({ accepted: true, stdout: '{"name":"x"}|m1', stderr: "to stderr", status: 3, stdinAsked: true, closedEarly: false });
+  });
+
+  test("a NETLINK_NETFILTER socket a call closes is closed by its thread after the call (deferred-close.ts)", async () => {
+    const answer = await callAgent(path, call({ CNI_TEST_MODE: "netfilter" }));
+    expect(answer).toMatchObject({ accepted: true, status: 0 });
+    const link = `/proc/self/fd/${Number(answer.stdout)}`;
+    const socketInode = readlinkSync(link); // kept open: its close would wait for the kernel
+    expect(socketInode).toStartWith("socket:");
+    await Bun.sleep(RELEASE_DELAY_MS + 300);
+    expect(existsSync(link) ? readlinkSync(link) : "closed").not.toBe(socketInode); // (the number may be reused)
   });
 
   test("a call that does not read stdin is answered while its stdin never ends", async () => {

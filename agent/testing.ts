@@ -10,8 +10,11 @@
  *   throw     an exception thrown later from a timer (uncaught)
  *   reject    a promise rejected and never handled
  *   exit      the thread exits under the call
+ *   netfilter opens and closes a NETLINK_NETFILTER socket; stdout: its descriptor
  */
 import { serveCalls } from "./worker-loop.ts";
+import { NETLINK_NETFILTER } from "../shared/netlink/constants/nfnetlink.ts";
+import { NetlinkSocket } from "../shared/netlink/socket.ts";
 import { getcwd } from "../shared/sys/libc.ts";
 import { setUmask } from "../shared/sys/process.ts";
 
@@ -59,6 +62,12 @@ serveCalls(
       case "exit":
         process.exit(3);
         return never;
+      case "netfilter": {
+        const sock = NetlinkSocket.open(NETLINK_NETFILTER);
+        io.stdout(String(sock.fd));
+        sock.close();
+        return 0;
+      }
       default:
         throw new Error(`unknown CNI_TEST_MODE ${mode}`);
     }

@@ -10,7 +10,8 @@
  * An uncaught exception or unhandled rejection during a call becomes that call's error (999), and
  * the thread then retires: the pool replaces it.
  *
- * Memory: a thread left idle collects its garbage at once (idle-gc.ts).
+ * Memory: a thread left idle collects its garbage at once (idle-gc.ts). NETLINK_NETFILTER sockets
+ * are closed after the call, not in it (deferred-close.ts).
  */
 import { toErrorJson } from "../shared/cni/errors.ts";
 import type { PluginIO } from "../shared/cni/skel.ts";
@@ -18,6 +19,7 @@ import { formatError } from "../shared/cni/skel.ts";
 import { SyscallError } from "../shared/sys/errors.ts";
 import { unshare } from "../shared/sys/libc.ts";
 import { CLONE_FS, chdirThread, setUmask } from "../shared/sys/process.ts";
+import { deferNetfilterCloses } from "./deferred-close.ts";
 import { idleCollector } from "./idle-gc.ts";
 import type { FromWorker, StdinError, ToWorker } from "./messages.ts";
 
@@ -50,10 +52,12 @@ export function serveCalls(runCall: CallRunner, versionsOf: VersionsOf, self: Wo
   let retire = false;
   const post = (message: FromWorker) => self.postMessage(message);
   const collector = idleCollector();
+  const closes = deferNetfilterCloses();
 
   /** Answers the current call with an internal error (an uncaught exception or rejection). */
   const failCurrent = (err: unknown): void => {
     retire = true;
+    closes.closeNow();
     const call = current;
     if (call === undefined || call.answered) return;
     call.answered = true;
@@ -104,6 +108,7 @@ export function serveCalls(runCall: CallRunner, versionsOf: VersionsOf, self: Wo
       current = undefined;
     }
     collector.touch();
+    closes.callEnded();
     if (call.answered) return;
     call.answered = true;
     post({ t: "done", id: call.id, stdout, stderr, status, retire });

@@ -12,7 +12,7 @@ import { AF_NETLINK, MSG_PEEK, MSG_TRUNC, SOCK_CLOEXEC, SOCK_RAW } from "../sys/
 import { ENOBUFS, ENOPROTOOPT } from "../sys/errno.ts";
 import { SyscallError } from "../sys/errors.ts";
 import { OwnedFd } from "../sys/fd.ts";
-import { bind, getsockname, recvfrom, sendto, setsockoptInt, socket } from "../sys/libc.ts";
+import { bind, close, getsockname, recvfrom, sendto, setsockoptInt, socket } from "../sys/libc.ts";
 import { HOST_LITTLE_ENDIAN, parseAttrs, parseMessages, readI32, readString, readU16, readU32, setSeqPid, type NlMessage } from "./codec.ts";
 import {
   NETLINK_CAP_ACK,
@@ -32,7 +32,9 @@ import {
   NLMSGERR_ATTR_MSG,
   SOL_NETLINK,
 } from "./constants/netlink.ts";
+import { NETLINK_NETFILTER } from "./constants/nfnetlink.ts";
 import { NetlinkDumpInterruptedError, NetlinkError } from "./errors.ts";
+import { deferRelease, releaseDeferrable } from "./netfilter-release.ts";
 
 /** How many times a dump flagged NLM_F_DUMP_INTR is restarted before giving up. */
 export const DUMP_RETRIES = 10;
@@ -106,9 +108,13 @@ export interface NetlinkTransport {
   close(): void;
 }
 
-/** A bound AF_NETLINK socket (SOCK_CLOEXEC) with extended ACKs enabled. */
+/**
+ * A bound AF_NETLINK socket (SOCK_CLOEXEC) with extended ACKs enabled. A NETLINK_NETFILTER one
+ * may have its close deferred (netfilter-release.ts).
+ */
 class KernelTransport implements NetlinkTransport {
   readonly #file: OwnedFd;
+  readonly #deferClose: boolean;
   readonly portId: number;
 
   constructor(protocol: number) {
@@ -131,6 +137,7 @@ class KernelTransport implements NetlinkTransport {
       throw err;
     }
     this.#file = file;
+    this.#deferClose = protocol === NETLINK_NETFILTER && releaseDeferrable();
   }
 
   get fd(): number {
@@ -152,6 +159,11 @@ class KernelTransport implements NetlinkTransport {
   }
 
   close(): void {
+    if (this.#deferClose && this.#file.isOpen) {
+      const fd = this.#file.release();
+      if (!deferRelease(fd)) close(fd);
+      return;
+    }
     this.#file.close();
   }
 }

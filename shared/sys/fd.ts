@@ -30,6 +30,13 @@ export class OwnedFd {
     close(fd);
   }
 
+  /** Gives up ownership without closing: the descriptor, which the caller must close itself. */
+  release(): number {
+    const fd = this.fd;
+    this.#fd = -1;
+    return fd;
+  }
+
   [Symbol.dispose](): void {
     this.close();
   }

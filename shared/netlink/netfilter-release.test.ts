@@ -1,0 +1,59 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { withNetNS } from "../netns/enter.ts";
+import { createScratchNetns, skipUnlessRoot } from "../netns/testing.ts";
+import { close } from "../sys/libc.ts";
+import { NETLINK_ROUTE } from "./constants/netlink.ts";
+import { NETLINK_NETFILTER } from "./constants/nfnetlink.ts";
+import { deferNetfilterReleases } from "./netfilter-release.ts";
+import { NetlinkSocket } from "./socket.ts";
+
+const isOpen = (fd: number) => existsSync(`/proc/self/fd/${fd}`);
+
+describe.skipIf(skipUnlessRoot("netfilter socket releases"))("closing NETLINK_NETFILTER sockets (netfilter-release.ts)", () => {
+  afterEach(() => deferNetfilterReleases(undefined));
+
+  test("without a releaser every socket is closed at once", () => {
+    const s = NetlinkSocket.open(NETLINK_NETFILTER);
+    const fd = s.fd;
+    s.close();
+    expect(isOpen(fd)).toBe(false);
+  });
+
+  test("with one, a netfilter socket of the process's netns goes to it open; other protocols close at once", () => {
+    const taken: number[] = [];
+    deferNetfilterReleases((fd) => taken.push(fd));
+    const nf = NetlinkSocket.open(NETLINK_NETFILTER);
+    const route = NetlinkSocket.open(NETLINK_ROUTE);
+    const [nfFd, routeFd] = [nf.fd, route.fd];
+    nf.close();
+    route.close();
+    nf.close(); // a second close does nothing
+    expect(taken).toEqual([nfFd]);
+    expect(isOpen(nfFd)).toBe(true);
+    expect(isOpen(routeFd)).toBe(false);
+    close(nfFd);
+  });
+
+  test("a netfilter socket opened in another netns is closed at once (it must not keep that netns alive)", () => {
+    const taken: number[] = [];
+    deferNetfilterReleases((fd) => taken.push(fd));
+    using scratch = createScratchNetns();
+    const s = withNetNS(scratch.ns, () => NetlinkSocket.open(NETLINK_NETFILTER));
+    const fd = s.fd;
+    s.close();
+    expect(taken).toEqual([]);
+    expect(isOpen(fd)).toBe(false);
+  });
+
+  test("a releaser removed after the open: the close happens at once", () => {
+    deferNetfilterReleases(() => {
+      throw new Error("not called");
+    });
+    const s = NetlinkSocket.open(NETLINK_NETFILTER);
+    const fd = s.fd;
+    deferNetfilterReleases(undefined);
+    s.close();
+    expect(isOpen(fd)).toBe(false);
+  });
+});

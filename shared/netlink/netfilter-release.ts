@@ -1,0 +1,42 @@
+/**
+ * Closing a NETLINK_NETFILTER socket costs an RCU grace period when an nf_tables commit happened
+ * shortly before: on the socket's release the kernel first finishes the last commit's deferred
+ * cleanup (net/netfilter/nf_tables_api.c, nft_rcv_nl_event → nf_tables_trans_destroy_flush_work,
+ * which waits for the grace period the cleanup needs: 15-20 ms on the bench machine). So a call
+ * that deletes rules and closes its socket waits that long in close(2). A plugin process pays it
+ * at exit anyway; a thread of the resident agent need not: the agent installs a releaser
+ * (agent/worker-loop.ts) that closes such descriptors later, once the thread is idle and the
+ * cleanup long done.
+ *
+ * Only sockets opened in the network namespace the releaser was installed in (the agent's) are
+ * deferred, so that a descriptor kept open a little longer never keeps a container's namespace
+ * alive.
+ */
+import { stat, type FileStat } from "../sys/file.ts";
+
+const THREAD_NETNS = "/proc/thread-self/ns/net";
+
+let releaser: { take(fd: number): void; home: FileStat } | undefined;
+
+/**
+ * From now on, `take` receives the descriptors of deferrable sockets instead of their close
+ * (undefined: close them at once). Sockets count as deferrable when opened in the calling
+ * thread's present netns.
+ */
+export function deferNetfilterReleases(take: ((fd: number) => void) | undefined): void {
+  releaser = take === undefined ? undefined : { take, home: stat(THREAD_NETNS) };
+}
+
+/** Whether a NETLINK_NETFILTER socket opened now, by this thread, may have its close deferred. */
+export function releaseDeferrable(): boolean {
+  if (releaser === undefined) return false;
+  const here = stat(THREAD_NETNS);
+  return here.dev === releaser.home.dev && here.ino === releaser.home.ino;
+}
+
+/** Hands `fd` to the releaser; false when none is installed (the caller closes it). */
+export function deferRelease(fd: number): boolean {
+  if (releaser === undefined) return false;
+  releaser.take(fd);
+  return true;
+}
