@@ -95,10 +95,13 @@ function directDir(state: string): string {
   return dir;
 }
 
-/** Starts the resident agent (in this worker's namespaces) on a socket in `state`; waits until it listens. */
+/**
+ * Starts the resident agent (in this worker's namespaces) on a socket in `state`, with the flags it
+ * is shipped with (build/cni-plugins.service), and waits until it listens.
+ */
 async function startAgent(state: string): Promise<{ socket: string; pid: number; stop(): Promise<void> }> {
   const socket = join(state, "agent", "plugins.sock");
-  const proc = Bun.spawn([join(OURS, "cni-plugins"), "serve", "--socket", socket, "--max-workers", "32"], {
+  const proc = Bun.spawn([join(OURS, "cni-plugins"), "serve", "--socket", socket], {
     stdin: "ignore",
     stdout: "ignore",
     stderr: "inherit",
