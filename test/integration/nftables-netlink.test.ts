@@ -9,7 +9,10 @@ import { sandboxed } from "../harness/sandbox.ts";
 import { nftChainExists, nftRuleList, nftTableExists, openNftablesSocket } from "../../shared/netlink/nftables.ts";
 import { applyNft, listNftChain, listNftTable, nftChainPresent } from "../../shared/firewall/nftables/driver.ts";
 import { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
-import { systemIptables } from "../../shared/firewall/iptables/driver.ts";
+import { parseChainListing, systemIptables } from "../../shared/firewall/iptables/driver.ts";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { makeTempDir } from "../harness/tempdir.ts";
 import { addressRules } from "../../meta/firewall/iptables-rules.ts";
 
 const ipt = (...args: string[]) => sh(["iptables-nft", "-w", "-t", "nat", ...args]);
@@ -39,7 +42,7 @@ describe.skipIf(!sandboxed())("nf_tables over netlink (real kernel)", () => {
       Bun.spawnSync({ cmd: ["iptables-nft", "-w", "-t", "nat", "-X", chain] });
     }
     for (const tool of ["iptables-nft", "ip6tables-nft"]) {
-      for (const op of ["-F", "-X"]) for (const chain of ["CNI-NL-FWD", "CNI-NL-ADM"]) Bun.spawnSync({ cmd: [tool, "-w", "-t", "filter", op, chain] });
+      for (const op of ["-F", "-X"]) for (const chain of ["CNI-NL-FWD", "CNI-NL-ADM", "CNI-NL-LFWD", "CNI-NL-LADM"]) Bun.spawnSync({ cmd: [tool, "-w", "-t", "filter", op, chain] });
     }
   });
 
@@ -93,7 +96,7 @@ describe.skipIf(!sandboxed())("nf_tables over netlink (real kernel)", () => {
     expect(nftListed("inet", TABLE, "c").map((r) => r.comment)).toEqual(["via nft"]);
   });
 
-  test("iptables-nft chains: a missing chain reads as missing, an existing one is listed by iptables", () => {
+  test("iptables-nft chains: a missing chain reads as missing, an existing one is listed as iptables lists it", () => {
     sh(["iptables-nft", "-w", "-t", "nat", "-N", "CNI-NL-TEST"]);
     sh(["iptables-nft", "-w", "-t", "nat", "-A", "CNI-NL-TEST", "-d", "10.9.0.0/16", "-m", "comment", "--comment", "nl test", "-j", "ACCEPT"]);
     expect(nftChainPresent("ip", "nat", "CNI-NL-TEST")).toBe(true);
@@ -103,8 +106,35 @@ describe.skipIf(!sandboxed())("nf_tables over netlink (real kernel)", () => {
     expect(ipt.listChain(4, "nat", "CNI-NL-TEST")).toEqual([["-d", "10.9.0.0/16", "-m", "comment", "--comment", "nl test", "-j", "ACCEPT"]]);
     expect(ipt.listChain(4, "nat", "CNI-NL-MISSING")).toBeUndefined();
     expect(ipt.listChain(4, "no_such_table_x", "CNI-NL-TEST")).toBeUndefined();
-    // A built-in chain is read by iptables as before (other files of the lane may have rules there).
-    expect(Array.isArray(ipt.listChain(4, "nat", "POSTROUTING"))).toBe(true);
+    // A built-in chain lists as iptables lists it (other files of the lane may have rules there).
+    expect(ipt.listChain(4, "nat", "POSTROUTING")).toEqual(parseChainListing(sh(["iptables-nft", "-w", "-t", "nat", "-S", "POSTROUTING"]), "POSTROUTING"));
+  });
+
+  test("iptables-nft listChain reads the kernel (no iptables run) when it can read every rule, iptables -S otherwise; both list what iptables -S lists", () => {
+    const dir = makeTempDir();
+    const runs = join(dir, "runs");
+    writeFileSync(join(dir, "iptables-nft"), `#!/bin/sh\necho "$*" >> ${runs}\nexec /usr/sbin/iptables-nft "$@"\n`, { mode: 0o755 });
+    const ipt = systemIptables({ ...process.env, PATH: `${dir}:${process.env.PATH ?? ""}` }, "nft");
+    const toolRuns = () => (existsSync(runs) ? readFileSync(runs, "utf8").split("\n").filter((l) => l !== "").length : 0);
+    const listed = (table: string, chain: string) => parseChainListing(sh(["iptables-nft", "-w", "-t", table, "-S", chain]), chain);
+    for (const op of [["-N", "CNI-NL-LFWD"], ["-N", "CNI-NL-LADM"]]) sh(["iptables-nft", "-w", "-t", "filter", ...op]);
+    const fwd = [
+      ["-m", "comment", "--comment", "CNI firewall plugin admin overrides", "-j", "CNI-NL-LADM"],
+      ["-d", "10.88.0.5/32", "-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED", "-j", "ACCEPT"],
+      ["-s", "10.88.0.5/32", "-j", "ACCEPT"],
+    ];
+    for (const r of fwd) sh(["iptables-nft", "-w", "-t", "filter", "-A", "CNI-NL-LFWD", ...r]);
+    expect(ipt.listChain(4, "filter", "CNI-NL-LFWD")).toEqual(listed("filter", "CNI-NL-LFWD"));
+    expect(ipt.listChain(4, "filter", "CNI-NL-LFWD")).toEqual(fwd);
+    expect(ipt.listChain(4, "filter", "CNI-NL-LADM")).toEqual([]);
+    expect(ipt.listChain(4, "filter", "CNI-NL-LABSENT")).toBeUndefined();
+    expect(toolRuns()).toBe(0);
+    // A rule of a shape nft-rules.ts does not read (-p): the whole chain is listed by iptables.
+    sh(["iptables-nft", "-w", "-t", "filter", "-A", "CNI-NL-LADM", "-p", "tcp", "--dport", "80", "-j", "ACCEPT"]);
+    const adm = ipt.listChain(4, "filter", "CNI-NL-LADM");
+    expect(toolRuns()).toBe(1);
+    expect(adm).toEqual([["-p", "tcp", "-m", "tcp", "--dport", "80", "-j", "ACCEPT"]]);
+    expect(adm).toEqual(listed("filter", "CNI-NL-LADM"));
   });
 
   test("iptables-nft: removeChains takes the chain and exactly the jumps to it in one step; a jump from elsewhere refuses it and changes nothing", () => {

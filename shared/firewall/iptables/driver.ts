@@ -10,7 +10,7 @@
 import { readTextFile } from "../../sys/file.ts";
 import type { IPFamily } from "../../ip/ip.ts";
 import { CommandError, CommandNotFoundError, findExecutable, runCommand, type ToolEnv } from "../exec.ts";
-import { deleteRulesInKernel, nftChainPresent, removeChainsInKernel } from "../nftables/driver.ts";
+import { deleteRulesInKernel, listChainInKernel, removeChainsInKernel } from "../nftables/driver.ts";
 import type { NftFamily } from "../nftables/transaction.ts";
 import type { IptRule } from "./chain.ts";
 import { iptablesArgs } from "./nft-rules.ts";
@@ -132,9 +132,14 @@ export function systemIptables(env: ToolEnv, mode?: IptablesMode): Required<Ipta
       const builtin = isBuiltinChain(table, chain);
       // A legacy table that does not exist is not read: reading it would create it.
       if (currentMode() === "legacy" && !legacyTableNames(family).includes(table)) return builtin ? [] : undefined;
-      // iptables-nft keeps its chains in nf_tables: a chain the kernel does not have (the common
-      // case on DEL, where the other backend's chain is looked for) costs no iptables run.
-      if (currentMode() === "nft" && !builtin && nftChainPresent(nftFamily(family), table, chain) === false) return undefined;
+      // iptables-nft keeps its chains in nf_tables: read there (no iptables run) when the chain is
+      // missing — the common case on DEL, where the other backend's chain is looked for — or when
+      // every rule is of a shape nft-rules.ts reads, as the plugins' own chains and jumps are.
+      if (currentMode() === "nft") {
+        const inKernel = listChainInKernel(nftFamily(family), table, chain, (rule) => iptablesArgs(family, rule));
+        if (inKernel === undefined) return builtin ? [] : undefined;
+        if (inKernel !== null) return inKernel;
+      }
       const argv = [tools(family).iptables, "--wait", "-t", table, "-S", chain];
       const res = runCommand(argv, env, { allowFailure: true });
       if (res.status === 0) return parseChainListing(res.stdout, chain);

@@ -17,6 +17,7 @@ import {
   type ChainRemoval,
   type NftRule,
   nftRuleList,
+  nftRules,
   nftRulesDelete,
   nftTableExists,
   openNftablesSocket,
@@ -90,6 +91,30 @@ export function removeChainsInKernel(family: NftFamily, table: string, removals:
     return true;
   } catch (err) {
     if (err instanceof NftUnsupportedError || err instanceof NetlinkError) return false;
+    throw err;
+  }
+}
+
+/**
+ * The rules of chain `<family> <table> <chain>` as `decode` reads them, in order, from the kernel
+ * (shared/netlink/nftables.ts nftRules); used for iptables-nft's tables. undefined when the chain
+ * does not exist; null when `decode` cannot read some rule (undefined) or the kernel has no
+ * nf_tables: the caller then asks the tool.
+ */
+export function listChainInKernel<T>(family: NftFamily, table: string, chain: string, decode: (rule: NftRule) => T | undefined): T[] | undefined | null {
+  try {
+    return withNftablesSocket((sock) => {
+      if (!nftChainExists(sock, family, table, chain)) return undefined;
+      const out: T[] = [];
+      for (const rule of nftRules(sock, family, table, chain)) {
+        const read = decode(rule);
+        if (read === undefined) return null;
+        out.push(read);
+      }
+      return out;
+    });
+  } catch (err) {
+    if (err instanceof NftUnsupportedError || err instanceof NetlinkError) return null;
     throw err;
   }
 }
