@@ -260,11 +260,14 @@ static int accepted(int sock) {
 
 /* Relays the accepted request until the agent's exit status. */
 __attribute__((noreturn)) static void relay(int sock, const char *path) {
+  /* Stdin that could not be sent: the agent may have answered and closed already (a call that
+   * ends without reading it); its answer is still to be read, so only a missing answer is lost. */
+  int stdin_cut = 0;
   for (;;) {
     uint32_t len;
     switch (read_frame(sock, &len)) {
       case 'S':
-        if (send_stdin(sock) < 0) agent_lost(path, "closed the connection while reading stdin");
+        if (send_stdin(sock) < 0) stdin_cut = 1;
         break;
       case 'O':
         if (write_all(1, buf, len, 0) < 0) exit(1);
@@ -276,7 +279,7 @@ __attribute__((noreturn)) static void relay(int sock, const char *path) {
         if (len != 4) agent_lost(path, "sent a malformed exit status");
         exit((int)(get_u32(buf) & 0xff));
       case -1:
-        agent_lost(path, "closed the connection before the call ended");
+        agent_lost(path, stdin_cut ? "closed the connection while reading stdin" : "closed the connection before the call ended");
       default:
         agent_lost(path, "sent an unknown frame");
     }

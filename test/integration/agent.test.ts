@@ -120,6 +120,17 @@ describe.skipIf(!sandboxed())("resident agent and exec shim", () => {
     expect(agent.served()).toBe(1);
   });
 
+  test("a call that ends before reading its stdin answers while the shim is still sending a large one (not 'try again later')", async () => {
+    const agent = await startAgent();
+    // An environment error (code 4) comes before stdin is read; 8 MiB of stdin fill the socket meanwhile.
+    const inv: PluginInvocation = { command: "DEL", containerID: "/starts-with-a-slash", netns: "/proc/self/ns/net", ifName: "eth0", config: `{"pad":"${"x".repeat(8 << 20)}"}` };
+    const standalone = await execPlugin("static", via(NO_AGENT, inv));
+    expect(standalone.json).toMatchObject({ code: 4 });
+    for (let i = 0; i < 5; i++) expect(answer(await execPlugin("static", via(agent.socket, inv)))).toEqual(answer(standalone));
+    expect(agent.served()).toBe(5);
+    expect(await agent.stop()).toBe(0);
+  });
+
   test("a shim of another build runs standalone (an upgrade before the agent restarts)", async () => {
     const agent = await startAgent();
     const dir = makeTempDir("cni-other-build-");
