@@ -12,7 +12,7 @@
  */
 type Env = Readonly<Record<string, string | undefined>>;
 
-export const AGENT_JSC_OPTIONS: Readonly<Record<string, string>> = { BUN_JSC_useFTLJIT: "0" };
+const AGENT_JSC_OPTIONS: Readonly<Record<string, string>> = { BUN_JSC_useFTLJIT: "0" };
 
 /** The options `env` lacks (empty: the runtime already runs with them or with an operator's values). */
 export function missingRuntimeOptions(env: Env): Record<string, string> {

@@ -12,9 +12,8 @@
  * deferred, so that a descriptor kept open a little longer never keeps a container's namespace
  * alive.
  */
+import { THREAD_NETNS_PATH } from "../netns/netns.ts";
 import { stat, type FileStat } from "../sys/file.ts";
-
-const THREAD_NETNS = "/proc/thread-self/ns/net";
 
 let releaser: { take(fd: number): void; home: FileStat } | undefined;
 
@@ -24,13 +23,13 @@ let releaser: { take(fd: number): void; home: FileStat } | undefined;
  * thread's present netns.
  */
 export function deferNetfilterReleases(take: ((fd: number) => void) | undefined): void {
-  releaser = take === undefined ? undefined : { take, home: stat(THREAD_NETNS) };
+  releaser = take === undefined ? undefined : { take, home: stat(THREAD_NETNS_PATH) };
 }
 
 /** Whether a NETLINK_NETFILTER socket opened now, by this thread, may have its close deferred. */
 export function releaseDeferrable(): boolean {
   if (releaser === undefined) return false;
-  const here = stat(THREAD_NETNS);
+  const here = stat(THREAD_NETNS_PATH);
   return here.dev === releaser.home.dev && here.ino === releaser.home.ino;
 }
 
