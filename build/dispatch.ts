@@ -107,6 +107,7 @@ async function dispatch(argv0Name: string): Promise<number> {
   const err = (t: string) => writeAllSync(2, t);
   switch (route.kind) {
     case "plugin":
+      (await import("../shared/netlink/netfilter-release.ts")).closeNetfilterSocketsAtExit();
       return runPluginCall(route, {
         env: process.env,
         readStdin: () => readAllSync(0),

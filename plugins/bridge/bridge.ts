@@ -27,6 +27,7 @@ import { parseMasqBackend, setupIPMasq, teardownIPMasq } from "../../shared/fire
 import { configureIface } from "../../shared/iface/configure.ts";
 import {
   CONTAINER_LINK_STEP,
+  containerAddressHint,
   deleteContainerLink,
   enableNeighbourNotify,
   refuseL2ForOldVersions,
@@ -91,30 +92,29 @@ const MASQUERADE_STEP = "masquerade rules";
 
 /**
  * What bridge removes, in DEL's order: the IPAM lease (first, while the container link exists, so a
- * dhcp lease can be released through it), the container link (the pair; `created` on a rolled-back
- * ADD), the spoof-check rules, the masquerade rules (keyed by network and container; the addresses
- * the link carried only help with legacy rule forms). The bridge, its addresses and the VLAN
+ * dhcp lease can be released through it), the masquerade rules (keyed by network and container;
+ * the addresses the link carries only help with legacy rule forms), the container link (the pair;
+ * `created` on a rolled-back ADD), the spoof-check rules. The bridge, its addresses and the VLAN
  * gateway interface are shared by the network and stay.
+ *
+ * The rules go before the link (upstream removes them after it): the kernel's cleanup of the
+ * rules' nf_tables commit (an RCU grace period) then runs during the veth's deletion, which waits
+ * for the kernel longer, instead of delaying a plugin process's exit (shared/netlink/
+ * netfilter-release.ts).
  */
 function teardownSteps(conf: BridgeConf, args: CmdArgs, created?: CreatedLink): TeardownStep[] {
   const attachment = { containerID: args.containerID, ifName: args.ifName };
   const d = systemFirewallDrivers(args.env);
-  let addrs: string[] = [];
   const spoofcheck = (): void => lockOf(d).whileDeleting({ network: conf.name, ...attachment }, () => teardownSpoofCheck(attachment, d.nftables));
+  const masquerade = (): void => {
+    const ips = created === undefined ? containerAddressHint(args) : [];
+    teardownIPMasq({ network: conf.name, ...attachment, backend: conf.ipMasqBackend, ...(ips.length > 0 ? { ips } : {}) }, d);
+  };
   return [
     ipamStep(conf.ipamType, args),
-    { name: CONTAINER_LINK_STEP, run: () => void (addrs = deleteContainerLink(args, created)) },
+    { name: MASQUERADE_STEP, run: () => (conf.ipMasq ? masquerade() : undefined) },
+    { name: CONTAINER_LINK_STEP, run: () => void deleteContainerLink(args, created) },
     { name: SPOOFCHECK_STEP, run: () => (conf.macspoofchk ? spoofcheck() : undefined) },
-    {
-      name: MASQUERADE_STEP,
-      run: () =>
-        conf.ipMasq
-          ? teardownIPMasq(
-              { network: conf.name, ...attachment, backend: conf.ipMasqBackend, ...(addrs.length > 0 ? { ips: addrs } : {}) },
-              d,
-            )
-          : undefined,
-    },
   ];
 }
 

@@ -27,7 +27,7 @@ import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { annotate, annotateError } from "../../shared/error/annotate.ts";
 import { checkContainerLink } from "../../shared/iface/check.ts";
 import { configureIface } from "../../shared/iface/configure.ts";
-import { CONTAINER_LINK_STEP, deleteContainerLink, type CreatedLink } from "../../shared/iface/container-link.ts";
+import { CONTAINER_LINK_STEP, containerAddressHint, deleteContainerLink, type CreatedLink } from "../../shared/iface/container-link.ts";
 import { enableIPForward, forwardFamiliesOf } from "../../shared/iface/forward.ts";
 import { v11InterfaceFields } from "../../shared/iface/interface-fields.ts";
 import { setupVeth, type LinkInfo } from "../../shared/iface/veth.ts";
@@ -86,16 +86,16 @@ function setupHostVeth(nl: Handle, host: LinkInfo, addrs: readonly PtpAddress[])
 const MASQUERADE_STEP = "masquerade rules";
 
 /**
- * What ptp removes, in DEL's order: the IPAM lease, the container link (the pair; `created` on a
- * rolled-back ADD), the masquerade rules (keyed by network and container; the addresses the link
- * carried only help with legacy rule forms).
+ * What ptp removes, in DEL's order: the IPAM lease, the masquerade rules (keyed by network and
+ * container; the addresses the link carries only help with legacy rule forms), the container link
+ * (the pair; `created` on a rolled-back ADD). The rules go before the link, as in bridge (see its
+ * teardownSteps).
  */
 function teardownSteps(conf: PtpConfig, args: CmdArgs, created?: CreatedLink): TeardownStep[] {
-  let addrs: string[] = [];
   return [
     ipamStep(conf.ipamType, args),
-    { name: CONTAINER_LINK_STEP, run: () => void (addrs = deleteContainerLink(args, created)) },
-    { name: MASQUERADE_STEP, run: () => (conf.ipMasq ? teardownMasq(conf, args, addrs) : undefined) },
+    { name: MASQUERADE_STEP, run: () => (conf.ipMasq ? teardownMasq(conf, args, created === undefined ? containerAddressHint(args) : []) : undefined) },
+    { name: CONTAINER_LINK_STEP, run: () => void deleteContainerLink(args, created) },
   ];
 }
 

@@ -98,34 +98,43 @@ export const CONTAINER_LINK_STEP = "container link";
 
 /**
  * Deletes the container link: the one this ADD created (`created`, by index), else (DEL) CNI_IFNAME
- * in CNI_NETNS; a netns or link already gone is fine. Returns the global-unicast addresses the link
- * carried, as CIDRs (DEL only; bridge and ptp hand them to the masquerade teardown).
+ * in CNI_NETNS; a netns or link already gone is fine.
  */
-export function deleteContainerLink(args: CmdArgs, created?: CreatedLink): string[] {
+export function deleteContainerLink(args: CmdArgs, created?: CreatedLink): void {
   if (created !== undefined) {
-    if (created.index === undefined) return [];
-    try {
-      created.nl.linkDel(created.index);
-    } catch (err) {
-      if (!isNotFound(err)) throw annotateError(`failed to delete ${JSON.stringify(args.ifName)}`, err);
-    }
-    return [];
+    if (created.index !== undefined) deleteLink(created.nl, created.index, args.ifName);
+    return;
   }
   const ns = openNetnsForDel(args.netns);
-  if (ns === undefined) return [];
+  if (ns === undefined) return;
   using owned = ns;
   using nl = Handle.open(owned);
-  return delLinkByNameAddr(nl, args.ifName);
+  delLinkByName(nl, args.ifName);
 }
 
 /**
- * `ip link del IFNAME` (a veth takes its peer along), returning the global-unicast addresses it
- * carried as CIDRs (`10.1.2.3/24`), like upstream `ip.DelLinkByNameAddr`. A missing link returns [].
+ * The global-unicast addresses of the container's CNI_IFNAME as CIDRs (`10.1.2.3/24`), read before
+ * DEL removes the link, for a step that uses them only as a hint (bridge's and ptp's masquerade
+ * teardown: which IP families to look at): [] when the netns or the link is gone or cannot be read
+ * (the container-link step reports its own failure).
  */
-export function delLinkByNameAddr(nl: Handle, ifName: string): string[] {
+export function containerAddressHint(args: CmdArgs): string[] {
+  try {
+    const ns = openNetnsForDel(args.netns);
+    if (ns === undefined) return [];
+    using owned = ns;
+    using nl = Handle.open(owned);
+    return linkGlobalAddresses(nl, args.ifName);
+  } catch {
+    return [];
+  }
+}
+
+/** The global-unicast addresses of link `ifName` as CIDRs; [] when there is no such link. */
+export function linkGlobalAddresses(nl: Handle, ifName: string): string[] {
   const link = annotate(`failed to lookup ${JSON.stringify(ifName)}`, () => nl.linkFind(ifName));
   if (link === undefined) return [];
-  const cidrs = annotate(`failed to get IP addresses for ${JSON.stringify(ifName)}`, () =>
+  return annotate(`failed to get IP addresses for ${JSON.stringify(ifName)}`, () =>
     nl
       .addrList({ index: link.index })
       .filter((a) => {
@@ -134,12 +143,20 @@ export function delLinkByNameAddr(nl: Handle, ifName: string): string[] {
       })
       .map((a) => `${a.address}/${a.prefixLen}`),
   );
+}
+
+/** `ip link del IFNAME` (a veth takes its peer along); a missing link is fine. */
+export function delLinkByName(nl: Handle, ifName: string): void {
+  const link = annotate(`failed to lookup ${JSON.stringify(ifName)}`, () => nl.linkFind(ifName));
+  if (link !== undefined) deleteLink(nl, link.index, ifName);
+}
+
+function deleteLink(nl: Handle, index: number, ifName: string): void {
   try {
-    nl.linkDel(link.index);
+    nl.linkDel(index);
   } catch (err) {
     if (!isNotFound(err)) throw annotateError(`failed to delete ${JSON.stringify(ifName)}`, err);
   }
-  return cidrs;
 }
 
 /**

@@ -1,11 +1,11 @@
 /**
- * setupVeth / delLinkByNameAddr against the kernel (upstream pkg/ip link_linux_test.go scenarios),
+ * setupVeth / delLinkByName / linkGlobalAddresses against the kernel (upstream pkg/ip link_linux_test.go scenarios),
  * in two throwaway namespaces (one plays the host, one the container). Root only.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { Handle } from "../netlink/index.ts";
 import { createScratchNetns, runIn, skipUnlessRoot, type ScratchNetns } from "../netns/testing.ts";
-import { delLinkByNameAddr } from "./container-link.ts";
+import { delLinkByName, linkGlobalAddresses } from "./container-link.ts";
 import { setupVeth } from "./veth.ts";
 
 const SKIP = skipUnlessRoot("shared/ip veth");
@@ -106,20 +106,21 @@ describe.skipIf(SKIP)("setupVeth", () => {
     );
   });
 
-  test("delLinkByNameAddr returns the global addresses and removes the pair; missing link → []", () => {
+  test("linkGlobalAddresses lists the global addresses; delLinkByName removes the pair; missing link → [] / nothing", () => {
     const { host: h } = setupVeth({ containerNl: contNl, hostNl, hostNs: host.ns, ifName: "eth0" });
     runIn(cont, ["ip", "addr", "add", "10.9.8.7/24", "dev", "eth0"]);
     runIn(cont, ["ip", "addr", "add", "fd00:9::7/64", "dev", "eth0", "nodad"]);
     runIn(cont, ["ip", "addr", "add", "169.254.1.1/16", "dev", "eth0"]);
-    const ips = delLinkByNameAddr(contNl, "eth0");
-    expect(ips.sort()).toEqual(["10.9.8.7/24", "fd00:9::7/64"]);
+    expect(linkGlobalAddresses(contNl, "eth0").sort()).toEqual(["10.9.8.7/24", "fd00:9::7/64"]);
+    delLinkByName(contNl, "eth0");
     expect(ipLinks(cont).some((l) => l.ifname === "eth0")).toBe(false);
     expect(ipLinks(host).some((l) => l.ifname === h.name)).toBe(false);
-    expect(delLinkByNameAddr(contNl, "eth0")).toEqual([]);
+    expect(linkGlobalAddresses(contNl, "eth0")).toEqual([]);
+    delLinkByName(contNl, "eth0");
   });
 
-  test("delLinkByNameAddr of a link without addresses returns []", () => {
+  test("linkGlobalAddresses of a link without addresses returns []", () => {
     setupVeth({ containerNl: contNl, hostNl, hostNs: host.ns, ifName: "eth0" });
-    expect(delLinkByNameAddr(contNl, "eth0")).toEqual([]);
+    expect(linkGlobalAddresses(contNl, "eth0")).toEqual([]);
   });
 });

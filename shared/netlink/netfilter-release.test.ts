@@ -5,7 +5,7 @@ import { createScratchNetns, skipUnlessRoot } from "../netns/testing.ts";
 import { close } from "../sys/libc.ts";
 import { NETLINK_ROUTE } from "./constants/netlink.ts";
 import { NETLINK_NETFILTER } from "./constants/nfnetlink.ts";
-import { deferNetfilterReleases } from "./netfilter-release.ts";
+import { closeNetfilterSocketsAtExit, deferNetfilterReleases } from "./netfilter-release.ts";
 import { NetlinkSocket } from "./socket.ts";
 
 const isOpen = (fd: number) => existsSync(`/proc/self/fd/${fd}`);
@@ -44,6 +44,19 @@ describe.skipIf(skipUnlessRoot("netfilter socket releases"))("closing NETLINK_NE
     s.close();
     expect(taken).toEqual([]);
     expect(isOpen(fd)).toBe(false);
+  });
+
+  test("in a plugin process (closeNetfilterSocketsAtExit) a netfilter socket of any netns stays open for the exit to close", () => {
+    closeNetfilterSocketsAtExit();
+    using scratch = createScratchNetns();
+    const here = NetlinkSocket.open(NETLINK_NETFILTER);
+    const there = withNetNS(scratch.ns, () => NetlinkSocket.open(NETLINK_NETFILTER));
+    const route = NetlinkSocket.open(NETLINK_ROUTE);
+    const fds = [here.fd, there.fd, route.fd];
+    for (const s of [here, there, route]) s.close();
+    expect(fds.map(isOpen)).toEqual([true, true, false]);
+    close(fds[0]!);
+    close(fds[1]!);
   });
 
   test("a releaser removed after the open: the close happens at once", () => {
