@@ -619,14 +619,15 @@ const agentMemory: Scenario = async (ctx) => {
  * libcni passes to the plugins), cycles in alternation. The time is the three CRI calls' wall time
  * (the sandbox container's start and stop are in it, alike for all). containerd runs with the
  * normal scheduling policy (see startContainerd), so the plugin processes it starts do too, and so
- * does the agent this scenario starts for its resident series.
+ * does the agent this scenario starts for its resident series (with the flags it ships with, as
+ * run.ts starts the other scenarios' agent).
  */
 const cri: Scenario = async (ctx) => {
   if (!existsSync(RC_CRICTL)) throw new Error(`${RC_CRICTL} is missing (test/e2e/setup/prepare.sh builds it)`);
   const image = `localhost/cni-bench-pause:bb-${staticBusyboxTag()}`;
   const daemons = new Map<Impl, Containerd>();
   const agentSocket = join(ctx.state, "cri-agent", "plugins.sock");
-  const agent = Bun.spawn(["chrt", "--other", "0", join(ctx.dirs.ours, "cni-plugins"), "serve", "--socket", agentSocket, "--max-workers", "32"], { stdin: "ignore", stdout: "ignore", stderr: "inherit" });
+  const agent = Bun.spawn(["chrt", "--other", "0", join(ctx.dirs.ours, "cni-plugins"), "serve", "--socket", agentSocket], { stdin: "ignore", stdout: "ignore", stderr: "inherit" });
   try {
     await waitUntilListening(agentSocket);
     for (const [i, impl] of IMPLS.entries()) {
