@@ -67,19 +67,6 @@ function withNftablesSocket<T>(fn: (sock: NetlinkSocket) => T): T {
 }
 
 /**
- * Whether chain `<family> <table> <chain>` exists, asked of the kernel (also for the tables of
- * iptables-nft); undefined when the kernel has no nf_tables.
- */
-export function nftChainPresent(family: NftFamily, table: string, chain: string): boolean | undefined {
-  try {
-    return withNftablesSocket((sock) => nftChainExists(sock, family, table, chain));
-  } catch (err) {
-    if (err instanceof NftUnsupportedError) return undefined;
-    throw err;
-  }
-}
-
-/**
  * Removes chains of an nf_tables table with the rules of their referrers that jump to them, in one
  * kernel batch (shared/netlink/nftables.ts nftRemoveChains); used for iptables-nft's tables. False
  * when the kernel has no nf_tables or refused the batch (nothing changed): the caller then goes
