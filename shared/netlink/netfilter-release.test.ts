@@ -5,7 +5,7 @@ import { createScratchNetns, skipUnlessRoot } from "../netns/testing.ts";
 import { close } from "../sys/libc.ts";
 import { NETLINK_ROUTE } from "./constants/netlink.ts";
 import { NETLINK_NETFILTER } from "./constants/nfnetlink.ts";
-import { closeNetfilterSocketsAtExit, deferNetfilterReleases } from "./netfilter-release.ts";
+import { closeNetfilterSocketsAtExit, deferNetfilterReleases, MAX_HELD_RELEASES } from "./netfilter-release.ts";
 import { NetlinkSocket } from "./socket.ts";
 
 const isOpen = (fd: number) => existsSync(`/proc/self/fd/${fd}`);
@@ -57,6 +57,19 @@ describe.skipIf(skipUnlessRoot("netfilter socket releases"))("closing NETLINK_NE
     expect(fds.map(isOpen)).toEqual([true, true, false]);
     close(fds[0]!);
     close(fds[1]!);
+  });
+
+  test("a releaser keeps at most MAX_HELD_RELEASES descriptors back: past it the oldest is closed at once", () => {
+    closeNetfilterSocketsAtExit();
+    const fds: number[] = [];
+    for (let i = 0; i <= MAX_HELD_RELEASES; i++) {
+      const s = NetlinkSocket.open(NETLINK_NETFILTER);
+      fds.push(s.fd);
+      s.close();
+    }
+    expect(isOpen(fds[0]!)).toBe(false);
+    expect(fds.slice(1).every(isOpen)).toBe(true);
+    for (const fd of fds.slice(1)) close(fd);
   });
 
   test("a releaser removed after the open: the close happens at once", () => {

@@ -17,6 +17,19 @@
  */
 import { THREAD_NETNS_PATH } from "../netns/netns.ts";
 import { stat, type FileStat } from "../sys/file.ts";
+import { close } from "../sys/libc.ts";
+
+/**
+ * At most this many descriptors are kept back at once by a releaser: a call that removes the rules
+ * of many attachments (a GC) must not run out of descriptors. Past it the oldest is closed at once.
+ */
+export const MAX_HELD_RELEASES = 64;
+
+/** Adds `fd` to `held` (a releaser's list), closing the oldest when more than MAX_HELD_RELEASES would be held. */
+export function holdRelease(held: number[], fd: number): void {
+  held.push(fd);
+  if (held.length > MAX_HELD_RELEASES) close(held.shift()!);
+}
 
 let releaser: { take(fd: number): void; home: FileStat | "any" } | undefined;
 
@@ -34,7 +47,8 @@ export function deferNetfilterReleases(take: ((fd: number) => void) | undefined)
  * the process's exit closes them.
  */
 export function closeNetfilterSocketsAtExit(): void {
-  releaser = { take: () => {}, home: "any" };
+  const held: number[] = [];
+  releaser = { take: (fd) => holdRelease(held, fd), home: "any" };
 }
 
 /** Whether a NETLINK_NETFILTER socket opened now, by this thread, may have its close deferred. */
