@@ -107,7 +107,7 @@ function teardownSteps(conf: BridgeConf, args: CmdArgs, created?: CreatedLink): 
   const d = systemFirewallDrivers(args.env);
   const spoofcheck = (): void => lockOf(d).whileDeleting({ network: conf.name, ...attachment }, () => teardownSpoofCheck(attachment, d.nftables));
   const masquerade = (): void => {
-    const ips = created === undefined ? containerAddressHint(args) : [];
+    const ips = containerAddressHint(args, created);
     teardownIPMasq({ network: conf.name, ...attachment, backend: conf.ipMasqBackend, ...(ips.length > 0 ? { ips } : {}) }, d);
   };
   return [

@@ -94,7 +94,7 @@ const MASQUERADE_STEP = "masquerade rules";
 function teardownSteps(conf: PtpConfig, args: CmdArgs, created?: CreatedLink): TeardownStep[] {
   return [
     ipamStep(conf.ipamType, args),
-    { name: MASQUERADE_STEP, run: () => (conf.ipMasq ? teardownMasq(conf, args, created === undefined ? containerAddressHint(args) : []) : undefined) },
+    { name: MASQUERADE_STEP, run: () => (conf.ipMasq ? teardownMasq(conf, args, containerAddressHint(args, created)) : undefined) },
     { name: CONTAINER_LINK_STEP, run: () => void deleteContainerLink(args, created) },
   ];
 }

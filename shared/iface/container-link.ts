@@ -115,10 +115,11 @@ export function deleteContainerLink(args: CmdArgs, created?: CreatedLink): void 
 /**
  * The global-unicast addresses of the container's CNI_IFNAME as CIDRs (`10.1.2.3/24`), read before
  * DEL removes the link, for a step that uses them only as a hint (bridge's and ptp's masquerade
- * teardown: which IP families to look at): [] when the netns or the link is gone or cannot be read
- * (the container-link step reports its own failure).
+ * teardown: which IP families to look at): [] on a rolled-back ADD (`created`), and when the netns
+ * or the link is gone or cannot be read (the container-link step reports its own failure).
  */
-export function containerAddressHint(args: CmdArgs): string[] {
+export function containerAddressHint(args: CmdArgs, created?: CreatedLink): string[] {
+  if (created !== undefined) return [];
   try {
     const ns = openNetnsForDel(args.netns);
     if (ns === undefined) return [];

@@ -1,6 +1,7 @@
 /**
- * setupVeth / delLinkByName / linkGlobalAddresses against the kernel (upstream pkg/ip link_linux_test.go scenarios),
- * in two throwaway namespaces (one plays the host, one the container). Root only.
+ * setupVeth / delLinkByName / linkGlobalAddresses against the kernel (upstream pkg/ip
+ * link_linux_test.go scenarios), in two throwaway namespaces (one plays the host, one the
+ * container). Root only.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { Handle } from "../netlink/index.ts";
