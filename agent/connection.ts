@@ -6,7 +6,7 @@
  */
 import type { Socket } from "bun";
 import type { StdinError } from "./messages.ts";
-import type { Job } from "./pool.ts";
+import type { Job, Offered } from "./pool.ts";
 import {
   encodeChunks,
   encodeExit,
@@ -21,8 +21,11 @@ import {
   type ShimRequest,
 } from "./protocol.ts";
 
-/** A request the agent takes (`run` it) or refuses (the shim then runs the standalone executable). */
-export type Decision = { serve: true; run(job: Job): void } | { serve: false; reason: string };
+/**
+ * A request the agent offers to its pool (which accepts or refuses it, now or within its admission
+ * bound) or refuses at once (the shim then runs the standalone executable).
+ */
+export type Decision = { serve: true; offer(job: Job): Offered } | { serve: false; reason: string };
 
 export interface ConnectionHooks {
   /** Whether to serve `request` from the peer on `fd` (and how to run it). */
@@ -33,6 +36,8 @@ export interface ConnectionHooks {
 
 /** A peer that sends no complete request within this time is dropped. */
 export const REQUEST_TIMEOUT_MS = 10_000;
+/** An accepted call whose stdin is not complete within this time fails reading it (its thread waits on the caller meanwhile). */
+export const STDIN_TIMEOUT_MS = 10_000;
 
 /** The state of one connection; Bun's socket handlers call the methods. */
 export class Connection {
@@ -40,8 +45,12 @@ export class Connection {
   readonly #hooks: ConnectionHooks;
   readonly #decoder = new FrameDecoder();
   readonly #request = new RequestAssembler();
+  /** The request was complete and handed on: frames that follow are stdin, once accepted, else a protocol error. */
+  #decided = false;
   #accepted = false;
   #closed = false;
+  /** The call offered to the pool, told when the caller goes away. */
+  #offered: Offered | undefined;
   /** Output not yet taken by the socket (backpressure). */
   #pending: Uint8Array[] = [];
   #endAfterFlush = false;
@@ -75,20 +84,23 @@ export class Connection {
     this.#flush();
   }
 
-  /** The peer went away (or the socket failed). */
+  /** The peer went away (or the socket failed): a call it started is ended (pool.ts). */
   closed(): void {
+    if (this.#closed) return;
     this.#closed = true;
     clearTimeout(this.#timer);
     this.#stdin.done?.({ message: "the caller closed the connection" });
     this.#stdin.done = undefined;
+    this.#offered?.gone();
   }
 
   #frame(frame: RawFrame): void {
-    if (!this.#accepted) {
+    if (!this.#decided) {
       const request = this.#request.add(frame);
       if (request !== undefined) this.#decide(request);
       return;
     }
+    if (!this.#accepted) throw new ProtocolError(`unexpected frame type ${frame.type} before the agent answered`);
     const stdin = this.#stdin;
     switch (frame.type) {
       case Frame.STDIN:
@@ -100,6 +112,7 @@ export class Connection {
       case Frame.STDIN_ERROR: {
         if (!stdin.wanted) throw new ProtocolError("stdin that was not asked for");
         stdin.wanted = false;
+        clearTimeout(this.#timer);
         const done = stdin.done;
         stdin.done = undefined;
         if (frame.type === Frame.STDIN_ERROR) {
@@ -120,31 +133,42 @@ export class Connection {
 
   #decide(request: ShimRequest): void {
     clearTimeout(this.#timer);
+    this.#decided = true;
     // Bun's socket has its fd at run time; its type declarations do not say so.
     const decision = this.#hooks.decide(request, (this.#socket as unknown as { fd: number }).fd);
     if (!decision.serve) {
-      this.#send([encodeFrame(Frame.REFUSED, decision.reason)], true);
+      this.#refuse(decision.reason);
       return;
     }
-    this.#accepted = true;
-    // The acceptance and the request for stdin go out in one write, queued first and written once
-    // the call is on its way to its thread (waking the thread is the longest step). stdin is asked
-    // for at once, while the call starts, so it is ready when the call reads it. (A call that does
-    // not read it answers anyway; the shim then stops sending.)
-    this.#pending.push(Buffer.concat([encodeFrame(Frame.ACCEPTED), encodeFrame(Frame.SEND_STDIN)]));
-    const stdin = this.#expectStdin();
-    decision.run({
+    let stdin: Promise<Uint8Array | StdinError> | undefined;
+    this.#offered = decision.offer({
       argv: request.argv,
       env: envFrom(request.envEntries),
       pid: request.pid,
       umask: request.umask,
-      stdin: () => stdin,
+      accept: () => {
+        this.#accepted = true;
+        // The acceptance and the request for stdin go out in one write, made once the call is on
+        // its way to its thread (waking the thread is the longest step: the pool posts the call
+        // right after accepting it). stdin is asked for at once, while the call starts, so it is
+        // there when the call reads it. (A call that does not read it answers anyway; the shim
+        // then stops sending.)
+        stdin = this.#expectStdin();
+        this.#pending.push(Buffer.concat([encodeFrame(Frame.ACCEPTED), encodeFrame(Frame.SEND_STDIN)]));
+        queueMicrotask(() => this.#flush());
+      },
+      refuse: (reason) => this.#refuse(reason),
+      stdin: () => stdin ?? Promise.resolve({ message: "the call was not accepted" }),
+      stdinPending: () => this.#stdin.wanted,
       finish: (out) => {
         const enc = new TextEncoder();
         this.#send([...encodeChunks(Frame.STDOUT, enc.encode(out.stdout)), ...encodeChunks(Frame.STDERR, enc.encode(out.stderr)), encodeExit(out.status)], true);
       },
     });
-    this.#flush();
+  }
+
+  #refuse(reason: string): void {
+    this.#send([encodeFrame(Frame.REFUSED, reason)], true);
   }
 
   /** The call's stdin, taken from the frames that follow the acceptance (which asks for them); or why it cannot be had. */
@@ -152,7 +176,19 @@ export class Connection {
     if (this.#closed) return Promise.resolve({ message: "the caller closed the connection" });
     return new Promise((resolve) => {
       this.#stdin = { chunks: [], bytes: 0, wanted: true, done: resolve };
+      this.#timer = setTimeout(() => this.#stdinTimedOut(), STDIN_TIMEOUT_MS);
     });
+  }
+
+  /** The caller did not send its whole stdin in time: the call fails reading it; later stdin frames break the connection. */
+  #stdinTimedOut(): void {
+    const stdin = this.#stdin;
+    if (!stdin.wanted) return;
+    stdin.wanted = false;
+    stdin.chunks = [];
+    const done = stdin.done;
+    stdin.done = undefined;
+    done?.({ message: `no complete stdin from the caller within ${STDIN_TIMEOUT_MS / 1000} s` });
   }
 
   #send(frames: Uint8Array[], thenEnd: boolean): void {

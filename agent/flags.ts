@@ -11,6 +11,8 @@ export interface ServeFlags {
   maxRequests: number;
   /** Restart when the resident set exceeds this many MiB (`--max-rss`; 0: never). */
   maxRssMiB: number;
+  /** End a call that runs longer than this many seconds (`--call-timeout`; 0: never), as if its caller had gone. */
+  callTimeoutS: number;
   /** Exit after this many seconds without a call (`--idle-exit`; 0: never); for socket activation. */
   idleExitS: number;
   /** Also serve the dhcp daemon (`--dhcp`), with these `dhcp daemon` flags (after `--`). */
@@ -29,7 +31,11 @@ flags:
   --socket PATH        the unix socket (default ${DEFAULT_SOCKET}; shims read CNI_PLUGINS_SOCKET);
                        a socket passed by systemd (LISTEN_FDS) is used instead
   --min-workers N      worker threads kept running (default 2)
-  --max-workers N      most calls running at once (default 16); more calls wait
+  --max-workers N      most calls running at once (default 16); a call that finds none free waits
+                       (unaccepted, up to 1 s, and only while a thread works) or runs standalone
+  --call-timeout SECONDS
+                       end a call that runs longer (default 300; 0: never), as a runtime's kill
+                       would end a plugin process: its delegates are killed, its waits end (code 11)
   --max-requests N     restart gracefully after N calls (default 100000; 0: never)
   --max-rss MIB        restart gracefully when the resident set exceeds MIB MiB (default 512; 0: never)
   --idle-exit SECONDS  exit after SECONDS without a call (default 0: never); with socket activation
@@ -57,6 +63,7 @@ export function parseServeFlags(args: readonly string[]): ServeFlags {
     maxWorkers: 16,
     maxRequests: 100_000,
     maxRssMiB: 512,
+    callTimeoutS: 300,
     idleExitS: 0,
     dhcp: undefined,
     verbose: false,
@@ -86,6 +93,9 @@ export function parseServeFlags(args: readonly string[]): ServeFlags {
         break;
       case "--max-rss":
         flags.maxRssMiB = count(name, value(), 0);
+        break;
+      case "--call-timeout":
+        flags.callTimeoutS = count(name, value(), 0);
         break;
       case "--idle-exit":
         flags.idleExitS = count(name, value(), 0);

@@ -10,7 +10,7 @@
  *   executable where it is.
  * Its working directory and umask are not checked: the worker adopts both for the call.
  */
-import { readTextFile, stat, type FileStat } from "../shared/sys/file.ts";
+import { stat, type FileStat } from "../shared/sys/file.ts";
 import { peerCredentials, type PeerCredentials } from "../shared/sys/process.ts";
 
 /** What makes two processes see the same files and network. */
@@ -55,14 +55,4 @@ export function refusalFor(fd: number, claimedPid: number, self: Self, credentia
   if (!same(theirs.mnt, self.identity.mnt)) return `pid ${cred.pid} is in another mount namespace`;
   if (!same(theirs.root, self.identity.root)) return `pid ${cred.pid} has another root directory`;
   return "";
-}
-
-/** The parent of process `pid` (field 4 of /proc/<pid>/stat, after the parenthesised name); -1 when it cannot be read. */
-export function parentOf(pid: number): number {
-  try {
-    const stat = readTextFile(`/proc/${pid}/stat`);
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1] ?? -1);
-  } catch {
-    return -1;
-  }
 }

@@ -1,17 +1,32 @@
 /**
- * The agent's worker threads (worker.ts): each runs one call at a time. Calls go to the most
- * recently idle thread (its code is the warmest); when none is idle a thread is started, up to
- * `max`, and the call waits for whichever thread frees up or starts first. Threads beyond `min`
- * that stay idle for `idleMs` end. A thread that retires (it saw an uncaught error) or dies is
- * replaced; a call it was running ends with an internal error (999), never the agent.
+ * The agent's worker threads (worker.ts) and who gets one: admission (docs/resident.md, "Failure
+ * modes and limits").
  *
- * Calls of one attachment run one after another, in the order they came: a runtime that gave up on
- * an ADD (it killed the shim at its timeout) and sends DEL gets the DEL after the ADD has ended, as
- * a killed plugin process would have ended, so the DEL removes everything the ADD made.
+ * A call is accepted only once a thread is its own: an idle thread (the most recently idle one, its
+ * code is the warmest), or a thread started for it while fewer than `max` run. Otherwise it is not
+ * accepted yet, and its shim, which has not sent its stdin, can still run the standalone
+ * executable. It waits, unaccepted, only where waiting can pay: behind a thread that works (not one
+ * that waits on another process: a delegate, the dhcp daemon, a lock held by someone else, or the
+ * caller's own stdin), at most `admissionWaitMs`, and never with more than `maxWaiting` others.
+ * When no thread works, or when the wait is over, the call is refused at once and runs standalone.
+ * So a pool whose every thread hangs in an IPAM that never answers still answers every other call
+ * at once: with a refusal.
+ *
+ * Calls of one attachment (container and interface) run one after another, in the order they
+ * came: a runtime that gave up on an ADD and sends DEL gets the DEL once the ADD has ended. A call
+ * whose caller goes away (the shim was killed at the runtime's timeout) is ended as a killed
+ * process would be (`gone`: its waits end, its delegates are killed), so the DEL behind it starts
+ * within moments; a call that waits for its attachment longer than `admissionWaitMs` is refused.
+ * A call running longer than `callTimeoutMs` is ended too.
+ *
+ * A thread that retires (it saw an uncaught error) or dies is replaced; a call it was running ends
+ * with an internal error (999), never the agent. Threads beyond `min` that stay idle for `idleMs`
+ * end.
  */
+import { END, EndReason, WAITING, newCallCells } from "./call-cells.ts";
 import type { FromWorker, StdinError, ToWorker } from "./messages.ts";
 
-/** One call, as the pool sees it: its inputs, and where its stdin comes from and its answer goes. */
+/** One call, as the pool sees it: its inputs, how it is answered, and where its stdin comes from. */
 export interface Job {
   argv: string[];
   env: Record<string, string>;
@@ -19,27 +34,65 @@ export interface Job {
   umask: number;
   /** The attachment the call acts on (calls with the same one never overlap); undefined: none. */
   attachment?: string | undefined;
+  /** A thread is the call's: tell the caller (its stdin is asked for). Called at most once, before `stdin`. */
+  accept(): void;
+  /** No thread for the call: tell the caller, whose shim then runs standalone. Called at most once, instead of `accept`. */
+  refuse(reason: string): void;
   /** The call's stdin (sent to its thread when complete): the bytes, or why they cannot be had. */
   stdin(): Promise<Uint8Array | StdinError>;
-  /** The call ended (exactly once). */
+  /** True while the accepted call's stdin has not fully arrived (its thread waits on the caller). */
+  stdinPending(): boolean;
+  /** The call ended (exactly once, after `accept`). */
   finish(out: { stdout: string; stderr: string; status: number }): void;
+}
+
+/** What the offerer of a job keeps: to say that its caller went away. */
+export interface Offered {
+  /** The caller went away: an unaccepted call is dropped, a running one is ended. */
+  gone(): void;
 }
 
 export interface PoolOptions {
   min: number;
   max: number;
   idleMs: number;
+  /** The longest a call waits, unaccepted, for a thread or for its attachment before it is refused. */
+  admissionWaitMs: number;
+  /** The most calls waiting unaccepted at once; more are refused at once. */
+  maxWaiting: number;
+  /** A call running longer is ended (0: no limit). */
+  callTimeoutMs: number;
   /** A new worker thread. */
   spawn(): Worker;
   log(line: string): void;
 }
 
+/** A call and what the pool keeps about it. */
+interface Call {
+  id: number;
+  job: Job;
+  /** Its admission deadline (waiting) or its time limit (running). */
+  timer: ReturnType<typeof setTimeout> | undefined;
+  /** Its thread, once accepted. */
+  slot: Slot | undefined;
+  /** Why it was ended, once it was. */
+  ended: EndReason | undefined;
+}
+
 interface Slot {
   worker: Worker;
   ready: boolean;
-  job: { id: number; job: Job } | undefined;
+  /** Shared with the thread (call-cells.ts). */
+  cells: Int32Array;
+  /** The call this thread is reserved for or runs. */
+  call: Call | undefined;
+  /** Posted to the thread (not merely reserved). */
+  running: boolean;
   idleTimer: ReturnType<typeof setTimeout> | undefined;
 }
+
+/** While calls wait unaccepted, how often the pool looks whether any thread still works. */
+const STALL_CHECK_MS = 20;
 
 /** The error JSON of a call whose thread died under it. */
 function lostCall(detail: string): string {
@@ -51,40 +104,49 @@ export class WorkerPool {
   readonly #slots = new Set<Slot>();
   /** Idle, ready slots; the last one is the most recently used. */
   readonly #idle: Slot[] = [];
-  readonly #queue: { id: number; job: Job }[] = [];
-  /** Attachments with a call running. */
+  /** Calls not accepted yet, in the order they came. */
+  readonly #waiting: Call[] = [];
+  /** Attachments with a call accepted. */
   readonly #busy = new Set<string>();
+  #stallTimer: ReturnType<typeof setInterval> | undefined;
   #nextId = 1;
   #closed = false;
   #drained: (() => void) | undefined;
 
   constructor(opts: PoolOptions) {
     this.#opts = opts;
-    for (let i = 0; i < opts.min; i++) this.#start();
+    for (let i = 0; i < opts.min; i++) this.#start(undefined);
   }
 
-  /** Calls running or waiting. */
+  /** Calls accepted (running, or reserved a thread that is starting) or waiting to be. */
   get inFlight(): number {
-    return this.#queue.length + [...this.#slots].filter((s) => s.job !== undefined).length;
+    let accepted = 0;
+    for (const s of this.#slots) if (s.call !== undefined) accepted++;
+    return this.#waiting.length + accepted;
   }
 
   get threads(): number {
     return this.#slots.size;
   }
 
-  /** Runs `job` on a thread (now, or when one frees up). */
-  run(job: Job): void {
-    if (this.#closed) throw new Error("the pool is closed");
-    this.#queue.push({ id: this.#nextId++, job });
-    if (this.#runnable() < 0) return;
-    const slot = this.#idle.pop();
-    if (slot !== undefined) this.#dispatch(slot);
-    else if (this.#slots.size < this.#opts.max) this.#start();
-  }
-
-  /** Where in the queue the first call that may start now is (-1: none; the others wait for their attachment). */
-  #runnable(): number {
-    return this.#queue.findIndex((q) => q.job.attachment === undefined || !this.#busy.has(q.job.attachment));
+  /** Takes `job`: accepts it now, later, or refuses it (always one of them, soon). */
+  offer(job: Job): Offered {
+    const call: Call = { id: this.#nextId++, job, timer: undefined, slot: undefined, ended: undefined };
+    const offered: Offered = { gone: () => this.#gone(call) };
+    if (this.#closed) {
+      job.refuse("the agent is stopping");
+      return offered;
+    }
+    if (this.#admit(call)) return offered;
+    const why = this.#whyNotWait(call);
+    if (why !== undefined) {
+      job.refuse(why);
+      return offered;
+    }
+    this.#waiting.push(call);
+    call.timer = setTimeout(() => this.#refuseWaiting(call, this.#waitOverReason(call)), this.#opts.admissionWaitMs);
+    this.#stallTimer ??= setInterval(() => this.#refuseIfStalled(), STALL_CHECK_MS);
+    return offered;
   }
 
   /** Resolves when no call is running or waiting. */
@@ -95,23 +157,139 @@ export class WorkerPool {
     });
   }
 
-  /** Ends every thread (after drained(): no call is lost). */
+  /** Ends every thread (after drained(): no call is lost); calls still waiting are refused. */
   close(): void {
     this.#closed = true;
+    for (const call of [...this.#waiting]) this.#refuseWaiting(call, "the agent is stopping");
     for (const slot of this.#slots) {
       clearTimeout(slot.idleTimer);
+      clearTimeout(slot.call?.timer);
       slot.worker.terminate();
     }
     this.#slots.clear();
     this.#idle.length = 0;
   }
 
-  #start(): void {
-    const slot: Slot = { worker: this.#opts.spawn(), ready: false, job: undefined, idleTimer: undefined };
+  /** Gives `call` a thread if one is its to have now (and accepts it); false otherwise. */
+  #admit(call: Call): boolean {
+    const { attachment } = call.job;
+    if (attachment !== undefined && this.#busy.has(attachment)) return false;
+    let slot = this.#idle.pop();
+    if (slot === undefined) {
+      if (this.#slots.size >= this.#opts.max) return false;
+      slot = this.#start(call);
+    } else {
+      clearTimeout(slot.idleTimer);
+      slot.call = call;
+    }
+    call.slot = slot;
+    if (attachment !== undefined) this.#busy.add(attachment);
+    call.job.accept();
+    if (this.#opts.callTimeoutMs > 0) call.timer = setTimeout(() => this.#end(call, EndReason.TIME_UP), this.#opts.callTimeoutMs);
+    if (slot.ready) this.#dispatch(slot);
+    return true;
+  }
+
+  /** Why `call` may not wait for a thread or its attachment (undefined: it may). */
+  #whyNotWait(call: Call): string | undefined {
+    if (this.#waiting.length >= this.#opts.maxWaiting) return `${this.#waiting.length} calls already wait for a worker thread`;
+    const { attachment } = call.job;
+    if (attachment !== undefined && this.#busy.has(attachment)) return undefined;
+    return this.#stalled() ? this.#stalledReason() : undefined;
+  }
+
+  /** True when every thread has a call and none of them works: each waits on another process or its caller. */
+  #stalled(): boolean {
+    if (this.#idle.length > 0 || this.#slots.size < this.#opts.max) return false;
+    for (const slot of this.#slots) {
+      const call = slot.call;
+      if (call === undefined || !slot.running) return false;
+      if (Atomics.load(slot.cells, WAITING) === 0 && !call.job.stdinPending()) return false;
+    }
+    return true;
+  }
+
+  #stalledReason(): string {
+    return `all ${this.#slots.size} worker threads run calls that wait on other processes`;
+  }
+
+  #waitOverReason(call: Call): string {
+    const { attachment } = call.job;
+    const ms = this.#opts.admissionWaitMs;
+    return attachment !== undefined && this.#busy.has(attachment)
+      ? `a call of the same attachment still runs after ${ms} ms`
+      : `no worker thread free within ${ms} ms`;
+  }
+
+  /** While calls wait for a thread: those that wait for nothing (no thread works) are refused now. */
+  #refuseIfStalled(): void {
+    if (this.#waiting.length === 0) {
+      clearInterval(this.#stallTimer);
+      this.#stallTimer = undefined;
+      return;
+    }
+    if (!this.#stalled()) return;
+    for (const call of [...this.#waiting]) {
+      const { attachment } = call.job;
+      if (attachment === undefined || !this.#busy.has(attachment)) this.#refuseWaiting(call, this.#stalledReason());
+    }
+  }
+
+  #refuseWaiting(call: Call, reason: string): void {
+    const at = this.#waiting.indexOf(call);
+    if (at < 0) return;
+    this.#waiting.splice(at, 1);
+    clearTimeout(call.timer);
+    call.job.refuse(reason);
+    this.#checkDrained();
+  }
+
+  /** Accepts the calls waiting that may start now, in the order they came. */
+  #admitWaiting(): void {
+    for (let i = 0; i < this.#waiting.length; ) {
+      const call = this.#waiting[i]!;
+      const deadline = call.timer;
+      if (this.#admit(call)) {
+        clearTimeout(deadline);
+        this.#waiting.splice(i, 1);
+      } else {
+        i++;
+      }
+    }
+  }
+
+  /** The caller of `call` went away. */
+  #gone(call: Call): void {
+    if (call.slot === undefined) {
+      const at = this.#waiting.indexOf(call);
+      if (at >= 0) {
+        this.#waiting.splice(at, 1);
+        clearTimeout(call.timer);
+        this.#checkDrained();
+      }
+      return;
+    }
+    this.#end(call, EndReason.CALLER_GONE);
+  }
+
+  /** Ends the running (or reserved) `call`: its thread's waits end now (call-cells.ts, worker-loop.ts). */
+  #end(call: Call, reason: EndReason): void {
+    const slot = call.slot;
+    if (slot === undefined || slot.call !== call || call.ended !== undefined) return;
+    call.ended = reason;
+    if (reason === EndReason.TIME_UP) this.#opts.log(`call of ${call.job.argv[0] ?? ""} (pid ${call.job.pid}) ended: it ran longer than ${this.#opts.callTimeoutMs / 1000} s`);
+    Atomics.store(slot.cells, END, reason);
+    Atomics.notify(slot.cells, END);
+    if (slot.running) this.#post(slot, { t: "end", id: call.id, reason });
+  }
+
+  #start(call: Call | undefined): Slot {
+    const slot: Slot = { worker: this.#opts.spawn(), ready: false, cells: newCallCells(), call, running: false, idleTimer: undefined };
     this.#slots.add(slot);
     slot.worker.onmessage = (event: MessageEvent<FromWorker>) => this.#onMessage(slot, event.data);
     slot.worker.onerror = (event: ErrorEvent) => this.#lose(slot, `worker error: ${event.message}`);
     slot.worker.addEventListener("close", () => this.#lose(slot, "the thread exited"));
+    return slot;
   }
 
   #post(slot: Slot, message: ToWorker): void {
@@ -122,18 +300,20 @@ export class WorkerPool {
     switch (msg.t) {
       case "ready":
         slot.ready = true;
-        this.#becomeIdle(slot);
+        if (slot.call !== undefined) this.#dispatch(slot);
+        else this.#becomeIdle(slot);
         return;
       case "done": {
-        const running = slot.job;
-        if (running?.id !== msg.id) return;
+        const call = slot.call;
+        if (call?.id !== msg.id) return;
         this.#release(slot);
-        running.job.finish({ stdout: msg.stdout, stderr: msg.stderr, status: msg.status });
+        call.job.finish({ stdout: msg.stdout, stderr: msg.stderr, status: msg.status });
         if (msg.retire) {
-          this.#opts.log(`worker thread retired after an uncaught error in a call of ${running.job.argv[0]}`);
+          this.#opts.log(`worker thread retired after an uncaught error in a call of ${call.job.argv[0]}`);
           this.#remove(slot);
           slot.worker.terminate();
-          if (this.#slots.size < this.#opts.min || this.#queue.length > 0) this.#start();
+          if (this.#slots.size < this.#opts.min) this.#start(undefined);
+          this.#admitWaiting();
         } else {
           this.#becomeIdle(slot);
         }
@@ -144,51 +324,45 @@ export class WorkerPool {
   }
 
   #becomeIdle(slot: Slot): void {
-    if (this.#runnable() >= 0) {
-      this.#dispatch(slot);
-      return;
-    }
     this.#idle.push(slot);
-    if (this.#slots.size > this.#opts.min) {
-      slot.idleTimer = setTimeout(() => {
-        const at = this.#idle.indexOf(slot);
-        if (at < 0 || this.#slots.size <= this.#opts.min) return;
-        this.#idle.splice(at, 1);
-        this.#remove(slot);
-        slot.worker.terminate();
-      }, this.#opts.idleMs);
-      slot.idleTimer.unref?.();
-    }
+    this.#admitWaiting();
+    if (!this.#idle.includes(slot) || this.#slots.size <= this.#opts.min) return;
+    slot.idleTimer = setTimeout(() => {
+      const at = this.#idle.indexOf(slot);
+      if (at < 0 || this.#slots.size <= this.#opts.min) return;
+      this.#idle.splice(at, 1);
+      this.#remove(slot);
+      slot.worker.terminate();
+    }, this.#opts.idleMs);
+    slot.idleTimer.unref?.();
   }
 
-  /** Starts the first runnable call on `slot` (idle and ready); callers check that there is one (#runnable). */
+  /** Runs the call `slot` is reserved for (the slot is ready). */
   #dispatch(slot: Slot): void {
-    const at = this.#runnable();
-    if (at < 0) return;
-    const [next] = this.#queue.splice(at, 1);
-    if (next === undefined) return;
-    clearTimeout(slot.idleTimer);
-    slot.job = next;
-    if (next.job.attachment !== undefined) this.#busy.add(next.job.attachment);
-    const { argv, env, pid, umask } = next.job;
-    this.#post(slot, { t: "run", id: next.id, argv, env, pid, umask });
+    const call = slot.call;
+    if (call === undefined) return;
+    // A call ended while its thread was starting starts ended (the worker's scope reads END first).
+    Atomics.store(slot.cells, END, call.ended ?? 0);
+    Atomics.store(slot.cells, WAITING, 0);
+    slot.running = true;
+    const { argv, env, pid, umask } = call.job;
+    this.#post(slot, { t: "run", id: call.id, argv, env, pid, umask, cells: slot.cells.buffer as SharedArrayBuffer });
     // The call's stdin follows as soon as it is complete, unasked: the call finds it there when it reads.
-    void next.job.stdin().then((got) => {
-      if (slot.job?.id !== next.id) return;
-      if (got instanceof Uint8Array) this.#post(slot, { t: "stdin", id: next.id, data: got });
-      else this.#post(slot, { t: "stdin-error", id: next.id, error: got });
+    void call.job.stdin().then((got) => {
+      if (slot.call !== call) return;
+      if (got instanceof Uint8Array) this.#post(slot, { t: "stdin", id: call.id, data: got });
+      else this.#post(slot, { t: "stdin-error", id: call.id, error: got });
     });
   }
 
-  /** The slot's call ended: its attachment is free, and a call waiting for it may start on an idle thread. */
+  /** The slot's call ended: its attachment is free. */
   #release(slot: Slot): void {
-    const attachment = slot.job?.job.attachment;
-    slot.job = undefined;
-    if (attachment === undefined) return;
-    this.#busy.delete(attachment);
-    if (this.#runnable() < 0) return;
-    const idle = this.#idle.pop();
-    if (idle !== undefined) this.#dispatch(idle);
+    const call = slot.call;
+    slot.call = undefined;
+    slot.running = false;
+    if (call === undefined) return;
+    clearTimeout(call.timer);
+    if (call.job.attachment !== undefined) this.#busy.delete(call.job.attachment);
   }
 
   #remove(slot: Slot): void {
@@ -203,10 +377,11 @@ export class WorkerPool {
     if (!this.#slots.has(slot) || this.#closed) return;
     this.#remove(slot);
     this.#opts.log(`worker thread lost: ${why}`);
-    const running = slot.job;
+    const call = slot.call;
     this.#release(slot);
-    running?.job.finish({ stdout: lostCall(why), stderr: `${why}\n`, status: 1 });
-    if (this.#slots.size < this.#opts.min || this.#queue.length > 0) this.#start();
+    call?.job.finish({ stdout: lostCall(why), stderr: `${why}\n`, status: 1 });
+    if (this.#slots.size < this.#opts.min) this.#start(undefined);
+    this.#admitWaiting();
     this.#checkDrained();
   }
 

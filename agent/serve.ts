@@ -22,7 +22,8 @@ import { blockSignals, execve, ignoreSignal } from "../shared/sys/process.ts";
 import { Connection, type Decision } from "./connection.ts";
 import { parseServeFlags, SERVE_USAGE, ServeUsageError, type ServeFlags } from "./flags.ts";
 import { createListener, inheritedListeners, passAcrossExec, removeSocketFile, type Listener } from "./listeners.ts";
-import { identityOf, parentOf, refusalFor, type Self } from "./peer.ts";
+import { isDescendantOf } from "./ancestry.ts";
+import { identityOf, refusalFor, type Self } from "./peer.ts";
 import { idleCollector } from "./idle-gc.ts";
 import { WorkerPool } from "./pool.ts";
 import { PROTOCOL_VERSION, type ShimRequest } from "./protocol.ts";
@@ -34,6 +35,13 @@ type Env = Readonly<Record<string, string | undefined>>;
 const SIGHUP = 1;
 const HANDLED_SIGNALS = [SIGHUP, 2, 15];
 
+/**
+ * The longest a call waits, unaccepted, for a worker thread or for its attachment: well inside the
+ * shim's 2 s budget, after which it would fall back anyway.
+ */
+const ADMISSION_WAIT_MS = 1_000;
+/** Calls that may wait unaccepted at once, per worker thread (more are refused at once). */
+const WAITING_PER_WORKER = 4;
 /** Threads beyond --min-workers end after this long without a call. */
 const WORKER_IDLE_MS = 30_000;
 /** At a stop or restart, answers still being written get this long. */
@@ -71,6 +79,17 @@ async function dhcpSocketPath(dhcpArgs: readonly string[]): Promise<string> {
   const { parseDaemonFlags } = await import("../ipam/dhcp/daemon/flags.ts");
   const f = parseDaemonFlags(dhcpArgs);
   return f.hostPrefix + f.socketPath;
+}
+
+/**
+ * The attachment an ADD, CHECK or DEL acts on (its container and interface), by which the pool
+ * orders calls. (A nested call, which could wait for its own ancestor, is never served.)
+ */
+function attachmentOf(env: Record<string, string>): string | undefined {
+  const command = env.CNI_COMMAND;
+  if (command !== "ADD" && command !== "CHECK" && command !== "DEL") return undefined;
+  if (!env.CNI_CONTAINERID) return undefined;
+  return `${env.CNI_CONTAINERID}\0${env.CNI_IFNAME ?? ""}`;
 }
 
 type State = "serving" | "restarting" | "stopping";
@@ -116,6 +135,9 @@ export class Agent {
       min: flags.minWorkers,
       max: flags.maxWorkers,
       idleMs: WORKER_IDLE_MS,
+      admissionWaitMs: ADMISSION_WAIT_MS,
+      maxWaiting: flags.maxWorkers * WAITING_PER_WORKER,
+      callTimeoutMs: flags.callTimeoutS * 1000,
       spawn: opts.spawnWorker ?? (() => new Worker(workerSpecifier())),
       log: this.#log,
     });
@@ -191,14 +213,20 @@ export class Agent {
     if (routeOf(argv0.slice(argv0.lastIndexOf("/") + 1), request.argv.slice(1)).kind !== "plugin") return refuse(`not a plugin call: ${argv0}`);
     const why = refusalFor(fd, request.pid, this.#self);
     if (why !== "") return refuse(why);
+    if (isDescendantOf(request.pid, process.pid)) return refuse(`pid ${request.pid} is a process this agent started (a nested call runs standalone)`);
     this.#armIdle();
     const started = performance.now();
     return {
       serve: true,
-      run: (job) =>
-        this.#pool.run({
+      offer: (job) =>
+        this.#pool.offer({
           ...job,
-          attachment: this.#attachmentOf(job.env, request.pid),
+          attachment: attachmentOf(job.env),
+          refuse: (reason) => {
+            this.#refused++;
+            if (this.#flags.verbose) this.#log(`refused ${argv0} (pid ${request.pid}): ${reason}`);
+            job.refuse(reason);
+          },
           finish: (out) => {
             this.#served++;
             // Logged before the answer goes out: whoever sees the answer finds the line.
@@ -211,18 +239,6 @@ export class Agent {
           },
         }),
     };
-  }
-
-  /**
-   * The attachment an ADD, CHECK or DEL acts on (its container and interface), by which the pool
-   * orders calls. None for a call from a child of this process: a plugin this agent runs that execs
-   * a delegate (through a shim) must not wait for itself.
-   */
-  #attachmentOf(env: Record<string, string>, pid: number): string | undefined {
-    const command = env.CNI_COMMAND;
-    if (command !== "ADD" && command !== "CHECK" && command !== "DEL") return undefined;
-    if (!env.CNI_CONTAINERID || parentOf(pid) === process.pid) return undefined;
-    return `${env.CNI_CONTAINERID}\0${env.CNI_IFNAME ?? ""}`;
   }
 
   #checkLimits(): void {

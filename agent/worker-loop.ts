@@ -21,6 +21,7 @@ import { unshare } from "../shared/sys/libc.ts";
 import { CLONE_FS, chdirThread, setUmask } from "../shared/sys/process.ts";
 import { deferNetfilterCloses } from "./deferred-close.ts";
 import { idleCollector } from "./idle-gc.ts";
+import { workerCallScope, type WorkerCallScope } from "./worker-scope.ts";
 import type { FromWorker, StdinError, ToWorker } from "./messages.ts";
 
 /** Runs one call (`argv` as the process would get it) with `io`; its exit status. */
@@ -28,9 +29,10 @@ export type CallRunner = (argv: readonly string[], io: PluginIO) => Promise<numb
 /** The spec versions of the plugin `argv` calls (an internal error is labelled with the newest). */
 export type VersionsOf = (argv: readonly string[]) => readonly string[];
 
-/** The call being run: its stdin (arrived, or awaited), and whether it has been answered. */
+/** The call being run: its stdin (arrived, or awaited), what ends its waits, and whether it has been answered. */
 interface Current {
   id: number;
+  scope: WorkerCallScope;
   versions: readonly string[];
   stdin: Uint8Array | Error | undefined;
   reader: { resolve(data: Uint8Array): void; reject(err: Error): void } | undefined;
@@ -68,7 +70,14 @@ export function serveCalls(runCall: CallRunner, versionsOf: VersionsOf, self: Wo
   process.on("unhandledRejection", failCurrent);
 
   async function run(msg: Extract<ToWorker, { t: "run" }>): Promise<void> {
-    const call: Current = { id: msg.id, versions: versionsOf(msg.argv), stdin: undefined, reader: undefined, answered: false };
+    const call: Current = {
+      id: msg.id,
+      scope: workerCallScope(new Int32Array(msg.cells)),
+      versions: versionsOf(msg.argv),
+      stdin: undefined,
+      reader: undefined,
+      answered: false,
+    };
     current = call;
     let stdout = "";
     let stderr = "";
@@ -97,6 +106,7 @@ export function serveCalls(runCall: CallRunner, versionsOf: VersionsOf, self: Wo
         stderr: (text) => {
           stderr += text;
         },
+        scope: call.scope,
       });
     } catch (err) {
       // What a plugin process prints when its dispatch itself fails (build/dispatch.ts `run`).
@@ -119,6 +129,9 @@ export function serveCalls(runCall: CallRunner, versionsOf: VersionsOf, self: Wo
     switch (msg.t) {
       case "run":
         void run(msg);
+        break;
+      case "end":
+        if (current?.id === msg.id) current.scope.end(msg.reason);
         break;
       case "stdin":
       case "stdin-error": {

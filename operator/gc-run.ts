@@ -12,6 +12,7 @@ import { GC_ATTACHMENT_KEYS } from "../shared/cni/netconf.ts";
 import type { CmdArgs } from "../shared/cni/types.ts";
 import { versionGte } from "../shared/cni/version.ts";
 import type { NetworkList } from "./networks.ts";
+import { PROCESS_SCOPE } from "../shared/cni/call-scope.ts";
 
 export interface GcAttachment {
   containerID: string;
@@ -51,6 +52,7 @@ export async function runGc(net: NetworkList, valid: readonly GcAttachment[], bi
       env,
       // The command's own process: a plugin's diagnostics go to its stderr.
       stderr: (text) => void process.stderr.write(text),
+      scope: PROCESS_SCOPE,
     };
     try {
       await execDelegate(type, args, "GC");

@@ -14,6 +14,7 @@ import { loadClusterLocalConfig, type EtcdConfig } from "./config.ts";
 import { EtcdClient } from "./etcd/client.ts";
 import { FakeEtcd } from "./etcd/testing.ts";
 import { prefixEnd, txnWire } from "./etcd/wire.ts";
+import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
 
 const fakes: FakeEtcd[] = [];
 function fake(): FakeEtcd {
@@ -52,6 +53,7 @@ function args(config: Record<string, unknown>, containerID = "c1", extra: Partia
     cniVersion: String(config.cniVersion),
     env: {},
     stderr: () => {},
+    scope: PROCESS_SCOPE,
     ...extra,
   };
 }

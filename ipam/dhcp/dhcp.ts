@@ -89,7 +89,7 @@ const familyNames = (fs: readonly (4 | 6)[]): string => fs.map((f) => `IPv${f}`)
 async function add(args: CmdArgs): Promise<Result> {
   const want = loadDhcpConfig(args.config, args.args).families;
   try {
-    return await withDaemon(socketPathOf(args.config), async (c) => {
+    return await withDaemon(socketPathOf(args.config), args.scope, async (c) => {
       const result = resultFromGob(await call(c, METHOD_ALLOCATE, args));
       // The daemon reports the container interface only with applyMtu; every address is on it.
       // (gob cannot carry the index itself: a pointer to 0 is not transmitted.)
@@ -110,7 +110,7 @@ async function add(args: CmdArgs): Promise<Result> {
 async function check(args: CmdArgs): Promise<void> {
   loadDhcpConfig(args.config, args.args);
   try {
-    await withDaemon(socketPathOf(args.config), (c) => callOurs(c, METHOD_CHECK, args, () => call(c, METHOD_ALLOCATE, args)));
+    await withDaemon(socketPathOf(args.config), args.scope, (c) => callOurs(c, METHOD_CHECK, args, () => call(c, METHOD_ALLOCATE, args)));
   } catch (err) {
     throw err instanceof DaemonUnreachableError ? unreachable(err) : err;
   }
@@ -118,7 +118,7 @@ async function check(args: CmdArgs): Promise<void> {
 
 async function del(args: CmdArgs): Promise<void> {
   try {
-    await withDaemon(socketPathOf(args.config), (c) => call(c, METHOD_RELEASE, args));
+    await withDaemon(socketPathOf(args.config), args.scope, (c) => call(c, METHOD_RELEASE, args));
   } catch (err) {
     if (!(err instanceof DaemonUnreachableError)) throw err;
     args.stderr(`dhcp: DEL: the DHCP daemon is not reachable (${err.message}); nothing released, the lease will expire at the server\n`);
@@ -128,7 +128,7 @@ async function del(args: CmdArgs): Promise<void> {
 /** DHCP.GC; a Go daemon has no GC, which is said on stderr (nothing collected, success). */
 async function gc(args: CmdArgs): Promise<void> {
   try {
-    await withDaemon(socketPathOf(args.config), (c) =>
+    await withDaemon(socketPathOf(args.config), args.scope, (c) =>
       callOurs(c, METHOD_GC, args, async () => {
         args.stderr("dhcp: GC: the DHCP daemon does not implement DHCP.GC (a Go daemon); nothing collected\n");
       }),
@@ -145,7 +145,7 @@ async function gc(args: CmdArgs): Promise<void> {
  */
 async function status(args: CmdArgs): Promise<void> {
   try {
-    await withDaemon(socketPathOf(args.config), async () => undefined);
+    await withDaemon(socketPathOf(args.config), args.scope, async () => undefined);
   } catch (err) {
     if (!(err instanceof DaemonUnreachableError)) throw err;
     throw new PluginUnavailableLimitedError(`DHCP daemon not reachable (existing leases are not renewed): ${err.message}`, { cause: err, details: START_HINT });

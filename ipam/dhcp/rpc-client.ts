@@ -3,6 +3,7 @@
  * per plugin run, calls made one after the other on it. Works against our daemon and Go's.
  */
 import { createConnection, type Socket } from "node:net";
+import { throwIfEnded, type CallScope } from "../../shared/cni/call-scope.ts";
 import { GobDecoder, GobEncoder, type GobType } from "./gob.ts";
 import { RPC_CONNECTED, RPC_PATH, RequestType, asStruct } from "./rpc-protocol.ts";
 
@@ -116,12 +117,37 @@ export class RpcClient {
   }
 }
 
-/** Dials, makes the calls `fn` makes, closes. */
-export async function withDaemon<T>(socketPath: string, fn: (c: RpcClient) => Promise<T>): Promise<T> {
-  const client = await RpcClient.dial(socketPath);
-  try {
-    return await fn(client);
-  } finally {
-    client.close();
-  }
+/**
+ * Dials, makes the calls `fn` makes, closes. A wait on another process (the daemon may take minutes
+ * to answer an ADD while it retries DHCP): when the call's scope ends, the connection is closed and
+ * the call's CallEndedError is thrown, as a killed plugin process would have dropped it.
+ */
+export async function withDaemon<T>(socketPath: string, scope: CallScope, fn: (c: RpcClient) => Promise<T>): Promise<T> {
+  throwIfEnded(scope);
+  return scope.waitOn(async (signal) => {
+    const dialing = RpcClient.dial(socketPath);
+    const client = await Promise.race([dialing, rejectOnAbort(signal)]).catch((err: unknown) => {
+      void dialing.then((late) => late.close(), () => {});
+      throw err;
+    });
+    const drop = () => client.close();
+    signal.addEventListener("abort", drop);
+    try {
+      return await fn(client);
+    } catch (err) {
+      throwIfEnded(scope);
+      throw err;
+    } finally {
+      signal.removeEventListener("abort", drop);
+      client.close();
+    }
+  });
+}
+
+/** Rejects with the signal's reason when it aborts (never settles otherwise). */
+function rejectOnAbort(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+  });
 }

@@ -13,6 +13,7 @@ import { FileLock } from "../../shared/sys/flock.ts";
 import { parseIP } from "../../shared/ip/addr.ts";
 import { hostLocalPlugin } from "./host-local.ts";
 import { INDEX_NAME } from "./store/index-file.ts";
+import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
 
 const GO_PLUGIN = "/usr/lib/cni/host-local";
 const haveGo = existsSync(GO_PLUGIN);
@@ -68,6 +69,7 @@ function ts(command: Command, conf: Record<string, unknown>, id: string, ifName 
     cniVersion: String(conf["cniVersion"]),
     env: {},
     stderr: () => {},
+    scope: PROCESS_SCOPE,
   };
   switch (command) {
     case "ADD":

@@ -12,6 +12,7 @@ import type { CmdArgs, Command, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { parseIP } from "../../shared/ip/addr.ts";
 import { hostLocalPlugin } from "./host-local.ts";
+import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
 
 let root: string;
 beforeEach(() => {
@@ -38,6 +39,7 @@ function cmdArgs(command: Command, config: Record<string, unknown>, call: Call =
     cniVersion: typeof config["cniVersion"] === "string" ? config["cniVersion"] : "0.1.0",
     env: {},
     stderr: () => {},
+    scope: PROCESS_SCOPE,
   };
 }
 

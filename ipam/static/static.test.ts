@@ -8,6 +8,7 @@ import { formatResult } from "../../shared/cni/result/index.ts";
 import type { CmdArgs, Command, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS, versionGte } from "../../shared/cni/version.ts";
 import { staticPlugin } from "./static.ts";
+import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
 
 function cmdArgs(conf: Record<string, unknown>, opts: { args?: string; command?: Command } = {}): CmdArgs {
   const text = JSON.stringify(conf);
@@ -24,6 +25,7 @@ function cmdArgs(conf: Record<string, unknown>, opts: { args?: string; command?:
     cniVersion: v,
     env: {},
     stderr: () => {},
+    scope: PROCESS_SCOPE,
   };
 }
 

@@ -9,6 +9,7 @@ import { loadBandwidthConfig, validateRateAndBurst } from "./config.ts";
 import { derivedIfbName, ifbAlias, ifbBelongsTo, upstreamIfbName } from "./ifb-name.ts";
 import { bufferTicks, limitBytes, tbfNumbers } from "./tbf-params.ts";
 import { quantumFor } from "./htb-setup.ts";
+import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
 
 function args(config: Record<string, unknown>): CmdArgs {
   return {
@@ -23,6 +24,7 @@ function args(config: Record<string, unknown>): CmdArgs {
     cniVersion: "1.0.0",
     env: {},
     stderr: () => {},
+    scope: PROCESS_SCOPE,
   };
 }
 

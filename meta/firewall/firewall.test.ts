@@ -9,6 +9,7 @@ import type { FirewalldBackend, FirewallTarget } from "./backend.ts";
 import { makeFirewallPlugin, type FirewallDeps } from "./firewall.ts";
 import { busSocketsMissing } from "./firewalld-backend.ts";
 import { instanceComment, NFT_PRIV, NFT_TABLE } from "./nftables-backend.ts";
+import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
 
 const PREV = {
   cniVersion: "1.0.0",
@@ -33,6 +34,7 @@ function cmd(command: Command, conf: Record<string, unknown>, env: Record<string
     cniVersion: config.cniVersion as string,
     env,
     stderr: () => {},
+    scope: PROCESS_SCOPE,
   };
 }
 

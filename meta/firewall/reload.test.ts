@@ -14,6 +14,7 @@ import type { AnyFirewallPart } from "../../shared/firewall/reapply.ts";
 import type { FirewalldBackend, FirewallTarget } from "./backend.ts";
 import { makeFirewallPlugin, type FirewallDeps } from "./firewall.ts";
 import { firewallPartsWith } from "./reload.ts";
+import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
 
 const RESULT = {
   cniVersion: "1.0.0",
@@ -23,7 +24,7 @@ const RESULT = {
 
 function args(conf: Record<string, unknown>): CmdArgs {
   const config = { cniVersion: "1.0.0", name: "net1", type: "firewall", prevResult: RESULT, ...conf };
-  return { command: "ADD", containerID: "ctr1", netns: "/var/run/netns/x", ifName: "eth0", args: "", path: "", stdinData: new TextEncoder().encode(JSON.stringify(config)), config, cniVersion: "1.0.0", env: {}, stderr: () => {} };
+  return { command: "ADD", containerID: "ctr1", netns: "/var/run/netns/x", ifName: "eth0", args: "", path: "", stdinData: new TextEncoder().encode(JSON.stringify(config)), config, cniVersion: "1.0.0", env: {}, stderr: () => {}, scope: PROCESS_SCOPE };
 }
 
 const dirs: string[] = [];

@@ -33,6 +33,7 @@ import { parseCacheEntry, resultAddresses, RESULTS_SUBDIR, type CacheEntry } fro
 import type { ValidSpec } from "../flags.ts";
 import { judge, type NamespaceView } from "../liveness.ts";
 import type { NetworkList } from "../networks.ts";
+import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
 
 /** The longest the lock is held at a time (ADD and DEL wait for it). */
 export const SESSION_MS = 250;
@@ -161,6 +162,7 @@ export function pluginArgs(e: CacheEntry, net: NetworkList, index: number, env: 
     cniVersion: net.cniVersion,
     env,
     stderr,
+    scope: PROCESS_SCOPE,
   };
 }
 

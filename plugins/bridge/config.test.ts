@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { CNI_ERROR_CODES, CniError } from "../../shared/cni/errors.ts";
 import type { CmdArgs } from "../../shared/cni/types.ts";
 import { hasPortVlans, loadBridgeConf, wantsVlanFiltering } from "./config.ts";
+import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
 
 function argsFor(config: Record<string, unknown>, cniArgs = ""): CmdArgs {
   const text = JSON.stringify(config);
@@ -17,6 +18,7 @@ function argsFor(config: Record<string, unknown>, cniArgs = ""): CmdArgs {
     cniVersion: (config.cniVersion as string) ?? "0.1.0",
     env: {},
     stderr: () => {},
+    scope: PROCESS_SCOPE,
   };
 }
 

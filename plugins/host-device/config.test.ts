@@ -4,6 +4,7 @@ import { CniError, deciding, toErrorJson } from "../../shared/cni/errors.ts";
 import type { CmdArgs } from "../../shared/cni/types.ts";
 import { createFakeSysfs, type FakeSysfs } from "../../test/harness/host-device-sysfs.ts";
 import { loadHostDeviceConfig, NO_SELECTOR_MESSAGE } from "./config.ts";
+import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
 
 let fake: FakeSysfs | undefined;
 function tree(): FakeSysfs {
@@ -32,6 +33,7 @@ function args(config: Record<string, unknown>): CmdArgs {
     cniVersion: "1.0.0",
     env: {},
     stderr: () => {},
+    scope: PROCESS_SCOPE,
   };
 }
 

@@ -6,6 +6,7 @@ import { enableInProcessDelegation } from "./in-process.ts";
 import { delegate, delegateAdd, execDelegate, findInPath, validatePluginName } from "./invoke.ts";
 import type { CmdArgs, PluginSpec } from "./types.ts";
 import { ALL_VERSIONS } from "./version.ts";
+import { PROCESS_SCOPE } from "./call-scope.ts";
 
 // Under the repository (same filesystem as the bun executable, so a hard link can be made).
 const base = resolve(import.meta.dir, "../../.test-out");
@@ -33,6 +34,7 @@ function cmdArgs(path: string, config: Record<string, unknown> = { cniVersion: "
     cniVersion: String(config.cniVersion ?? "0.1.0"),
     env: { CNI_COMMAND: "ADD", CNI_CONTAINERID: "c1", CNI_NETNS: "/var/run/netns/x", CNI_IFNAME: "eth0", CNI_ARGS: "IgnoreUnknown=1", CNI_PATH: path, KEEP: "me" },
     stderr: () => {},
+    scope: PROCESS_SCOPE,
   };
 }
 

@@ -7,9 +7,9 @@
  * device and inode: a hard link of either, see {@link isOurs}), the delegate runs in-process through
  * skel with identical inputs and outputs, saving a whole process start per pod.
  */
-import type { spawnSync as SpawnSync } from "node:child_process";
 import { joinPath, stat, type FileStat } from "../sys/file.ts";
 import { spanEnd, spanStart } from "../sys/phases.ts";
+import { throwIfEnded } from "./call-scope.ts";
 import { DelegateError, InternalError, InvalidConfigError, InvalidEnvError } from "./errors.ts";
 import { inProcessPlugins } from "./in-process.ts";
 import { parseResult } from "./result/index.ts";
@@ -87,6 +87,7 @@ async function runInProcess(spec: PluginSpec, args: CmdArgs, command: Command): 
         stdout += text;
       },
       stderr: args.stderr,
+      scope: args.scope,
     },
     inProcessPlugins()?.buildVersion,
     { delegated: true },
@@ -94,33 +95,93 @@ async function runInProcess(spec: PluginSpec, args: CmdArgs, command: Command): 
   return { status, stdout, stderr: "", exitDescription: `exit status ${status}` };
 }
 
-function sleepMs(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+/** A delegate may print at most this much (each of stdout and stderr); past it, it is killed. */
+const MAX_DELEGATE_OUTPUT = 64 * 1024 * 1024;
+
+/**
+ * Reads `stream` whole. Past MAX_DELEGATE_OUTPUT bytes it calls `tooMuch` (which kills the child)
+ * and stops; when `signal` aborts it stops at once (a descendant of the child may hold the pipe).
+ */
+async function readBounded(stream: ReadableStream<Uint8Array>, signal: AbortSignal, tooMuch: () => void): Promise<string> {
+  const reader = stream.getReader();
+  const stop = () => void reader.cancel().catch(() => {});
+  signal.addEventListener("abort", stop);
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      bytes += value.byteLength;
+      if (bytes > MAX_DELEGATE_OUTPUT) {
+        tooMuch();
+        stop();
+        break;
+      }
+      chunks.push(value);
+    }
+  } finally {
+    signal.removeEventListener("abort", stop);
+  }
+  return Buffer.concat(chunks).toString("utf8");
 }
 
-function runExternal(file: string, args: CmdArgs, command: Command): DelegateOutput {
-  // Loaded on first use: node:child_process costs over a millisecond of start-up.
-  const spawnSync = (require("node:child_process") as { spawnSync: typeof SpawnSync }).spawnSync;
+/** Starts `file`; retries for a while when it is being written (ETXTBSY: an installer is replacing it). */
+async function spawnDelegate(file: string, args: CmdArgs, command: Command, signal: AbortSignal): Promise<ReturnType<typeof spawnPiped>> {
   for (let attempt = 0; ; attempt++) {
-    const child = spawnSync(file, [], {
-      argv0: file,
-      input: args.stdinData,
-      env: { ...args.env, CNI_COMMAND: command },
-      stdio: ["pipe", "pipe", "pipe"],
-      maxBuffer: 64 * 1024 * 1024,
-    });
-    const err = child.error as NodeJS.ErrnoException | undefined;
-    if (err?.code === "ETXTBSY" && attempt < 5) {
-      sleepMs(1000);
-      continue;
+    try {
+      return spawnPiped(file, args, command);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ETXTBSY" && attempt < 5 && !signal.aborted) {
+        await Bun.sleep(1000);
+        continue;
+      }
+      throw new InternalError(`failed to exec ${file}: ${(err as Error).message}`, { cause: err });
     }
-    if (err) throw new InternalError(`failed to exec ${file}: ${err.message}`, { cause: err });
-    const stderr = child.stderr?.toString("utf8") ?? "";
-    if (stderr !== "") args.stderr(stderr);
-    const status = child.status ?? 1;
-    const exitDescription = child.signal ? `signal: ${child.signal}` : `exit status ${status}`;
-    return { status, stdout: child.stdout?.toString("utf8") ?? "", stderr, exitDescription };
   }
+}
+
+function spawnPiped(file: string, args: CmdArgs, command: Command) {
+  return Bun.spawn({
+    cmd: [file],
+    argv0: file,
+    env: definedEnv({ ...args.env, CNI_COMMAND: command }),
+    stdin: args.stdinData,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+}
+
+function definedEnv(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = v;
+  return out;
+}
+
+/**
+ * Runs a delegate that is not this build (or one that is, found under another inode) as a process,
+ * as libcni does. A wait on another process: when the call is ended (the resident agent's caller
+ * went away), the delegate is killed, as it would be gone with a killed plugin process's call.
+ */
+async function runExternal(file: string, args: CmdArgs, command: Command): Promise<DelegateOutput> {
+  throwIfEnded(args.scope);
+  return args.scope.waitOn(async (signal) => {
+    const child = await spawnDelegate(file, args, command, signal);
+    const kill = () => child.kill(9);
+    signal.addEventListener("abort", kill);
+    try {
+      const [stdout, stderr] = await Promise.all([readBounded(child.stdout, signal, kill), readBounded(child.stderr, signal, kill)]);
+      await child.exited;
+      throwIfEnded(args.scope);
+      if (stderr !== "") args.stderr(stderr);
+      const status = child.exitCode ?? 1;
+      const exitDescription = child.signalCode ? `signal: ${child.signalCode}` : `exit status ${status}`;
+      return { status, stdout, stderr, exitDescription };
+    } finally {
+      signal.removeEventListener("abort", kill);
+    }
+  });
 }
 
 /** Turns a failed delegate's output into the error upstream would re-emit (code preserved). */
@@ -149,7 +210,7 @@ export async function execDelegate(type: string, args: CmdArgs, command: Command
   const file = findInPath(type, args.path);
   const inProcess = inProcessPlugins();
   const spec = inProcess && isOurs(file) ? await inProcess.lookup(type) : undefined;
-  const out = spec ? await runInProcess(spec, args, command) : runExternal(file, args, command);
+  const out = spec ? await runInProcess(spec, args, command) : await runExternal(file, args, command);
   spanEnd("delegate", started);
   if (out.status !== 0) throw delegateFailure(out);
   return out.stdout;

@@ -22,6 +22,7 @@ import {
   type ErrorJson,
 } from "./errors.ts";
 import { stat } from "../sys/file.ts";
+import { PROCESS_SCOPE, type CallScope } from "./call-scope.ts";
 import { mark } from "../sys/phases.ts";
 import { ID_PATTERN, readCniEnv, type CniEnv } from "./env.ts";
 import { goJsonMarshalIndent } from "./result/go-json.ts";
@@ -37,6 +38,8 @@ export interface PluginIO {
   readStdin(): Uint8Array | Promise<Uint8Array>;
   stdout(text: string): void;
   stderr(text: string): void;
+  /** What ends the invocation's waits early (./call-scope.ts); a plugin process has none. */
+  scope?: CallScope;
 }
 
 /** `CNI <plugin> plugin <build>` + the supported versions, as upstream prints with no CNI_COMMAND. */
@@ -217,6 +220,7 @@ export async function runPlugin(
         io.stdout(text);
       },
       stderr: io.stderr,
+      ...(io.scope === undefined ? {} : { scope: io.scope }),
     },
     buildVersion,
     opts.delegated === true ? noMark : mark,
@@ -293,6 +297,7 @@ async function dispatch(
     cniVersion: version,
     env: io.env,
     stderr: io.stderr,
+    scope: io.scope ?? PROCESS_SCOPE,
   });
   switch (env.command) {
     case "ADD": {

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { InvalidConfigError, TryAgainLaterError } from "./errors.ts";
 import { ipamStep, IPAM_STEP, teardown, TeardownError, Undo, type TeardownStep } from "./teardown.ts";
 import type { CmdArgs } from "./types.ts";
+import { PROCESS_SCOPE } from "./call-scope.ts";
 
 function recorder(fail: Record<string, unknown> = {}): { steps: TeardownStep[]; ran: string[] } {
   const ran: string[] = [];
@@ -67,7 +68,7 @@ describe("Undo (ADD)", () => {
 });
 
 describe("ipamStep", () => {
-  const args = { command: "DEL", containerID: "c", netns: "", ifName: "eth0", args: "", path: "", stdinData: new Uint8Array(), config: {}, cniVersion: "1.0.0", env: {}, stderr: () => {} } satisfies CmdArgs;
+  const args = { command: "DEL", containerID: "c", netns: "", ifName: "eth0", args: "", path: "", stdinData: new Uint8Array(), config: {}, cniVersion: "1.0.0", env: {}, stderr: () => {}, scope: PROCESS_SCOPE } satisfies CmdArgs;
 
   test("without an IPAM type it does nothing", async () => {
     const step = ipamStep("", args);

@@ -4,6 +4,8 @@
  * plugin spec each plugin exports.
  */
 
+import type { CallScope } from "./call-scope.ts";
+
 /** Spec 1.x interface entry. */
 export interface Interface {
   name: string;
@@ -96,6 +98,11 @@ export interface CmdArgs {
    * the caller. Plugin code never writes to file descriptor 2 itself.
    */
   stderr(text: string): void;
+  /**
+   * What ends this invocation's waits early: nothing in a plugin process (PROCESS_SCOPE), its
+   * caller's departure or the agent's limit in the resident agent (./call-scope.ts).
+   */
+  scope: CallScope;
 }
 
 /** A handler may be synchronous; async handlers are allowed but must not enter a netns across await. */

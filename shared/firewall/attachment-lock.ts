@@ -22,6 +22,7 @@
  * container's namespace is gone and reload skips it as dead.
  */
 import { hashPrefix } from "./naming.ts";
+import type { Pause } from "../sys/fd-lock.ts";
 import { FileLock } from "../sys/flock.ts";
 import { joinPath, mkdirAll, readDir, readTextFile, rename, rmdir, stat, statIfExists, unlinkIfExists, writeFile } from "../sys/file.ts";
 import { annotate } from "../error/annotate.ts";
@@ -75,11 +76,14 @@ function openLock(dir: string): FileLock {
   return FileLock.open(lockPath(dir), 0o600);
 }
 
-/** Holds the node's firewall lock until disposed, waiting as long as needed (blocks the thread). */
-export function lockFirewall(dir = RELOAD_STATE_DIR): Disposable {
+/**
+ * Holds the node's firewall lock until disposed, waiting as long as needed (blocks the thread); in
+ * the resident agent `pause` (the call's scope) ends the wait when the call is ended.
+ */
+export function lockFirewall(dir = RELOAD_STATE_DIR, pause?: Pause): Disposable {
   const lock = openLock(dir);
   try {
-    lock.lock();
+    lock.lock(pause);
   } catch (err) {
     lock.close();
     throw err;
@@ -174,18 +178,21 @@ export interface AttachmentLock {
   whileDeleting<T>(a: AttachmentKey, fn: () => T): T;
 }
 
-/** The lock and marks under `dir` (the node's: {@link RELOAD_STATE_DIR}). */
-export function attachmentLock(dir = RELOAD_STATE_DIR): AttachmentLock {
+/**
+ * The lock and marks under `dir` (the node's: {@link RELOAD_STATE_DIR}); `pause`: how a wait for the
+ * lock ends (lockFirewall).
+ */
+export function attachmentLock(dir = RELOAD_STATE_DIR, pause?: Pause): AttachmentLock {
   return {
     whileAdding(a, fn) {
-      using _lock = annotate(`failed to take the firewall lock ${lockPath(dir)}`, () => lockFirewall(dir));
+      using _lock = annotate(`failed to take the firewall lock ${lockPath(dir)}`, () => lockFirewall(dir, pause));
       clearDeletionMark(a, dir);
       return fn();
     },
     whileDeleting(a, fn) {
       let lock: Disposable | undefined;
       try {
-        lock = lockFirewall(dir);
+        lock = lockFirewall(dir, pause);
         const now = Date.now();
         writeMark(dir, a, now);
         sweepOldMarks(dir, now);

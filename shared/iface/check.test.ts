@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { CmdArgs } from "../cni/types.ts";
 import { containerInterfaceOf, requirePrevResult } from "./check.ts";
+import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
 
 function argsWith(prevResult: unknown): CmdArgs {
   const config: Record<string, unknown> = { cniVersion: "1.0.0", name: "n", type: "x" };
@@ -17,6 +18,7 @@ function argsWith(prevResult: unknown): CmdArgs {
     cniVersion: "1.0.0",
     env: {},
     stderr: () => {},
+    scope: PROCESS_SCOPE,
   };
 }
 

@@ -7,9 +7,8 @@
  * main thread.
  */
 
-import { EAGAIN } from "./errno.ts";
-import { SyscallError } from "./errors.ts";
-import { LOCK_EX, LOCK_NB, LOCK_UN, O_CREAT, O_NOFOLLOW, O_RDONLY } from "./constants.ts";
+import { LOCK_UN, O_CREAT, O_NOFOLLOW, O_RDONLY } from "./constants.ts";
+import { takeLock, tryLockFd, type Pause } from "./fd-lock.ts";
 import { OwnedFd } from "./fd.ts";
 import { open } from "./file.ts";
 import { flock } from "./libc.ts";
@@ -43,22 +42,16 @@ export class FileLock {
     return this.#held;
   }
 
-  /** Takes the exclusive lock, waiting as long as needed (EINTR is retried). */
-  lock(): void {
-    flock(this.#file.fd, LOCK_EX);
+  /** Takes the exclusive lock; how the wait ends: `pause`, as in fd-lock.ts. */
+  lock(pause?: Pause): void {
+    takeLock(this.#file.fd, pause);
     this.#held = true;
   }
 
   /** Tries to take the exclusive lock without waiting; false when someone else holds it. */
   tryLock(): boolean {
-    try {
-      flock(this.#file.fd, LOCK_EX | LOCK_NB);
-    } catch (err) {
-      if (err instanceof SyscallError && err.errno === EAGAIN) return false;
-      throw err;
-    }
-    this.#held = true;
-    return true;
+    this.#held = tryLockFd(this.#file.fd);
+    return this.#held;
   }
 
   /** Releases the lock (the file stays open). */

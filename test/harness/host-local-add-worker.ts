@@ -4,6 +4,7 @@
  */
 import type { CmdArgs } from "../../shared/cni/types.ts";
 import { hostLocalPlugin } from "../../ipam/host-local/host-local.ts";
+import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
 
 const [conf, id] = process.argv.slice(2) as [string, string];
 const config = JSON.parse(conf) as Record<string, unknown>;
@@ -19,5 +20,6 @@ const args: CmdArgs = {
   cniVersion: String(config["cniVersion"]),
   env: {},
   stderr: (text) => process.stderr.write(text),
+  scope: PROCESS_SCOPE,
 };
 console.log(JSON.stringify(await hostLocalPlugin.add(args)));

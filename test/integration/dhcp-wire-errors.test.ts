@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { CmdArgsType, argsToGob, type RpcArgs } from "../../ipam/dhcp/rpc-protocol.ts";
+import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
 import { withDaemon } from "../../ipam/dhcp/rpc-client.ts";
 import { runAllCleanups } from "../harness/cleanup.ts";
 import { dhcpConf, sh, startDaemon, type Daemon } from "../harness/dhcp-lab.ts";
@@ -41,7 +42,7 @@ async function answer(d: Daemon, ns: string, c: Call): Promise<string> {
     path: "/opt/cni/bin",
     stdinData: JSON.stringify(c.config ?? dhcpConf(d.socketPath, c.ipam)),
   };
-  return withDaemon(d.socketPath, async (client) => {
+  return withDaemon(d.socketPath, PROCESS_SCOPE, async (client) => {
     try {
       await client.call(c.method, CmdArgsType, argsToGob(a));
       return "";

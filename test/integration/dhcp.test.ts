@@ -12,6 +12,7 @@ import { execPlugin } from "../harness/exec-plugin.ts";
 import { createContainerNetns } from "../harness/netns.ts";
 import { createConnection } from "node:net";
 import { suiteTempDir } from "../harness/tempdir.ts";
+import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
 import { withDaemon } from "../../ipam/dhcp/rpc-client.ts";
 import { CmdArgsType } from "../../ipam/dhcp/rpc-protocol.ts";
 
@@ -301,7 +302,7 @@ describe.skipIf(process.getuid?.() !== 0)("dhcp bad input", () => {
     const huge = Buffer.concat([Buffer.from("CONNECT /_goRPC_ HTTP/1.0\n\n"), Buffer.from("fb0100000000", "hex")]);
     expect(await talk(huge)).toBe("HTTP/1.0 200 Connected to Go RPC\n\n");
     await waitFor("the daemon's note", () => d.log().includes("closing an RPC connection"), 5000);
-    const nuke = await withDaemon(d.socketPath, (c) => c.call("DHCP.Nuke", CmdArgsType, {}).catch((e: Error) => e.message));
+    const nuke = await withDaemon(d.socketPath, PROCESS_SCOPE, (c) => c.call("DHCP.Nuke", CmdArgsType, {}).catch((e: Error) => e.message));
     expect(nuke).toBe("rpc: can't find method DHCP.Nuke");
     await d.signal("SIGTERM");
   }, T);

@@ -18,6 +18,7 @@ import { DIST_BIN } from "../harness/paths.ts";
 import { sandboxed } from "../harness/sandbox.ts";
 import { reservations } from "../harness/store.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
+import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
 
 function fakeSysfs(): FakeSysfs {
   const s = createFakeSysfs();
@@ -40,6 +41,7 @@ function cmd(command: Command, netns: string, config: Record<string, unknown>, i
     cniVersion: config.cniVersion as string,
     env: { CNI_COMMAND: command, CNI_CONTAINERID: `hd-sysfs-${process.pid}-${config.name as string}`, CNI_NETNS: netns, CNI_IFNAME: ifName, CNI_PATH: DIST_BIN },
     stderr: () => {},
+    scope: PROCESS_SCOPE,
   };
 }
 

@@ -1,0 +1,30 @@
+/**
+ * The memory a worker thread shares with the pool (pool.ts) about the call it runs, one Int32Array
+ * over a SharedArrayBuffer per thread: read and written with Atomics, so each side sees the other
+ * even while its own event loop is busy or blocked.
+ *
+ * - END: 0 while the call may go on; otherwise why it is to end (an {@link EndReason}). The pool
+ *   sets it (and wakes a thread sleeping on it in a lock's back-off) when the call's caller went
+ *   away or its time is up; the worker's call scope reads it.
+ * - WAITING: how many waits on another process (a delegate, the dhcp daemon, a lock held by someone
+ *   else) the call is in now. The pool holds no call back for a thread that only waits
+ *   (admission, pool.ts).
+ */
+export const END = 0;
+export const WAITING = 1;
+const CELLS = 2;
+
+/** Why a call is ended, as stored in END. */
+export const EndReason = { CALLER_GONE: 1, TIME_UP: 2 } as const;
+export type EndReason = (typeof EndReason)[keyof typeof EndReason];
+
+/** The text of an end reason (it becomes the call's CallEndedError message). */
+export function endReasonText(reason: number): string {
+  return reason === EndReason.CALLER_GONE
+    ? "its caller went away (the runtime killed the plugin or gave up on it)"
+    : "it ran longer than the agent's limit for a call (cni-plugins serve --call-timeout)";
+}
+
+export function newCallCells(): Int32Array {
+  return new Int32Array(new SharedArrayBuffer(CELLS * Int32Array.BYTES_PER_ELEMENT));
+}

@@ -1,0 +1,56 @@
+/**
+ * The scope of a call on a worker thread (shared/cni/call-scope.ts): what ends its waits when the
+ * pool ends the call (its caller went away, or its time is up), read from the cells the thread
+ * shares with the pool (call-cells.ts).
+ *
+ * - Asynchronous waits (a delegate's exec, the dhcp daemon) watch `signal`. It is aborted by the
+ *   pool's "end" message, which arrives whenever the thread's event loop runs, i.e. during exactly
+ *   those waits.
+ * - Synchronous waits (a lock held by someone else) sleep in `pause` on the END cell, which the
+ *   pool sets and notifies: they wake at once, even while the event loop is blocked.
+ * - While in either, the call counts as waiting (the WAITING cell), which admission reads.
+ */
+import { CallEndedError, type CallScope } from "../shared/cni/call-scope.ts";
+import { END, WAITING, endReasonText } from "./call-cells.ts";
+
+export interface WorkerCallScope extends CallScope {
+  /** The pool's "end" message for this call. */
+  end(reason: number): void;
+}
+
+export function workerCallScope(cells: Int32Array): WorkerCallScope {
+  const controller = new AbortController();
+  const end = (reason: number): void => {
+    if (!controller.signal.aborted) controller.abort(new CallEndedError(endReasonText(reason)));
+  };
+  /** Whether the pool has ended the call (the cell is the truth; the message may still be on its way). */
+  const ended = (): boolean => {
+    const reason = Atomics.load(cells, END);
+    if (reason !== 0) end(reason);
+    return controller.signal.aborted;
+  };
+  ended();
+  return {
+    signal: controller.signal,
+    end,
+    pause(ms) {
+      if (!ended()) {
+        Atomics.add(cells, WAITING, 1);
+        try {
+          Atomics.wait(cells, END, 0, ms);
+        } finally {
+          Atomics.sub(cells, WAITING, 1);
+        }
+      }
+      if (ended()) throw controller.signal.reason;
+    },
+    async waitOn(wait) {
+      Atomics.add(cells, WAITING, 1);
+      try {
+        return await wait(controller.signal);
+      } finally {
+        Atomics.sub(cells, WAITING, 1);
+      }
+    },
+  };
+}
