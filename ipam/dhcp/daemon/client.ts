@@ -275,6 +275,27 @@ export interface RetryParams {
  * Runs `attempt` until it succeeds, sleeping the back-off between failures, bounded by
  * `deadline` (epoch ms). Throws a {@link NoMoreTriesError} with the last failure as its cause.
  */
+/**
+ * The retry loop of an acquisition that a DEL of the same attachment may call off (`signal`): its
+ * cancel test, and a back-off sleep that ends as soon as it is called off.
+ */
+export function abortableRetries(signal: AbortSignal): { cancelled: () => boolean; sleep: (ms: number) => Promise<void> } {
+  return {
+    cancelled: () => signal.aborted,
+    sleep: (ms) =>
+      new Promise((resolve) => {
+        if (signal.aborted) return resolve();
+        const done = (): void => {
+          clearTimeout(timer);
+          signal.removeEventListener("abort", done);
+          resolve();
+        };
+        const timer = setTimeout(done, ms);
+        signal.addEventListener("abort", done);
+      }),
+  };
+}
+
 export async function withRetries<T>(
   attempt: () => Promise<T>,
   p: RetryParams,

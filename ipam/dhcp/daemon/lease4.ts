@@ -12,6 +12,7 @@ import { mtuFromAck, resultFromAck } from "../lease-result.ts";
 import { OPT_LEASE_TIME, OPT_REBINDING_TIME, OPT_RENEWAL_TIME, decodeMessage, encodeMessage, optionUint32, type DhcpMessage } from "../packet.ts";
 import {
   BROADCAST_IP,
+  abortableRetries,
   acquireOnce,
   clientIdFor,
   macBytes,
@@ -98,17 +99,17 @@ export class Lease4 extends Lease<DhcpMessage> {
   }
 
   /** INIT → BOUND for a new lease; persists it. Rejects after `-resendtimeout` without an ACK. */
-  static async acquire(req: LeaseRequest, deps: LeaseDeps): Promise<Lease4> {
+  static async acquire(req: LeaseRequest, deps: LeaseDeps, signal: AbortSignal): Promise<Lease4> {
     const nsPath = deps.flags.hostPrefix + req.netns;
     const { mac } = await raiseLink(nsPath, req.ifName);
     const c = Lease4.#clientConfig(req, deps, mac);
-    const never = (): boolean => false;
+    const { cancelled, sleep } = abortableRetries(signal);
     const ack = await withRetries(
-      () => withSocket(nsPath, req.ifName, (s) => acquireOnce(s, c.params, never)),
+      () => withSocket(nsPath, req.ifName, (s) => acquireOnce(s, c.params, cancelled)),
       c.params,
       Date.now() + c.params.resendTimeoutMs,
-      never,
-      (ms) => new Promise((r) => setTimeout(r, ms)),
+      cancelled,
+      sleep,
     );
     const lease = new Lease4(req, deps, c, ack, Date.now());
     try {

@@ -9,7 +9,7 @@ import type { Result } from "../../../shared/cni/types.ts";
 import { NetNS } from "../../../shared/netns/index.ts";
 import { loadDhcpConfig } from "../config.ts";
 import { INFINITY, decodeMessage6, dns6, encodeMessage6, findIaNa, type Dhcp6Message } from "../packet6.ts";
-import { withRetries } from "./client.ts";
+import { abortableRetries, withRetries } from "./client.ts";
 import { duidFor, iaidFor, leasedAddress, rebind6Once, renew6Once, sendRelease6, solicitOnce, type Client6Params } from "./client6.ts";
 import { DhcpSocket } from "./dhcp-socket.ts";
 import { Lease, type LeaseDeps, type LeaseRequest, type LeaseTimes } from "./lease.ts";
@@ -64,17 +64,17 @@ export class Lease6 extends Lease<Dhcp6Message> {
   }
 
   /** SOLICIT … REPLY for a new lease; persists it. Rejects after `-resendtimeout` without a REPLY. */
-  static async acquire(req: LeaseRequest, deps: LeaseDeps): Promise<Lease6> {
+  static async acquire(req: LeaseRequest, deps: LeaseDeps, signal: AbortSignal): Promise<Lease6> {
     const nsPath = deps.flags.hostPrefix + req.netns;
     await awaitLinkLocal(nsPath, req.ifName, await raiseLink(nsPath, req.ifName));
     const params: Client6Params = { duid: duidFor(req.key), iaid: iaidFor(req.ifName), timeoutMs: deps.flags.timeoutMs };
-    const never = (): boolean => false;
+    const { cancelled, sleep } = abortableRetries(signal);
     const reply = await withRetries(
-      () => withSocket6(nsPath, req.ifName, (s) => solicitOnce(s, params, never)),
+      () => withSocket6(nsPath, req.ifName, (s) => solicitOnce(s, params, cancelled)),
       deps.flags,
       Date.now() + deps.flags.resendTimeoutMs,
-      never,
-      (ms) => new Promise((r) => setTimeout(r, ms)),
+      cancelled,
+      sleep,
     );
     const lease = new Lease6(req, deps, reply, Date.now());
     lease.persist();

@@ -79,7 +79,8 @@ export class LeaseManager {
   readonly #deps: LeaseDeps;
   /** Leases by slot ({@link slotOf}). */
   readonly #leases = new Map<string, AnyLease>();
-  readonly #pending = new Map<string, Promise<AnyLease>>();
+  /** Acquisitions in flight, by slot; a DEL of the attachment calls them off (`abort`). */
+  readonly #pending = new Map<string, { lease: Promise<AnyLease>; abort: AbortController }>();
 
   constructor(deps: LeaseDeps) {
     this.#deps = deps;
@@ -131,7 +132,7 @@ export class LeaseManager {
     const results: Result[] = [];
     for (const f of loadDhcpConfig(conf, a.args).families) {
       const slot = slotOf(key, f);
-      const lease = this.#leases.get(slot) ?? (await this.#pending.get(slot)?.catch(() => undefined));
+      const lease = this.#leases.get(slot) ?? (await this.#pending.get(slot)?.lease.catch(() => undefined));
       if (lease === undefined) throw new LeaseRequestError(`no DHCP${f === 6 ? "v6" : ""} lease held for ${JSON.stringify(key)}`);
       results.push(lease.result());
     }
@@ -156,10 +157,11 @@ export class LeaseManager {
     const have = this.#leases.get(slot);
     if (have !== undefined) return have;
     const pending = this.#pending.get(slot);
-    if (pending !== undefined) return pending;
+    if (pending !== undefined) return pending.lease;
     const req = { key, containerID: a.containerID, netns: a.netns, ifName: a.ifName, cniArgs: a.args, stdinData: a.stdinData };
-    const p: Promise<AnyLease> = family === 6 ? Lease6.acquire(req, this.#deps) : Lease4.acquire(req, this.#deps);
-    this.#pending.set(slot, p);
+    const abort = new AbortController();
+    const p: Promise<AnyLease> = family === 6 ? Lease6.acquire(req, this.#deps, abort.signal) : Lease4.acquire(req, this.#deps, abort.signal);
+    this.#pending.set(slot, { lease: p, abort });
     try {
       const lease = await p;
       this.#leases.set(slot, lease);
@@ -180,10 +182,17 @@ export class LeaseManager {
     await Promise.all([this.#releaseSlot(slotOf(key, 4)), this.#releaseSlot(slotOf(key, 6))]);
   }
 
-  /** Releases one slot's lease; an unknown slot succeeds (and its record, if any, is dropped). */
+  /**
+   * Releases one slot's lease; an unknown slot succeeds (and its record, if any, is dropped). An
+   * acquisition still in flight for it (its ADD's caller gave up: a DHCP server that never
+   * answers keeps it retrying for minutes) is called off first, so the DEL never waits it out.
+   */
   async #releaseSlot(slot: string): Promise<void> {
     const pending = this.#pending.get(slot);
-    if (pending !== undefined) await pending.catch(() => undefined);
+    if (pending !== undefined) {
+      pending.abort.abort();
+      await pending.lease.catch(() => undefined);
+    }
     const lease = this.#leases.get(slot);
     if (lease === undefined) {
       const v6 = slot.endsWith("#v6");
