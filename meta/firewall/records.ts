@@ -10,7 +10,7 @@
  * are never collected.
  */
 import { hashPrefix } from "../../shared/firewall/naming.ts";
-import { joinPath, mkdirAll, readDir, readTextFile, rename, stat, unlink, writeFile } from "../../shared/sys/file.ts";
+import { joinPath, mkdirAll, readDir, readTextFile, replaceFile, stat, unlink } from "../../shared/sys/file.ts";
 import type { HostAddress } from "./target.ts";
 
 export const FIREWALL_STATE_DIR = "/run/cni/firewall";
@@ -38,9 +38,7 @@ function fileOf(root: string, network: string, containerID: string, ifName: stri
 export function recordAttachment(root: string, r: AttachmentRecord): void {
   const path = fileOf(root, r.network, r.containerID, r.ifName);
   mkdirAll(path.slice(0, path.lastIndexOf("/")), 0o700);
-  const tmp = `${path}.tmp${process.pid}`;
-  writeFile(tmp, JSON.stringify(r), 0o600);
-  rename(tmp, path);
+  replaceFile(path, JSON.stringify(r), 0o600);
 }
 
 /** The attachment's record, if any. */

@@ -63,7 +63,7 @@ function readState(path: string): State | undefined {
 /** Replaces the state file atomically (0600, in a 0700 directory) through a scratch name of this process. */
 function writeState(path: string, s: State): void {
   mkdirAll(LOCALNET_STATE_DIR, 0o700);
-  replaceFile(path, `${path}.tmp${process.pid}`, JSON.stringify(s), 0o600);
+  replaceFile(path, JSON.stringify(s), 0o600);
 }
 
 /** Turns route_localnet on for `ifName` on behalf of `user`, remembering whether we changed it. */

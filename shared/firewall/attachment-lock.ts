@@ -24,7 +24,7 @@
 import { hashPrefix } from "./naming.ts";
 import type { Pause } from "../sys/fd-lock.ts";
 import { FileLock } from "../sys/flock.ts";
-import { joinPath, mkdirAll, readDir, readTextFile, rename, rmdir, stat, statIfExists, unlinkIfExists, writeFile } from "../sys/file.ts";
+import { joinPath, mkdirAll, readDir, readTextFile, replaceFile, rmdir, stat, statIfExists, unlinkIfExists } from "../sys/file.ts";
 import { annotate } from "../error/annotate.ts";
 
 export const RELOAD_STATE_DIR = "/run/cni/reload";
@@ -161,9 +161,7 @@ function writeMark(dir: string, a: AttachmentKey, nowMs: number): void {
   const [path, previous] = markPaths(dir, a, nowMs);
   unlinkIfExists(previous);
   mkdirAll(path.slice(0, path.lastIndexOf("/")), 0o700);
-  const tmp = `${path}.tmp${process.pid}`;
-  writeFile(tmp, JSON.stringify({ network: a.network, containerID: a.containerID, ifName: a.ifName }), 0o600);
-  rename(tmp, path);
+  replaceFile(path, JSON.stringify({ network: a.network, containerID: a.containerID, ifName: a.ifName }), 0o600);
 }
 
 /** The writers' side of the lock and the marks, over one state directory. */

@@ -190,7 +190,7 @@ describe("file (libc)", () => {
     writeFileSync(target, "precious");
     symlinkSync(target, join(dir, "f"));
     symlinkSync(target, join(dir, "f.tmp"));
-    file.replaceFile(join(dir, "f"), join(dir, "f.tmp"), "new", 0o600);
+    file.replaceFile(join(dir, "f"), "new", 0o600, join(dir, "f.tmp"));
     expect(readFileSync(target, "latin1")).toBe("precious");
     expect(lstatSync(join(dir, "f")).isFile()).toBe(true);
     expect(statSync(join(dir, "f")).mode & 0o777).toBe(0o600);
@@ -198,8 +198,24 @@ describe("file (libc)", () => {
     expect(readdirSync(dir).sort()).toEqual(["f", "target"]);
     // A failing rename (onto a directory) leaves no temp behind.
     mkdirSync(join(dir, "d"));
-    expect(errnoOf(() => file.replaceFile(join(dir, "d"), join(dir, "d.tmp"), "x", 0o600))).toBeGreaterThan(0);
+    expect(errnoOf(() => file.replaceFile(join(dir, "d"), "x", 0o600, join(dir, "d.tmp")))).toBeGreaterThan(0);
     expect(readdirSync(dir)).not.toContain("d.tmp");
+  });
+
+  test("scratchName: no two alike, in this thread or another thread of the process (the resident agent's worker threads)", async () => {
+    const path = join(dir, "users.json");
+    const here = [file.scratchName(path), file.scratchName(path)];
+    expect(here[0]).not.toBe(here[1]);
+    expect(here[0]).toStartWith(`${path}.tmp${process.pid}.`);
+    const code = `import { scratchName } from ${JSON.stringify(join(import.meta.dir, "file.ts"))}; postMessage(scratchName(${JSON.stringify(path)}));`;
+    const worker = new Worker(URL.createObjectURL(new Blob([code], { type: "application/typescript" })));
+    const there = await new Promise<string>((resolve) => (worker.onmessage = (e: MessageEvent<string>) => resolve(e.data)));
+    worker.terminate();
+    expect(there).toStartWith(`${path}.tmp${process.pid}.`);
+    expect(here).not.toContain(there);
+    // The default scratch name of replaceFile leaves nothing behind.
+    file.replaceFile(path, "{}", 0o600);
+    expect(readdirSync(dir)).toEqual(["users.json"]);
   });
 
   test("O_NOFOLLOW refuses a symbolic link (ELOOP) on this architecture", () => {

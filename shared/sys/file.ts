@@ -8,7 +8,7 @@
 import { O_CLOEXEC, O_CREAT, O_EXCL, O_RDONLY, O_TRUNC, O_WRONLY } from "./constants.ts";
 import { EAGAIN, EEXIST, ENOENT } from "./errno.ts";
 import { SyscallError } from "./errors.ts";
-import { AT_FDCWD, close, getcwd, getdents64, linkat, mkdirat, openat, read, renameat, statx, STATX_SIZE, unlinkat, utimensat, write } from "./libc.ts";
+import { AT_FDCWD, close, getcwd, getdents64, getpid, gettid, linkat, mkdirat, openat, read, renameat, statx, STATX_SIZE, unlinkat, utimensat, write } from "./libc.ts";
 
 /** <fcntl.h> flags of the *at calls. */
 const AT_SYMLINK_NOFOLLOW = 0x100;
@@ -289,13 +289,25 @@ export function createFresh(path: string, mode: number): number {
   return open(path, O_WRONLY | O_CREAT | O_EXCL, mode);
 }
 
+/** Scratch names made by this thread so far (part of each, so that no two are alike). */
+let scratchCount = 0;
+
+/**
+ * A scratch name next to `path` (`<path>.tmp<pid>.<tid>.<n>`) that no other writer uses: not
+ * another process, not another thread of this one (the resident agent runs calls on many threads
+ * of one process), not an earlier write of this thread.
+ */
+export function scratchName(path: string): string {
+  return `${path}.tmp${getpid()}.${gettid()}.${++scratchCount}`;
+}
+
 /**
  * Replaces the file at `path` with `data` without ever writing through what `path` was (a planted
  * symbolic link is replaced, not followed): `data` is written to a fresh file at `tmpPath`
- * (createFresh) and renamed over `path`. `tmpPath` must be in the same directory and reserved for
- * this use by the caller (e.g. under a lock).
+ * (createFresh) and renamed over `path`. `tmpPath` must be in the same directory and either
+ * reserved for this use by the caller (e.g. under a lock) or a {@link scratchName}, the default.
  */
-export function replaceFile(path: string, tmpPath: string, data: Uint8Array | string, mode: number): void {
+export function replaceFile(path: string, data: Uint8Array | string, mode: number, tmpPath = scratchName(path)): void {
   try {
     const fd = createFresh(tmpPath, mode);
     try {

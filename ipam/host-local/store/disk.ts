@@ -359,7 +359,7 @@ export class DiskStore implements Store {
 
     const lastPath = this.#path(LAST_RESERVED_PREFIX + rangeID);
     try {
-      replaceFile(lastPath, tmp, name, 0o600);
+      replaceFile(lastPath, name, 0o600, tmp);
     } catch (err) {
       // Unlike upstream, do not leave the reservation behind when the bookkeeping fails.
       this.#removeQuietly(path);

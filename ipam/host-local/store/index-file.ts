@@ -329,7 +329,7 @@ function stampDirectory(dir: string, path: string, nested: boolean, nowMs: numbe
  */
 export function writeIndexFile(dir: string, nested: boolean, body: string, nowMs: number, stamp: boolean): bigint {
   const path = joinPath(dir, INDEX_NAME);
-  replaceFile(path, joinPath(dir, INDEX_TMP_NAME), header(nested, NO_STAMP) + body, 0o600);
+  replaceFile(path, header(nested, NO_STAMP) + body, 0o600, joinPath(dir, INDEX_TMP_NAME));
   return stamp ? stampDirectory(dir, path, nested, nowMs) : NO_STAMP;
 }
 
