@@ -41,7 +41,7 @@ export function inheritedListeners(env: Readonly<Record<string, string | undefin
   return out;
 }
 
-/** A new listener at `path` (directory 0700, socket 0600, a stale socket replaced). */
+/** A new listener at `path` (directory 0700 and checked, socket born 0600, a stale socket replaced: listenPrivately). */
 export async function createListener(name: Listener["name"], path: string, log: (line: string) => void): Promise<Listener> {
   const fd = await listenPrivately(path, () => listenUnix(path), log);
   return { name, fd, ownedPath: path };

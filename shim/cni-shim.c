@@ -3,16 +3,23 @@
  *
  * It contains no CNI logic. Run by a container runtime as, say, /opt/cni/bin/bridge, it
  *   1. connects to the resident agent (`cni-plugins serve`) on the unix socket named by
- *      CNI_PLUGINS_SOCKET, else /run/cni/plugins.sock;
- *   2. sends what it was given: its build id, pid and umask, its arguments (argv[0] first) and its
+ *      CNI_PLUGINS_SOCKET, else /run/cni/plugins.sock, without blocking: a full backlog (a frozen
+ *      or swamped agent) fails at once (EAGAIN);
+ *   2. asks the kernel who listens there (SO_PEERCRED: the process that called listen(2)) and goes
+ *      on only when that is root or its own user: whoever else bound the path gets no byte;
+ *   3. sends what it was given: its build id, pid and umask, its arguments (argv[0] first) and its
  *      whole environment;
- *   3. when the agent accepts, relays the rest exactly: stdin (until the agent answers, see
+ *   4. when the agent accepts, relays the rest exactly: stdin (until the agent answers, see
  *      send_stdin), the agent's stdout and stderr bytes as they come, and exits with the agent's
  *      exit status;
- *   4. otherwise (no socket, nobody listening, another build, a refusal, no answer within
- *      ACCEPT_TIMEOUT_MS, any failure before the agent accepted) it execve(2)s the standalone
- *      multi-call executable `cni-plugins` next to itself with the same argv, environment and
- *      untouched stdin, so a call never depends on the agent being up.
+ *   5. otherwise (no socket, nobody listening, a full backlog, a listener of another user, another
+ *      build, a refusal, no acceptance within REQUEST_BUDGET_MS of the start, any failure before
+ *      the agent accepted) it execve(2)s the standalone multi-call executable `cni-plugins` next
+ *      to itself with the same argv, environment and untouched stdin, so a call never depends on
+ *      the agent being up, alive or honest.
+ * Connecting, sending the request and waiting for the acceptance share that one budget (a
+ * CLOCK_MONOTONIC deadline): every wait before the acceptance ends at it, so no agent, frozen or
+ * slow, holds a call up for longer before it runs standalone.
  * When the agent fails after it accepted (killed mid-request), stdin may already be consumed, so
  * there is no fallback: the shim prints a CNI error with code 11 ("try again later") naming the
  * agent's socket and exits 1; the runtime's DEL then cleans up as after any failed ADD.
@@ -46,6 +53,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef CNI_BUILD_ID
@@ -58,7 +66,10 @@
 #define SHIM_NAME "cni-plugins-shim"
 #define MAX_PAYLOAD (256u * 1024u)
 #define CHUNK (64u * 1024u)
-#define ACCEPT_TIMEOUT_MS 2000
+/* From the start of connect(2) to the agent's acceptance; past it, the call runs standalone. */
+#define REQUEST_BUDGET_MS 2000
+/* The deadline of a wait that has none: after the acceptance, the call is the agent's. */
+#define NO_DEADLINE INT64_MAX
 
 extern char **environ;
 
@@ -83,18 +94,44 @@ static uint32_t get_u32(const unsigned char *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* Writes all of `len` bytes; a socket never raises SIGPIPE (MSG_NOSIGNAL). 0 or -1. */
-static int write_all(int fd, const void *data, size_t len, int is_socket) {
+/* CLOCK_MONOTONIC in milliseconds. */
+static int64_t now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/*
+ * Waits until `fd` is ready for `events` (or has an error or hangup to report, which the next call
+ * on it returns) until `deadline` (now_ms() time, or NO_DEADLINE). 1 ready, 0 not: the deadline
+ * passed or poll(2) failed.
+ */
+static int wait_ready(int fd, short events, int64_t deadline) {
+  for (;;) {
+    int timeout = -1;
+    if (deadline != NO_DEADLINE) {
+      int64_t left = deadline - now_ms();
+      if (left <= 0) return 0;
+      timeout = (int)left; /* at most REQUEST_BUDGET_MS */
+    }
+    struct pollfd p = {.fd = fd, .events = events};
+    int n = poll(&p, 1, timeout);
+    if (n > 0) return 1;
+    if (n < 0 && errno != EINTR) return 0;
+  }
+}
+
+/*
+ * Writes all of `len` bytes; a socket never raises SIGPIPE (MSG_NOSIGNAL). A write that would block
+ * (a non-blocking fd: the request's socket, or a caller's stdout) waits until `deadline`. 0 or -1.
+ */
+static int write_all(int fd, const void *data, size_t len, int is_socket, int64_t deadline) {
   const unsigned char *p = data;
   while (len > 0) {
     ssize_t n = is_socket ? send(fd, p, len, MSG_NOSIGNAL) : write(fd, p, len);
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN) {
-        struct pollfd w = {.fd = fd, .events = POLLOUT};
-        poll(&w, 1, -1);
-        continue;
-      }
+      if (errno == EAGAIN && wait_ready(fd, POLLOUT, deadline)) continue;
       return -1;
     }
     p += n;
@@ -103,23 +140,23 @@ static int write_all(int fd, const void *data, size_t len, int is_socket) {
   return 0;
 }
 
-/* Sends the collected frames. 0 or -1. */
-static int flush_frames(int sock) {
-  int r = out_len == 0 ? 0 : write_all(sock, out, out_len, 1);
+/* Sends the collected frames (waiting at most until `deadline`). 0 or -1. */
+static int flush_frames(int sock, int64_t deadline) {
+  int r = out_len == 0 ? 0 : write_all(sock, out, out_len, 1, deadline);
   out_len = 0;
   return r;
 }
 
 /* Adds a frame to the collected ones (sending them first when it does not fit). 0 or -1. */
-static int queue_frame(int sock, char type, const void *payload, size_t len) {
+static int queue_frame(int sock, char type, const void *payload, size_t len, int64_t deadline) {
   if (len > MAX_PAYLOAD) return -1;
-  if (out_len + 5 + len > sizeof out && flush_frames(sock) < 0) return -1;
+  if (out_len + 5 + len > sizeof out && flush_frames(sock, deadline) < 0) return -1;
   unsigned char header[5];
   put_u32(header, (uint32_t)len);
   header[4] = (unsigned char)type;
   if (5 + len > sizeof out) { /* larger than the buffer: straight out */
-    if (write_all(sock, header, sizeof header, 1) < 0) return -1;
-    return len == 0 ? 0 : write_all(sock, payload, len, 1);
+    if (write_all(sock, header, sizeof header, 1, deadline) < 0) return -1;
+    return len == 0 ? 0 : write_all(sock, payload, len, 1, deadline);
   }
   memcpy(out + out_len, header, sizeof header);
   if (len > 0) memcpy(out + out_len + sizeof header, payload, len);
@@ -128,16 +165,16 @@ static int queue_frame(int sock, char type, const void *payload, size_t len) {
 }
 
 /* Sends one frame now (with any collected before it). 0 or -1. */
-static int send_frame(int sock, char type, const void *payload, size_t len) {
-  if (queue_frame(sock, type, payload, len) < 0) return -1;
-  return flush_frames(sock);
+static int send_frame(int sock, char type, const void *payload, size_t len, int64_t deadline) {
+  if (queue_frame(sock, type, payload, len, deadline) < 0) return -1;
+  return flush_frames(sock, deadline);
 }
 
-/* Reads exactly `len` bytes; -1 on error or end of stream. */
-static int read_exact(int fd, unsigned char *p, size_t len) {
+/* Reads exactly `len` bytes, waiting for them at most until `deadline`; -1 on error or end of stream. */
+static int read_exact(int fd, unsigned char *p, size_t len, int64_t deadline) {
   while (len > 0) {
     ssize_t n = read(fd, p, len);
-    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EINTR || (errno == EAGAIN && wait_ready(fd, POLLIN, deadline)))) continue;
     if (n <= 0) return -1;
     p += n;
     len -= (size_t)n;
@@ -145,13 +182,13 @@ static int read_exact(int fd, unsigned char *p, size_t len) {
   return 0;
 }
 
-/* Reads one frame into buf; its type, or -1. */
-static int read_frame(int sock, uint32_t *len) {
+/* Reads one frame into buf (by `deadline`); its type, or -1. */
+static int read_frame(int sock, uint32_t *len, int64_t deadline) {
   unsigned char header[5];
-  if (read_exact(sock, header, sizeof header) < 0) return -1;
+  if (read_exact(sock, header, sizeof header, deadline) < 0) return -1;
   *len = get_u32(header);
   if (*len > MAX_PAYLOAD) return -1;
-  if (read_exact(sock, buf, *len) < 0) return -1;
+  if (read_exact(sock, buf, *len, deadline) < 0) return -1;
   return header[4];
 }
 
@@ -176,7 +213,7 @@ __attribute__((noreturn)) static void run_standalone(char **argv) {
   int len = snprintf(msg, sizeof msg,
                      "{\n    \"code\": 999,\n    \"msg\": \"cannot run the standalone executable %s next to %s: %s\"\n}",
                      STANDALONE_NAME, base_name(argv[0]), strerror(err));
-  if (len > 0) write_all(1, msg, (size_t)len < sizeof msg ? (size_t)len : sizeof msg - 1, 0);
+  if (len > 0) write_all(1, msg, (size_t)len < sizeof msg ? (size_t)len : sizeof msg - 1, 0, NO_DEADLINE);
   exit(1);
 }
 
@@ -187,7 +224,7 @@ __attribute__((noreturn)) static void agent_lost(const char *socket_path, const 
                      "{\n    \"code\": 11,\n    \"msg\": \"try again later: the resident agent at %s %s\",\n"
                      "    \"details\": \"the call may have been partly done; DEL cleans up as after any failed ADD\"\n}",
                      socket_path, what);
-  if (len > 0) write_all(1, msg, (size_t)len < sizeof msg ? (size_t)len : sizeof msg - 1, 0);
+  if (len > 0) write_all(1, msg, (size_t)len < sizeof msg ? (size_t)len : sizeof msg - 1, 0, NO_DEADLINE);
   exit(1);
 }
 
@@ -204,28 +241,56 @@ static int send_stdin(int sock) {
       if (errno == EINTR) continue;
       return -1;
     }
-    if (p[1].revents != 0) return flush_frames(sock); /* the agent spoke: relay it */
+    if (p[1].revents != 0) return flush_frames(sock, NO_DEADLINE); /* the agent spoke: relay it */
     ssize_t n = read(0, buf, CHUNK);
     if (n > 0) {
-      if (queue_frame(sock, 'I', buf, (size_t)n) < 0) return -1;
+      if (queue_frame(sock, 'I', buf, (size_t)n, NO_DEADLINE) < 0) return -1;
       continue;
     }
-    if (n == 0) return send_frame(sock, 'Z', NULL, 0);
+    if (n == 0) return send_frame(sock, 'Z', NULL, 0, NO_DEADLINE);
     if (errno == EINTR || errno == EAGAIN) continue;
     unsigned char code[4];
     put_u32(code, (uint32_t)errno);
-    return send_frame(sock, 'Y', code, sizeof code);
+    return send_frame(sock, 'Y', code, sizeof code, NO_DEADLINE);
   }
 }
 
-/* Connects and sends the request; the socket, or -1 (fall back). */
-static int send_request(const char *path, int argc, char **argv) {
+/*
+ * Connects the non-blocking `sock` by `deadline`. 0, or -1: nobody listens, or the listener's
+ * backlog is full (EAGAIN at once: a frozen agent's queue stays full of the connections of shims
+ * that gave up on it, so waiting would be for nothing), or the deadline passed. A unix stream
+ * connect completes or fails at once; EINPROGRESS is handled all the same.
+ */
+static int connect_by(int sock, const struct sockaddr_un *addr, int64_t deadline) {
+  if (connect(sock, (const struct sockaddr *)addr, sizeof *addr) == 0) return 0;
+  if (errno != EINPROGRESS && errno != EINTR) return -1;
+  if (!wait_ready(sock, POLLOUT, deadline)) return -1;
+  int err = 0;
+  socklen_t len = sizeof err;
+  return getsockopt(sock, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0 ? 0 : -1;
+}
+
+/*
+ * Whether the process listening at the other end may be sent the call: the kernel's word on who
+ * called listen(2) (SO_PEERCRED of the connected socket) is root or this shim's own user. The
+ * socket's path proves nothing: whoever could write to its directory could have bound it, and
+ * the request holds the call's whole environment and the answer would be believed.
+ */
+static int listener_trusted(int sock) {
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof cred) return 0;
+  return cred.uid == 0 || cred.uid == geteuid();
+}
+
+/* Connects and sends the request, all by `deadline`; the socket, or -1 (fall back). */
+static int send_request(const char *path, int argc, char **argv, int64_t deadline) {
   struct sockaddr_un addr = {.sun_family = AF_UNIX};
   if (strlen(path) >= sizeof addr.sun_path) return -1;
   strcpy(addr.sun_path, path);
-  int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (sock < 0) return -1;
-  if (connect(sock, (struct sockaddr *)&addr, sizeof addr) < 0) goto fail;
+  if (connect_by(sock, &addr, deadline) < 0 || !listener_trusted(sock)) goto fail;
 
   mode_t mask = umask(0);
   umask(mask);
@@ -235,27 +300,29 @@ static int send_request(const char *path, int argc, char **argv) {
   put_u32(hello + 4, (uint32_t)getpid());
   put_u32(hello + 8, (uint32_t)mask);
   memcpy(hello + 12, CNI_BUILD_ID, id_len);
-  if (queue_frame(sock, 'H', hello, 12 + id_len) < 0) goto fail;
+  if (queue_frame(sock, 'H', hello, 12 + id_len, deadline) < 0) goto fail;
   for (int i = 0; i < argc; i++)
-    if (queue_frame(sock, 'A', argv[i], strlen(argv[i])) < 0) goto fail;
+    if (queue_frame(sock, 'A', argv[i], strlen(argv[i]), deadline) < 0) goto fail;
   for (char **e = environ; *e != NULL; e++)
-    if (queue_frame(sock, 'E', *e, strlen(*e)) < 0) goto fail;
-  if (send_frame(sock, 'Q', NULL, 0) < 0) goto fail;
+    if (queue_frame(sock, 'E', *e, strlen(*e), deadline) < 0) goto fail;
+  if (send_frame(sock, 'Q', NULL, 0, deadline) < 0) goto fail;
   return sock;
 fail:
   close(sock);
   return -1;
 }
 
-/* Waits for the agent's answer to the request: 1 accepted, 0 anything else (fall back). */
-static int accepted(int sock) {
-  struct pollfd r = {.fd = sock, .events = POLLIN};
-  int ready;
-  do ready = poll(&r, 1, ACCEPT_TIMEOUT_MS);
-  while (ready < 0 && errno == EINTR);
-  if (ready != 1) return 0;
+/*
+ * Waits (by `deadline`) for the agent's answer to the request: 1 accepted, 0 anything else (fall
+ * back). Accepted, the socket blocks again: the call is the agent's now, and the relay waits for it
+ * as long as it runs (the relay's waits handle EAGAIN as well, should the switch fail).
+ */
+static int accepted(int sock, int64_t deadline) {
   uint32_t len;
-  return read_frame(sock, &len) == 'K';
+  if (read_frame(sock, &len, deadline) != 'K') return 0;
+  int flags = fcntl(sock, F_GETFL);
+  if (flags >= 0) fcntl(sock, F_SETFL, flags & ~O_NONBLOCK);
+  return 1;
 }
 
 /* Relays the accepted request until the agent's exit status. */
@@ -265,15 +332,15 @@ __attribute__((noreturn)) static void relay(int sock, const char *path) {
   int stdin_cut = 0;
   for (;;) {
     uint32_t len;
-    switch (read_frame(sock, &len)) {
+    switch (read_frame(sock, &len, NO_DEADLINE)) {
       case 'S':
         if (send_stdin(sock) < 0) stdin_cut = 1;
         break;
       case 'O':
-        if (write_all(1, buf, len, 0) < 0) exit(1);
+        if (write_all(1, buf, len, 0, NO_DEADLINE) < 0) exit(1);
         break;
       case 'W':
-        write_all(2, buf, len, 0);
+        write_all(2, buf, len, 0, NO_DEADLINE);
         break;
       case 'X':
         if (len != 4) agent_lost(path, "sent a malformed exit status");
@@ -323,8 +390,9 @@ int main(int argc, char **argv) {
   }
   const char *path = getenv("CNI_PLUGINS_SOCKET");
   if (path == NULL || path[0] == '\0') path = DEFAULT_SOCKET;
-  int sock = send_request(path, argc, argv);
-  if (sock >= 0 && accepted(sock)) relay(sock, path);
+  int64_t deadline = now_ms() + REQUEST_BUDGET_MS;
+  int sock = send_request(path, argc, argv, deadline);
+  if (sock >= 0 && accepted(sock, deadline)) relay(sock, path);
   if (sock >= 0) close(sock);
   run_standalone(argv);
 }

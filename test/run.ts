@@ -245,13 +245,15 @@ function withAgentCheck(suite: Suite, totals: SuiteTotals): SuiteTotals {
 
 /**
  * `command` in a throwaway network namespace (`lo` up) and a private mount namespace where each of
- * `stateDirs` is an empty tmpfs, so plugin state of the tests never touches the host's. With
+ * `stateDirs` is an empty tmpfs, so plugin state of the tests never touches the host's. The tmpfs
+ * are 0755, as those directories are on a node (a tmpfs is born 1777, where the agent refuses to
+ * make its socket: shared/sys/socket-file.ts checkSocketDirectory). With
  * `agentLogFile`, a resident agent (`cni-plugins serve` on the default socket) runs beside the
  * command in the same namespaces, logging there, and is stopped (SIGTERM, by its pid) after it.
  */
 function sandboxArgv(stateDirs: string[], command: string[], agentLogFile?: string): string[] {
   for (const dir of stateDirs) mkdirSync(dir, { recursive: true });
-  const mounts = stateDirs.map((d) => `mount -t tmpfs cni-test ${d} && `).join("");
+  const mounts = stateDirs.map((d) => `mount -t tmpfs -o mode=0755 cni-test ${d} && `).join("");
   if (agentLogFile === undefined) {
     return ["unshare", "--net", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", `${mounts}ip link set lo up && exec "$@"`, "sh", ...command];
   }

@@ -20,6 +20,7 @@ const S_IFMT = 0o170000;
 const S_IFREG = 0o100000;
 const S_IFDIR = 0o040000;
 const S_IFLNK = 0o120000;
+const S_IFSOCK = 0o140000;
 /** <dirent.h> d_type values. */
 const DT_UNKNOWN = 0;
 const DT_DIR = 4;
@@ -80,6 +81,10 @@ export class FileStat {
   get mode(): number {
     return this.#v.getUint16(28, true);
   }
+  /** The owner's user id. */
+  get uid(): number {
+    return this.#v.getUint32(20, true);
+  }
   get size(): number {
     return Number(this.#v.getBigUint64(40, true));
   }
@@ -102,6 +107,9 @@ export class FileStat {
   }
   isSymbolicLink(): boolean {
     return (this.mode & S_IFMT) === S_IFLNK;
+  }
+  isSocket(): boolean {
+    return (this.mode & S_IFMT) === S_IFSOCK;
   }
 }
 
