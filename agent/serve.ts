@@ -22,7 +22,7 @@ import { blockSignals, execve, ignoreSignal } from "../shared/sys/process.ts";
 import { Connection, type Decision } from "./connection.ts";
 import { parseServeFlags, SERVE_USAGE, ServeUsageError, type ServeFlags } from "./flags.ts";
 import { createListener, inheritedListeners, passAcrossExec, removeSocketFile, type Listener } from "./listeners.ts";
-import { identityOf, parentOf, refusalFor, type Self } from "./peer.ts";
+import { agentSelf, parentOf, refusalFor, type Self } from "./peer.ts";
 import { idleCollector } from "./idle-gc.ts";
 import { WorkerPool } from "./pool.ts";
 import { PROTOCOL_VERSION, type ShimRequest } from "./protocol.ts";
@@ -108,7 +108,7 @@ export class Agent {
     this.#listeners = listeners;
     this.#build = opts.buildId ?? buildId();
     this.#log = opts.log ?? log;
-    this.#self = { identity: identityOf("self"), uid: process.getuid?.() ?? 0 };
+    this.#self = agentSelf();
     this.ended = new Promise((resolve) => {
       this.#ended = resolve;
     });
