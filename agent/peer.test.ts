@@ -9,14 +9,14 @@ const CALLER = 4242;
 const ALL_CAPS = "000001ffffffffff";
 
 /** A /proc/<pid>/status as Linux 6.x writes it, with the fields that bear on privilege set. */
-function status(o: { eff?: string; prm?: string; bnd?: string; nnp?: 0 | 1; seccomp?: 0 | 1 | 2; groups?: string } = {}): string {
+function status(o: { eff?: string; prm?: string; bnd?: string; nnp?: 0 | 1; seccomp?: 0 | 1 | 2; groups?: string; fsgid?: number } = {}): string {
   return [
     "Name:\tcni-plugins-shi",
     "Umask:\t0022",
     "State:\tS (sleeping)",
     `Tgid:\t${CALLER}`,
     "Uid:\t0\t0\t0\t0",
-    "Gid:\t0\t0\t0\t0",
+    `Gid:\t0\t0\t0\t${o.fsgid ?? 0}`,
     "FDSize:\t64",
     `Groups:\t${o.groups ?? ""}`,
     "VmRSS:\t     716 kB",
@@ -109,7 +109,7 @@ describe("refusalFor: namespaces and root", () => {
     const proc = fakeProc({}, {});
     const self = agentSelf(proc, { uid: 0, gid: 0 });
     expect(refusalFor(7, 99, self, () => ({ ...ROOT, pid: 99 }), proc)).toBe("pid 99 cannot be examined: open /proc/99: no such file or directory (ENOENT)");
-    expect(judge({}, { status: "Name:\tx\nGroups:\t\nCapEff:\t0\n" })).toBe(`pid ${CALLER} cannot be examined: no CapPrm line in the status`);
+    expect(judge({}, { status: "Name:\tx\nGid:\t0\t0\t0\t0\nGroups:\t\nCapEff:\t0\n" })).toBe(`pid ${CALLER} cannot be examined: no CapPrm line in the status`);
     expect(judge({}, { status: status({ eff: "zz" }) })).toBe(`pid ${CALLER} cannot be examined: CapEff "zz" in the status`);
   });
 });
@@ -145,6 +145,12 @@ describe("refusalFor: capabilities, groups, no_new_privs, seccomp", () => {
     expect(judge(withGroups, { status: status({ groups: "4 27 100" }) })).toBe("");
     expect(judge(withGroups, { status: status({ groups: "27" }) })).toBe(`pid ${CALLER} lacks supplementary groups of the agent (4)`);
     expect(judge({}, { status: status({ groups: "4" }) })).toBe("");
+  });
+
+  test("the group a caller's file access is checked as counts as one of its groups (an agent in a container lists its own)", () => {
+    const inContainer = { status: status({ groups: "0" }) };
+    expect(judge(inContainer, { status: status({ groups: "" }) })).toBe("");
+    expect(judge(inContainer, { status: status({ groups: "", fsgid: 5 }) })).toBe(`pid ${CALLER} lacks supplementary groups of the agent (0)`);
   });
 
   test("no_new_privs: refused unless the agent has it too", () => {
@@ -232,6 +238,7 @@ describe("agentSelf and parsePrivilege on this process", () => {
       noNewPrivs: line("NoNewPrivs") === "1",
       seccomp: Number(line("Seccomp")),
       groups: line("Groups") === "" ? [] : line("Groups").split(/\s+/).map(Number),
+      fsgid: Number(line("Gid").split(/\s+/)[3]),
     });
   });
 });

@@ -59,6 +59,8 @@ export interface Privilege {
   seccomp: number;
   /** The supplementary groups. */
   groups: number[];
+  /** The group that file access is checked as (the fourth of Gid:), which the process is in whatever its groups. */
+  fsgid: number;
 }
 
 /** One reading of an LSM attribute file: the context, or the errno that reading it failed with. */
@@ -135,11 +137,13 @@ function statusField(status: string, name: string, form: RegExp): string {
 export function parsePrivilege(status: string): Privilege {
   const mask = (name: CapabilitySet) => BigInt(`0x${statusField(status, name, /^[0-9a-f]{1,16}$/)}`);
   const groups = statusField(status, "Groups", /^[0-9 \t]*$/);
+  const gids = statusField(status, "Gid", /^[0-9]+\s+[0-9]+\s+[0-9]+\s+[0-9]+$/).split(/\s+/);
   return {
     caps: { CapEff: mask("CapEff"), CapPrm: mask("CapPrm"), CapBnd: mask("CapBnd") },
     noNewPrivs: statusField(status, "NoNewPrivs", /^[01]$/) === "1",
     seccomp: Number(statusField(status, "Seccomp", /^[0-9]$/)),
     groups: groups === "" ? [] : groups.split(/\s+/).map(Number),
+    fsgid: Number(gids[3]),
   };
 }
 
@@ -201,7 +205,10 @@ function privilegeRefusal(pid: number, theirs: Privilege, mine: Privilege): stri
     const [t, m] = [theirs.caps[set], mine.caps[set]];
     if ((t & m) !== m) return `pid ${pid} has fewer capabilities than the agent (${set} ${hex16(t)}, the agent ${hex16(m)})`;
   }
-  const missing = mine.groups.filter((g) => !theirs.groups.includes(g));
+  // Of a group the caller's file access is checked as it is a member anyway (as the kernel's
+  // in_group_p says): a container runtime lists a process's own group among its supplementary
+  // ones, which kubelet's runtime on the host, a systemd service, does not.
+  const missing = mine.groups.filter((g) => g !== theirs.fsgid && !theirs.groups.includes(g));
   if (missing.length > 0) return `pid ${pid} lacks supplementary groups of the agent (${missing.join(" ")})`;
   if (theirs.noNewPrivs && !mine.noNewPrivs) return `pid ${pid} runs with no_new_privs, the agent does not`;
   // Two seccomp filters cannot be compared (a program each, stacked; reading them back needs
