@@ -58,7 +58,7 @@ describe("Agent", () => {
   test("a NETLINK_NETFILTER socket a call closes is closed by its thread after the call (deferred-close.ts)", async () => {
     const answer = await callAgent(path, call({ CNI_TEST_MODE: "netfilter" }));
     expect(answer).toMatchObject({ accepted: true, status: 0 });
-    const link = `/proc/self/fd/${Number(answer.stdout)}`;
+    const link = `/proc/self/fd/${Number((answer as { stdout: string }).stdout)}`;
     const socketInode = readlinkSync(link); // kept open: its close would wait for the kernel
     expect(socketInode).toStartWith("socket:");
     await Bun.sleep(RELEASE_DELAY_MS + 300);

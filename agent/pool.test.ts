@@ -46,7 +46,10 @@ class ScriptedThread {
 class Caller {
   readonly events: string[] = [];
   stdinArrived = true;
-  constructor(readonly env: Record<string, string> = {}) {}
+  readonly env: Record<string, string>;
+  constructor(env: Record<string, string> = {}) {
+    this.env = env;
+  }
   job(attachment?: string): Job {
     return {
       argv: ["/opt/cni/bin/loopback"],

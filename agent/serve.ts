@@ -23,7 +23,7 @@ import { Connection, type Decision } from "./connection.ts";
 import { parseServeFlags, SERVE_USAGE, ServeUsageError, type ServeFlags } from "./flags.ts";
 import { createListener, inheritedListeners, passAcrossExec, removeSocketFile, type Listener } from "./listeners.ts";
 import { isDescendantOf } from "./ancestry.ts";
-import { identityOf, refusalFor, type Self } from "./peer.ts";
+import { agentSelf, refusalFor, type Self } from "./peer.ts";
 import { idleCollector } from "./idle-gc.ts";
 import { WorkerPool } from "./pool.ts";
 import { PROTOCOL_VERSION, type ShimRequest } from "./protocol.ts";
@@ -127,7 +127,7 @@ export class Agent {
     this.#listeners = listeners;
     this.#build = opts.buildId ?? buildId();
     this.#log = opts.log ?? log;
-    this.#self = { identity: identityOf("self"), uid: process.getuid?.() ?? 0 };
+    this.#self = agentSelf();
     this.ended = new Promise((resolve) => {
       this.#ended = resolve;
     });

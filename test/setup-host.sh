@@ -41,8 +41,11 @@ declare -A PROBE=(
   # cluster-local IPAM: a real three-member etcd cluster on loopback, TLS certificates made with openssl
   [etcd-server]=/usr/bin/etcd
   [openssl]=/usr/bin/openssl
+  # agent-lsm.vm.test.ts: an AppArmor profile loaded in the VM lane's guest (apparmor_parser, aa-exec),
+  # which runs the host's binaries; the host's own kernel need not have AppArmor
+  [apparmor]=/usr/sbin/apparmor_parser
 )
-ORDER=(iproute2 iptables nftables jq util-linux procps containernetworking-plugins strace iputils-ping busybox-static dnsmasq-base python3 dbus firewalld curl podman runc containerd golang-go golang-github-appc-cni-dev golang-google-grpc-dev golang-github-gogo-protobuf-dev dpkg-dev docker.io etcd-server openssl)
+ORDER=(iproute2 iptables nftables jq util-linux procps containernetworking-plugins strace iputils-ping busybox-static dnsmasq-base python3 dbus firewalld curl podman runc containerd golang-go golang-github-appc-cni-dev golang-google-grpc-dev golang-github-gogo-protobuf-dev dpkg-dev docker.io etcd-server openssl apparmor)
 
 # nsenter ships in util-linux on Debian 12 but in util-linux-extra / separately elsewhere.
 missing=()

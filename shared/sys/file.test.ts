@@ -54,6 +54,18 @@ describe("file (libc)", () => {
     }
   });
 
+  test("statWithMount reads stx_mnt_id where mountinfo numbers the mount (the struct's offset on this architecture)", () => {
+    // /proc/self/mountinfo: "<mount id> <parent id> <major:minor> <root> <mount point> ..."; the
+    // last line for a mount point is the mount seen there.
+    const idAt = (mountPoint: string) =>
+      BigInt(readFileSync("/proc/self/mountinfo", "utf8").split("\n").filter((l) => l.split(" ")[4] === mountPoint).at(-1)!.split(" ")[0]!);
+    expect(file.statWithMount("/").mountId).toBe(idAt("/"));
+    expect(file.statWithMount("/proc/self/status").mountId).toBe(idAt("/proc"));
+    expect(file.statWithMount("/proc/self/root").mountId).toBe(idAt("/")); // a magic link, followed
+    expect(file.statWithMount("/proc/self/root").ino).toBe(file.stat("/").ino);
+    expect(errnoOf(() => file.statWithMount(join(dir, "nope")))).toBe(ENOENT);
+  });
+
   test("missing paths: ENOENT, or undefined from the IfExists forms", () => {
     expect(errnoOf(() => file.stat(join(dir, "nope")))).toBe(ENOENT);
     expect(file.statIfExists(join(dir, "nope"))).toBeUndefined();
