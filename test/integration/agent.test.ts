@@ -252,6 +252,8 @@ describe.skipIf(!sandboxed())("resident agent and exec shim", () => {
       runs.push(execPlugin("bridge", via(agent.socket, { command: "VERSION" })));
       if (i % 3 === 0) await Bun.sleep(15);
     }
+    // The restart by --max-requests first (on a busy machine the 30 calls may not all be answered yet), then one by SIGHUP.
+    for (let i = 0; i < 500 && !agent.log().includes("restarting: 7 calls served"); i++) await Bun.sleep(10);
     process.kill(agent.pid, "SIGHUP");
     for (let i = 0; i < 10; i++) runs.push(execPlugin("loopback", via(agent.socket, { command: "VERSION" })));
     const results = await Promise.all(runs);
