@@ -7,12 +7,27 @@
  *   sets it (and wakes a thread sleeping on it in a lock's back-off) when the call's caller went
  *   away or its time is up; the worker's call scope reads it.
  * - WAITING: how many waits on another process (a delegate, the dhcp daemon, a lock held by someone
- *   else) the call is in now. The pool holds no call back for a thread that only waits
- *   (admission, pool.ts).
+ *   else) the call is in now, and WAIT_SINCE: since when (clockMs) it has been in one, 0 when in
+ *   none. The pool holds no call back for a thread that has only waited for a while (admission,
+ *   pool.ts).
  */
 export const END = 0;
 export const WAITING = 1;
-const CELLS = 2;
+export const WAIT_SINCE = 2;
+const CELLS = 3;
+
+/** clockMs wraps at this (about 12 days): an age is taken modulo it. */
+const CLOCK_WRAP = 0x40000000;
+
+/** Milliseconds on a clock every thread of the process reads alike, as a cell holds it (never 0). */
+export function clockMs(): number {
+  return (Date.now() % CLOCK_WRAP) || 1;
+}
+
+/** How long ago `since` (a clockMs reading) was. */
+export function ageMs(since: number, now = clockMs()): number {
+  return (now - since + CLOCK_WRAP) % CLOCK_WRAP;
+}
 
 /** Why a call is ended, as stored in END. */
 export const EndReason = { CALLER_GONE: 1, TIME_UP: 2 } as const;

@@ -5,6 +5,7 @@
  * and its answer is dropped (as a process whose caller went away).
  */
 import type { Socket } from "bun";
+import { clockMs } from "./call-cells.ts";
 import type { StdinError } from "./messages.ts";
 import type { Job, Offered } from "./pool.ts";
 import {
@@ -141,6 +142,7 @@ export class Connection {
       return;
     }
     let stdin: Promise<Uint8Array | StdinError> | undefined;
+    let acceptedAt = 0;
     this.#offered = decision.offer({
       argv: request.argv,
       env: envFrom(request.envEntries),
@@ -148,6 +150,7 @@ export class Connection {
       umask: request.umask,
       accept: () => {
         this.#accepted = true;
+        acceptedAt = clockMs();
         // The acceptance and the request for stdin go out in one write, made once the call is on
         // its way to its thread (waking the thread is the longest step: the pool posts the call
         // right after accepting it). stdin is asked for at once, while the call starts, so it is
@@ -159,7 +162,7 @@ export class Connection {
       },
       refuse: (reason) => this.#refuse(reason),
       stdin: () => stdin ?? Promise.resolve({ message: "the call was not accepted" }),
-      stdinPending: () => this.#stdin.wanted,
+      stdinPendingSince: () => (this.#stdin.wanted ? acceptedAt : undefined),
       finish: (out) => {
         const enc = new TextEncoder();
         this.#send([...encodeChunks(Frame.STDOUT, enc.encode(out.stdout)), ...encodeChunks(Frame.STDERR, enc.encode(out.stderr)), encodeExit(out.status)], true);

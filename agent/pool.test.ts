@@ -6,7 +6,7 @@
  * threads, through the protocol: agent.test.ts.)
  */
 import { describe, expect, test } from "bun:test";
-import { END, EndReason, WAITING } from "./call-cells.ts";
+import { END, EndReason, WAIT_SINCE, WAITING, clockMs } from "./call-cells.ts";
 import type { FromWorker, ToWorker } from "./messages.ts";
 import { WorkerPool, type Job, type PoolOptions } from "./pool.ts";
 
@@ -32,9 +32,10 @@ class ScriptedThread {
   cells(): Int32Array {
     return new Int32Array(this.runs.at(-1)!.cells);
   }
-  /** Its current call now waits on another process (a delegate) or works again. */
-  waiting(on: boolean): void {
+  /** Its current call now waits on another process (a delegate), since `msAgo` ms, or works again. */
+  waiting(on: boolean, msAgo = 1_000): void {
     Atomics.store(this.cells(), WAITING, on ? 1 : 0);
+    Atomics.store(this.cells(), WAIT_SINCE, on ? clockMs() - msAgo : 0);
   }
   done(status = 0): void {
     const id = this.runs.at(-1)!.id;
@@ -45,7 +46,8 @@ class ScriptedThread {
 /** A call as the pool's offerer sees it: what it was told, in order. */
 class Caller {
   readonly events: string[] = [];
-  stdinArrived = true;
+  /** Since when its stdin is awaited (undefined: it has arrived). */
+  stdinSince: number | undefined = undefined;
   readonly env: Record<string, string>;
   constructor(env: Record<string, string> = {}) {
     this.env = env;
@@ -60,7 +62,7 @@ class Caller {
       accept: () => this.events.push("accepted"),
       refuse: (reason) => this.events.push(`refused: ${reason}`),
       stdin: () => Promise.resolve(new Uint8Array()),
-      stdinPending: () => !this.stdinArrived,
+      stdinPendingSince: () => this.stdinSince,
       finish: (out) => this.events.push(`finished ${out.status}`),
     };
   }
@@ -162,13 +164,27 @@ describe("WorkerPool admission", () => {
     const made = pool();
     const callers = [new Caller(), new Caller()];
     for (const c of callers) {
-      c.stdinArrived = false;
+      c.stdinSince = clockMs() - 1_000;
       made.pool.offer(c.job());
     }
     for (const t of made.threads) t.ready();
     const third = new Caller();
     made.pool.offer(third.job());
     expect(third.events[0]).toStartWith("refused: all 2 worker threads");
+  });
+
+  test("a wait that has just begun is part of a call's work: a call waits for such threads rather than being refused", () => {
+    const made = pool();
+    const callers = [new Caller(), new Caller()];
+    callers[0]!.stdinSince = clockMs() - 5; // its stdin on its way
+    for (const c of callers) made.pool.offer(c.job());
+    for (const t of made.threads) t.ready();
+    made.threads[1]!.waiting(true, 5); // a lock held for a moment by another call
+    const third = new Caller();
+    made.pool.offer(third.job());
+    expect(third.events).toEqual([]);
+    made.threads[0]!.done();
+    expect(third.events).toEqual(["accepted"]);
   });
 
   test("no more than maxWaiting calls wait; the next is refused at once", () => {

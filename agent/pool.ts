@@ -23,7 +23,7 @@
  * with an internal error (999), never the agent. Threads beyond `min` that stay idle for `idleMs`
  * end.
  */
-import { END, EndReason, WAITING, newCallCells } from "./call-cells.ts";
+import { END, EndReason, WAIT_SINCE, WAITING, ageMs, clockMs, newCallCells } from "./call-cells.ts";
 import type { FromWorker, StdinError, ToWorker } from "./messages.ts";
 
 /** One call, as the pool sees it: its inputs, how it is answered, and where its stdin comes from. */
@@ -40,8 +40,8 @@ export interface Job {
   refuse(reason: string): void;
   /** The call's stdin (sent to its thread when complete): the bytes, or why they cannot be had. */
   stdin(): Promise<Uint8Array | StdinError>;
-  /** True while the accepted call's stdin has not fully arrived (its thread waits on the caller). */
-  stdinPending(): boolean;
+  /** Since when (clockMs, call-cells.ts) the accepted call's thread waits for its stdin; undefined once it has all arrived. */
+  stdinPendingSince(): number | undefined;
   /** The call ended (exactly once, after `accept`). */
   finish(out: { stdout: string; stderr: string; status: number }): void;
 }
@@ -93,6 +93,13 @@ interface Slot {
 
 /** While calls wait unaccepted, how often the pool looks whether any thread still works. */
 const STALL_CHECK_MS = 20;
+/**
+ * A thread waiting on another process or on its caller for this long counts as not working. A
+ * shorter wait is part of any call's work (the caller's stdin a moment after the acceptance, a lock
+ * held for a millisecond by another call, a delegate's exec); a call hung in one waits this long
+ * before it holds anyone back, and then no longer does.
+ */
+const OPEN_ENDED_WAIT_MS = 100;
 
 /** The error JSON of a call whose thread died under it. */
 function lostCall(detail: string): string {
@@ -198,13 +205,18 @@ export class WorkerPool {
     return this.#stalled() ? this.#stalledReason() : undefined;
   }
 
-  /** True when every thread has a call and none of them works: each waits on another process or its caller. */
+  /**
+   * True when every thread has a call and none of them works: each has waited on another process
+   * or on its caller for OPEN_ENDED_WAIT_MS at least.
+   */
   #stalled(): boolean {
     if (this.#idle.length > 0 || this.#slots.size < this.#opts.max) return false;
+    const now = clockMs();
+    const waitedLong = (since: number | undefined) => since !== undefined && since !== 0 && ageMs(since, now) >= OPEN_ENDED_WAIT_MS;
     for (const slot of this.#slots) {
       const call = slot.call;
       if (call === undefined || !slot.running) return false;
-      if (Atomics.load(slot.cells, WAITING) === 0 && !call.job.stdinPending()) return false;
+      if (!waitedLong(Atomics.load(slot.cells, WAIT_SINCE)) && !waitedLong(call.job.stdinPendingSince())) return false;
     }
     return true;
   }
@@ -344,6 +356,7 @@ export class WorkerPool {
     // A call ended while its thread was starting starts ended (the worker's scope reads END first).
     Atomics.store(slot.cells, END, call.ended ?? 0);
     Atomics.store(slot.cells, WAITING, 0);
+    Atomics.store(slot.cells, WAIT_SINCE, 0);
     slot.running = true;
     const { argv, env, pid, umask } = call.job;
     this.#post(slot, { t: "run", id: call.id, argv, env, pid, umask, cells: slot.cells.buffer as SharedArrayBuffer });

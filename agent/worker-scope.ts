@@ -8,10 +8,11 @@
  *   those waits.
  * - Synchronous waits (a lock held by someone else) sleep in `pause` on the END cell, which the
  *   pool sets and notifies: they wake at once, even while the event loop is blocked.
- * - While in either, the call counts as waiting (the WAITING cell), which admission reads.
+ * - While in either, the call counts as waiting (the WAITING and WAIT_SINCE cells), which
+ *   admission reads.
  */
 import { CallEndedError, type CallScope } from "../shared/cni/call-scope.ts";
-import { END, WAITING, endReasonText } from "./call-cells.ts";
+import { END, WAIT_SINCE, WAITING, clockMs, endReasonText } from "./call-cells.ts";
 
 export interface WorkerCallScope extends CallScope {
   /** The pool's "end" message for this call. */
@@ -30,26 +31,34 @@ export function workerCallScope(cells: Int32Array): WorkerCallScope {
     return controller.signal.aborted;
   };
   ended();
+  /** Into a wait on another process (the outermost one says since when) and out of it. */
+  const waiting = (): void => {
+    const since = clockMs();
+    if (Atomics.add(cells, WAITING, 1) === 0) Atomics.store(cells, WAIT_SINCE, since);
+  };
+  const working = (): void => {
+    if (Atomics.sub(cells, WAITING, 1) === 1) Atomics.store(cells, WAIT_SINCE, 0);
+  };
   return {
     signal: controller.signal,
     end,
     pause(ms) {
       if (!ended()) {
-        Atomics.add(cells, WAITING, 1);
+        waiting();
         try {
           Atomics.wait(cells, END, 0, ms);
         } finally {
-          Atomics.sub(cells, WAITING, 1);
+          working();
         }
       }
       if (ended()) throw controller.signal.reason;
     },
     async waitOn(wait) {
-      Atomics.add(cells, WAITING, 1);
+      waiting();
       try {
         return await wait(controller.signal);
       } finally {
-        Atomics.sub(cells, WAITING, 1);
+        working();
       }
     },
   };
