@@ -7,31 +7,54 @@
  * limits").
  *
  * Ancestry is the kernel's: the parent links of /proc/<pid>/stat, followed up to the agent or to a
- * process outside its tree. A process whose parent exited is re-parented (to init or a
- * subreaper) and is no longer seen as nested; its call then waits at most the agent's admission
- * bound before it is refused, so no wait is unbounded either way.
+ * process started before it. (Every ancestor of a process started before it, re-parented or not,
+ * is older still, so none of them can be the agent: the walk usually ends at the caller's parent,
+ * the container runtime.) A process whose parent exited is re-parented (to init or a subreaper)
+ * and is no longer seen as nested; its call then waits at most the agent's admission bound before
+ * it is refused, so no wait is unbounded either way.
  */
-import { readTextFile } from "../shared/sys/file.ts";
+import { readProcText } from "../shared/sys/file.ts";
 
 /** Deeper delegation than this is not followed (a chain of plugins is a few processes long). */
 const MAX_DEPTH = 64;
 
-/** The parent of process `pid` (field 4 of /proc/<pid>/stat, after the parenthesised name); -1 when it cannot be read. */
-export function parentOf(pid: number): number {
-  try {
-    const stat = readTextFile(`/proc/${pid}/stat`);
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1] ?? -1);
-  } catch {
-    return -1;
-  }
+/** What /proc/<pid>/stat says of a process's place in the tree; undefined when it is gone. */
+export interface Lineage {
+  parent: number;
+  /** When it started, in clock ticks since boot (field 22). */
+  started: number;
 }
 
-/** True when `ancestor` is the parent of `pid`, or its parent's parent, and so on. */
-export function isDescendantOf(pid: number, ancestor: number, parent: (pid: number) => number = parentOf): boolean {
-  let p = pid;
+/** Process `pid`'s lineage (fields 4 and 22 of /proc/<pid>/stat, counted after the parenthesised name). */
+export function lineageOf(pid: number): Lineage | undefined {
+  let stat: string;
+  try {
+    stat = readProcText(`/proc/${pid}/stat`);
+  } catch {
+    return undefined;
+  }
+  // After ") ": state (3), ppid (4), ..., starttime (22).
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return { parent: Number(fields[1]), started: Number(fields[19]) };
+}
+
+/** Who the agent is, as ancestry knows it: its pid and when it started. */
+export interface AgentLineage {
+  pid: number;
+  started: number;
+}
+
+/**
+ * True when `agent` is `parent` (the parent of the process asking), or `parent`'s parent, and so
+ * on: that process descends from the agent.
+ */
+export function descendsFrom(parent: number, agent: AgentLineage, lineage: (pid: number) => Lineage | undefined = lineageOf): boolean {
+  let p = parent;
   for (let depth = 0; depth < MAX_DEPTH && p > 1; depth++) {
-    p = parent(p);
-    if (p === ancestor) return true;
+    if (p === agent.pid) return true;
+    const l = lineage(p);
+    if (l === undefined || l.started < agent.started) return false;
+    p = l.parent;
   }
   return false;
 }

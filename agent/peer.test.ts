@@ -6,15 +6,20 @@ import type { PeerCredentials } from "../shared/sys/process.ts";
 import { agentSelf, parsePrivilege, refusalFor, type Identity, type ProcFacts } from "./peer.ts";
 
 const CALLER = 4242;
+/** The caller's parent, the container runtime: started before the agent. */
+const RUNTIME = 300;
+/** The agent in the made-up tree: its pid is the test process's (agentSelf takes process.pid), started at tick 5000. */
+const AGENT_STARTED = 5000;
 const ALL_CAPS = "000001ffffffffff";
 
 /** A /proc/<pid>/status as Linux 6.x writes it, with the fields that bear on privilege set. */
-function status(o: { eff?: string; prm?: string; bnd?: string; nnp?: 0 | 1; seccomp?: 0 | 1 | 2; groups?: string; fsgid?: number } = {}): string {
+function status(o: { eff?: string; prm?: string; bnd?: string; nnp?: 0 | 1; seccomp?: 0 | 1 | 2; groups?: string; fsgid?: number; parent?: number } = {}): string {
   return [
     "Name:\tcni-plugins-shi",
     "Umask:\t0022",
     "State:\tS (sleeping)",
     `Tgid:\t${CALLER}`,
+    `PPid:\t${o.parent ?? RUNTIME}`,
     "Uid:\t0\t0\t0\t0",
     `Gid:\t0\t0\t0\t${o.fsgid ?? 0}`,
     "FDSize:\t64",
@@ -34,13 +39,14 @@ function status(o: { eff?: string; prm?: string; bnd?: string; nnp?: 0 | 1; secc
   ].join("\n");
 }
 
-const id = (ino: bigint) => ({ dev: 4n, ino });
+const id = (ino: bigint) => `ns:[${ino}]`;
 /** The agent's namespaces and root; a caller gets the same unless a test says otherwise. */
-const HOST: Identity = { user: id(1n), net: id(2n), mnt: id(3n), root: { dev: 0xfe00n, ino: 2n }, rootMount: 22n };
+const HOST: Identity = { user: id(1n), net: id(2n), root: { dev: 0xfe00n, ino: 2n }, rootMount: 22n };
 
 /** A process as /proc shows it: attr files map to their text, or to the errno reading them fails with. */
 interface FakeProcess {
   identity?: Partial<Identity>;
+  mountNamespace?: string;
   status?: string;
   attr?: Record<string, string | number>;
 }
@@ -53,6 +59,7 @@ function fakeProc(agent: FakeProcess, caller: FakeProcess, lsmFiles = ["current"
   return {
     callerReads,
     identity: (pid) => ({ ...HOST, ...must(pid).identity }),
+    mountNamespace: (pid) => must(pid).mountNamespace ?? id(3n),
     status: (pid) => must(pid).status ?? status(),
     attr: (pid, file) => {
       if (pid === CALLER) callerReads.push(file);
@@ -61,6 +68,8 @@ function fakeProc(agent: FakeProcess, caller: FakeProcess, lsmFiles = ["current"
       return value;
     },
     lsmFiles: () => lsmFiles,
+    // The runtime started before the agent; a process started after it is its child.
+    lineage: (pid) => (pid === process.pid ? { parent: 1, started: AGENT_STARTED } : pid === RUNTIME ? { parent: 1, started: 100 } : { parent: process.pid, started: AGENT_STARTED + pid }),
   };
 }
 
@@ -93,7 +102,8 @@ describe("refusalFor: namespaces and root", () => {
   test("another user, network or mount namespace", () => {
     expect(judge({}, { identity: { user: id(91n) } })).toBe(`pid ${CALLER} is in another user namespace`);
     expect(judge({}, { identity: { net: id(92n) } })).toBe(`pid ${CALLER} is in another network namespace`);
-    expect(judge({}, { identity: { mnt: id(93n) } })).toBe(`pid ${CALLER} is in another mount namespace`);
+    // Another mount namespace has its own copy of every mount: another root mount (ns/mnt then says why).
+    expect(judge({}, { identity: { rootMount: 93n }, mountNamespace: id(93n) })).toBe(`pid ${CALLER} is in another mount namespace`);
   });
 
   test("a root of another mount with the same device and inode (a bind mount of /) is another root", () => {
@@ -224,6 +234,14 @@ describe("refusalFor: LSM contexts", () => {
   });
 });
 
+describe("refusalFor: nested calls", () => {
+  test("a caller whose parent is the agent, or descends from it, is refused; one whose parent started before the agent is served", () => {
+    expect(judge({}, { status: status({ parent: process.pid }) })).toBe(`pid ${CALLER} is a process this agent started (a nested call runs standalone)`);
+    expect(judge({}, { status: status({ parent: 7777 }) })).toBe(`pid ${CALLER} is a process this agent started (a nested call runs standalone)`); // 7777's parent is the agent
+    expect(judge({}, { status: status({ parent: RUNTIME }) })).toBe("");
+  });
+});
+
 describe("agentSelf and parsePrivilege on this process", () => {
   test("the agent serves itself, and reads what /proc/self/status says", () => {
     const self = agentSelf();
@@ -238,6 +256,7 @@ describe("agentSelf and parsePrivilege on this process", () => {
       noNewPrivs: line("NoNewPrivs") === "1",
       seccomp: Number(line("Seccomp")),
       groups: line("Groups") === "" ? [] : line("Groups").split(/\s+/).map(Number),
+      parent: Number(line("PPid")),
       fsgid: Number(line("Gid").split(/\s+/)[3]),
     });
   });

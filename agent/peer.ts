@@ -7,8 +7,10 @@
  * - The caller is the process the kernel says connected (SO_PEERCRED), and the pid it sent agrees.
  * - It runs as root or as the agent's own user, and with the agent's group.
  * - Its user, network and mount namespaces and its root directory are the agent's own (kernel
- *   identity: device and inode of /proc/<pid>/ns/{user,net,mnt}; device, inode and mount id of
- *   /proc/<pid>/root, so that a bind mount of / is not the agent's root). A caller under
+ *   identity: /proc/<pid>/ns/{user,net}; device, inode and mount id of /proc/<pid>/root, so that a
+ *   bind mount of / is not the agent's root; a mount id is one mount of one mount namespace, so the
+ *   same root mount is the same mount namespace too, and ns/mnt is read only to say why a caller
+ *   is refused). A caller under
  *   `ip netns exec`, in a container, a user namespace or a chroot is not served; its shim runs the
  *   standalone executable where it is.
  * - Its privilege is no less than the agent's (/proc/<pid>/status, one read): effective, permitted
@@ -20,12 +22,11 @@
  * of seccomp filters (so a caller under any filter is refused). A refusal is always safe: the shim
  * then runs the standalone executable, with exactly the caller's own privilege.
  */
-import { O_RDONLY } from "../shared/sys/constants.ts";
 import { EINVAL, errnoName } from "../shared/sys/errno.ts";
 import { SyscallError } from "../shared/sys/errors.ts";
-import { open, readAll, readDir, stat, statWithMount } from "../shared/sys/file.ts";
-import { close } from "../shared/sys/libc.ts";
+import { readDir, readLinkText, readProcText, statWithMount } from "../shared/sys/file.ts";
 import { peerCredentials, type PeerCredentials } from "../shared/sys/process.ts";
+import { descendsFrom, lineageOf, type AgentLineage, type Lineage } from "./ancestry.ts";
 
 /** A process id, or "self" for the agent. */
 type Pid = number | "self";
@@ -36,11 +37,14 @@ export interface FileId {
   ino: bigint;
 }
 
-/** What makes two processes see the same files and network and hold capabilities over the same things. */
+/**
+ * What makes two processes see the same files and network and hold capabilities over the same
+ * things. A namespace is named as /proc/<pid>/ns/<type> names it (`net:[4026531840]`: its inode on
+ * the one nsfs), read as a link, which costs a third of a stat.
+ */
 export interface Identity {
-  user: FileId;
-  net: FileId;
-  mnt: FileId;
+  user: string;
+  net: string;
   root: FileId;
   /** The mount the root directory is (statWithMount); undefined when the kernel does not report it. */
   rootMount: bigint | undefined;
@@ -61,6 +65,8 @@ export interface Privilege {
   groups: number[];
   /** The group that file access is checked as (the fourth of Gid:), which the process is in whatever its groups. */
   fsgid: number;
+  /** Its parent (PPid:), where the walk for a nested call starts (ancestry.ts). */
+  parent: number;
 }
 
 /** One reading of an LSM attribute file: the context, or the errno that reading it failed with. */
@@ -69,22 +75,30 @@ export type LsmReading = { context: string } | { errno: number };
 /** Where the facts about a process come from: /proc, or what a test makes up. */
 export interface ProcFacts {
   identity(pid: Pid): Identity;
+  /** /proc/<pid>/ns/mnt, read only to tell why a caller with another root is refused. */
+  mountNamespace(pid: Pid): string;
   /** The text of /proc/<pid>/status. */
   status(pid: Pid): string;
   /** The text of /proc/<pid>/attr/<file>; throws SyscallError. */
   attr(pid: Pid, file: string): string;
   /** This kernel's LSM attribute files: "current", and "<lsm>/current" for each per-LSM directory. */
   lsmFiles(): string[];
+  /** Its parent and when it started (/proc/<pid>/stat); undefined when it is gone. */
+  lineage(pid: number): Lineage | undefined;
 }
 
 /** The agent's own identity, credentials, privilege and LSM contexts, against which callers are judged. */
 export interface Self {
   identity: Identity;
+  /** Its /proc/self/ns/mnt (identityRefusal). */
+  mountNamespace: string;
   uid: number;
   gid: number;
   privilege: Privilege;
   /** Its reading of each of lsmFiles(). */
   lsm: ReadonlyMap<string, LsmReading>;
+  /** Its pid and when it started: a nested call descends from it. */
+  lineage: AgentLineage;
 }
 
 /** A /proc/<pid>/status that lacks a line or has one in an unknown form. */
@@ -92,32 +106,21 @@ export class ProcStatusError extends Error {
   override name = "ProcStatusError";
 }
 
-/** Room for all of /proc/<pid>/status (about 1.5 KiB) in one read: procfs reports its size as 0. */
-const PROC_READ_SIZE = 4096;
-const decoder = new TextDecoder();
-
-/** A /proc file's text, read at once. */
-function readProcText(path: string): string {
-  const fd = open(path, O_RDONLY);
-  try {
-    return decoder.decode(readAll(fd, PROC_READ_SIZE));
-  } finally {
-    close(fd);
-  }
-}
-
 /** The identity of process `pid` ("self" for the agent), read from /proc. */
 export function identityOf(pid: Pid): Identity {
   const root = statWithMount(`/proc/${pid}/root`);
-  return { user: stat(`/proc/${pid}/ns/user`), net: stat(`/proc/${pid}/ns/net`), mnt: stat(`/proc/${pid}/ns/mnt`), root, rootMount: root.mountId };
+  const ns = (type: string) => readLinkText(`/proc/${pid}/ns/${type}`);
+  return { user: ns("user"), net: ns("net"), root, rootMount: root.mountId };
 }
 
 /** The facts of the running kernel. */
 export const liveProc: ProcFacts = {
   identity: identityOf,
+  mountNamespace: (pid) => readLinkText(`/proc/${pid}/ns/mnt`),
   status: (pid) => readProcText(`/proc/${pid}/status`),
   attr: (pid, file) => readProcText(`/proc/${pid}/attr/${file}`),
   lsmFiles: () => ["current", ...readDir("/proc/self/attr").flatMap((e) => (e.kind === "dir" ? [`${e.name}/current`] : []))],
+  lineage: lineageOf,
 };
 
 /** The value of the line `name:` of a /proc/<pid>/status, checked against its `form`. */
@@ -144,6 +147,7 @@ export function parsePrivilege(status: string): Privilege {
     seccomp: Number(statusField(status, "Seccomp", /^[0-9]$/)),
     groups: groups === "" ? [] : groups.split(/\s+/).map(Number),
     fsgid: Number(gids[3]),
+    parent: Number(statusField(status, "PPid", /^[0-9]+$/)),
   };
 }
 
@@ -161,10 +165,12 @@ function readAttr(proc: ProcFacts, pid: Pid, file: string): LsmReading {
 export function agentSelf(proc: ProcFacts = liveProc, ids = { uid: process.geteuid?.() ?? 0, gid: process.getegid?.() ?? 0 }): Self {
   return {
     identity: proc.identity("self"),
+    mountNamespace: proc.mountNamespace("self"),
     uid: ids.uid,
     gid: ids.gid,
     privilege: parsePrivilege(proc.status("self")),
     lsm: new Map(proc.lsmFiles().map((file) => [file, readAttr(proc, "self", file)])),
+    lineage: { pid: process.pid, started: proc.lineage(process.pid)?.started ?? 0 },
   };
 }
 
@@ -183,14 +189,16 @@ function credentialRefusal(cred: PeerCredentials, self: Self): string {
  * capability there (its status says so) and none over the agent's network namespace. (A caller in
  * an ancestor of the agent's would have more; it is refused all the same, which is safe.)
  */
-function identityRefusal(pid: number, theirs: Identity, mine: Identity): string {
-  if (!same(theirs.user, mine.user)) return `pid ${pid} is in another user namespace`;
-  if (!same(theirs.net, mine.net)) return `pid ${pid} is in another network namespace`;
-  if (!same(theirs.mnt, mine.mnt)) return `pid ${pid} is in another mount namespace`;
-  if (!same(theirs.root, mine.root)) return `pid ${pid} has another root directory`;
+function identityRefusal(pid: number, theirs: Identity, self: Self, proc: ProcFacts): string {
+  const mine = self.identity;
+  if (theirs.user !== mine.user) return `pid ${pid} is in another user namespace`;
+  if (theirs.net !== mine.net) return `pid ${pid} is in another network namespace`;
   if (mine.rootMount === undefined) return "the kernel does not report mount ids (STATX_MNT_ID, Linux 5.8): a chroot into a bind mount of / cannot be told from the agent's root";
-  if (theirs.rootMount !== mine.rootMount) return `pid ${pid} has another root directory (mount ${theirs.rootMount}, the agent's ${mine.rootMount}: a bind mount of it)`;
-  return "";
+  if (same(theirs.root, mine.root) && theirs.rootMount === mine.rootMount) return "";
+  // Refused: say why (another mount namespace, or another root in this one).
+  if (proc.mountNamespace(pid) !== self.mountNamespace) return `pid ${pid} is in another mount namespace`;
+  if (!same(theirs.root, mine.root)) return `pid ${pid} has another root directory`;
+  return `pid ${pid} has another root directory (mount ${theirs.rootMount}, the agent's ${mine.rootMount}: a bind mount of it)`;
 }
 
 const hex16 = (mask: bigint) => mask.toString(16).padStart(16, "0");
@@ -271,10 +279,13 @@ export function refusalFor(fd: number, claimedPid: number, self: Self, credentia
   const why = credentialRefusal(cred, self);
   if (why !== "") return why;
   try {
+    const identity = identityRefusal(cred.pid, proc.identity(cred.pid), self, proc);
+    if (identity !== "") return identity;
+    const privilege = parsePrivilege(proc.status(cred.pid));
     return (
-      identityRefusal(cred.pid, proc.identity(cred.pid), self.identity) ||
-      privilegeRefusal(cred.pid, parsePrivilege(proc.status(cred.pid)), self.privilege) ||
-      lsmRefusal(cred.pid, self, proc)
+      privilegeRefusal(cred.pid, privilege, self.privilege) ||
+      lsmRefusal(cred.pid, self, proc) ||
+      (descendsFrom(privilege.parent, self.lineage, (pid) => proc.lineage(pid)) ? `pid ${cred.pid} is a process this agent started (a nested call runs standalone)` : "")
     );
   } catch (err) {
     return `pid ${cred.pid} cannot be examined: ${(err as Error).message}`;

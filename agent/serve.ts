@@ -22,7 +22,6 @@ import { blockSignals, execve, ignoreSignal } from "../shared/sys/process.ts";
 import { Connection, type Decision } from "./connection.ts";
 import { parseServeFlags, SERVE_USAGE, ServeUsageError, type ServeFlags } from "./flags.ts";
 import { createListener, inheritedListeners, passAcrossExec, removeSocketFile, type Listener } from "./listeners.ts";
-import { isDescendantOf } from "./ancestry.ts";
 import { agentSelf, refusalFor, type Self } from "./peer.ts";
 import { idleCollector } from "./idle-gc.ts";
 import { WorkerPool } from "./pool.ts";
@@ -213,7 +212,6 @@ export class Agent {
     if (routeOf(argv0.slice(argv0.lastIndexOf("/") + 1), request.argv.slice(1)).kind !== "plugin") return refuse(`not a plugin call: ${argv0}`);
     const why = refusalFor(fd, request.pid, this.#self);
     if (why !== "") return refuse(why);
-    if (isDescendantOf(request.pid, process.pid)) return refuse(`pid ${request.pid} is a process this agent started (a nested call runs standalone)`);
     this.#armIdle();
     const started = performance.now();
     return {
