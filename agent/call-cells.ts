@@ -40,6 +40,20 @@ export function endReasonText(reason: number): string {
     : "it ran longer than the agent's limit for a call (cni-plugins serve --call-timeout)";
 }
 
+/**
+ * The process's RELEASES cell (one for all threads): a count bumped, and waited on, by each release
+ * of a lock by a thread of the agent and by each call the pool ends (worker-scope.ts).
+ */
+export function newReleasesCell(): Int32Array {
+  return new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+}
+
+/** Bumps a count cell and wakes whoever waits on it. */
+export function bump(cell: Int32Array): void {
+  Atomics.add(cell, 0, 1);
+  Atomics.notify(cell, 0);
+}
+
 export function newCallCells(): Int32Array {
   return new Int32Array(new SharedArrayBuffer(CELLS * Int32Array.BYTES_PER_ELEMENT));
 }

@@ -23,7 +23,7 @@
  * with an internal error (999), never the agent. Threads beyond `min` that stay idle for `idleMs`
  * end.
  */
-import { END, EndReason, WAIT_SINCE, WAITING, ageMs, clockMs, newCallCells } from "./call-cells.ts";
+import { END, EndReason, WAIT_SINCE, WAITING, ageMs, bump, clockMs, newCallCells, newReleasesCell } from "./call-cells.ts";
 import type { FromWorker, StdinError, ToWorker } from "./messages.ts";
 
 /** One call, as the pool sees it: its inputs, how it is answered, and where its stdin comes from. */
@@ -115,6 +115,8 @@ export class WorkerPool {
   readonly #waiting: Call[] = [];
   /** Attachments with a call accepted. */
   readonly #busy = new Set<string>();
+  /** Shared by every thread: bumped by each lock release, and here by each call ended (call-cells.ts). */
+  readonly #releases = newReleasesCell();
   #stallTimer: ReturnType<typeof setInterval> | undefined;
   #nextId = 1;
   #closed = false;
@@ -291,7 +293,7 @@ export class WorkerPool {
     call.ended = reason;
     if (reason === EndReason.TIME_UP) this.#opts.log(`call of ${call.job.argv[0] ?? ""} (pid ${call.job.pid}) ended: it ran longer than ${this.#opts.callTimeoutMs / 1000} s`);
     Atomics.store(slot.cells, END, reason);
-    Atomics.notify(slot.cells, END);
+    bump(this.#releases); // wakes the call if it sleeps in a lock's back-off
     if (slot.running) this.#post(slot, { t: "end", id: call.id, reason });
   }
 
@@ -359,7 +361,7 @@ export class WorkerPool {
     Atomics.store(slot.cells, WAIT_SINCE, 0);
     slot.running = true;
     const { argv, env, pid, umask } = call.job;
-    this.#post(slot, { t: "run", id: call.id, argv, env, pid, umask, cells: slot.cells.buffer as SharedArrayBuffer });
+    this.#post(slot, { t: "run", id: call.id, argv, env, pid, umask, cells: slot.cells.buffer as SharedArrayBuffer, releases: this.#releases.buffer as SharedArrayBuffer });
     // The call's stdin follows as soon as it is complete, unasked: the call finds it there when it reads.
     void call.job.stdin().then((got) => {
       if (slot.call !== call) return;

@@ -72,7 +72,7 @@ export function serveCalls(runCall: CallRunner, versionsOf: VersionsOf, self: Wo
   async function run(msg: Extract<ToWorker, { t: "run" }>): Promise<void> {
     const call: Current = {
       id: msg.id,
-      scope: workerCallScope(new Int32Array(msg.cells)),
+      scope: workerCallScope(new Int32Array(msg.cells), new Int32Array(msg.releases)),
       versions: versionsOf(msg.argv),
       stdin: undefined,
       reader: undefined,

@@ -6,20 +6,22 @@
  * - Asynchronous waits (a delegate's exec, the dhcp daemon) watch `signal`. It is aborted by the
  *   pool's "end" message, which arrives whenever the thread's event loop runs, i.e. during exactly
  *   those waits.
- * - Synchronous waits (a lock held by someone else) sleep in `pause` on the END cell, which the
- *   pool sets and notifies: they wake at once, even while the event loop is blocked.
+ * - Synchronous waits (a lock held by someone else) sleep in the lock waiter's pause on the
+ *   process's RELEASES cell, which every thread bumps and notifies when it releases a lock, and the
+ *   pool when it ends a call: they wake at once, even while the event loop is blocked, to try the
+ *   lock again or to see that their call has ended (END).
  * - While in either, the call counts as waiting (the WAITING and WAIT_SINCE cells), which
  *   admission reads.
  */
 import { CallEndedError, type CallScope } from "../shared/cni/call-scope.ts";
-import { END, WAIT_SINCE, WAITING, clockMs, endReasonText } from "./call-cells.ts";
+import { END, WAIT_SINCE, WAITING, bump, clockMs, endReasonText } from "./call-cells.ts";
 
 export interface WorkerCallScope extends CallScope {
   /** The pool's "end" message for this call. */
   end(reason: number): void;
 }
 
-export function workerCallScope(cells: Int32Array): WorkerCallScope {
+export function workerCallScope(cells: Int32Array, releases: Int32Array): WorkerCallScope {
   const controller = new AbortController();
   const end = (reason: number): void => {
     if (!controller.signal.aborted) controller.abort(new CallEndedError(endReasonText(reason)));
@@ -42,16 +44,20 @@ export function workerCallScope(cells: Int32Array): WorkerCallScope {
   return {
     signal: controller.signal,
     end,
-    pause(ms) {
-      if (!ended()) {
-        waiting();
-        try {
-          Atomics.wait(cells, END, 0, ms);
-        } finally {
-          working();
+    lockWaiter: {
+      epoch: () => Atomics.load(releases, 0),
+      pause(ms, epoch) {
+        if (!ended()) {
+          waiting();
+          try {
+            Atomics.wait(releases, 0, epoch, ms);
+          } finally {
+            working();
+          }
         }
-      }
-      if (ended()) throw controller.signal.reason;
+        if (ended()) throw controller.signal.reason;
+      },
+      released: () => bump(releases),
     },
     async waitOn(wait) {
       waiting();

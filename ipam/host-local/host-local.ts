@@ -31,7 +31,7 @@ function add(args: CmdArgs): Result {
   const conf = loadIPAMConfig(args.config, args.args);
   const frame = resultFrame(conf);
   const plan = planRequests(conf);
-  const store = DiskStore.open(conf.name, conf.dataDir, { pause: args.scope.pause });
+  const store = DiskStore.open(conf.name, conf.dataDir, { lockWaiter: args.scope.lockWaiter });
   try {
     const done: IPAllocator[] = [];
     const allocated: AllocatedIP[] = [];
@@ -66,7 +66,7 @@ function add(args: CmdArgs): Result {
 
 function check(args: CmdArgs): void {
   const conf = loadIPAMConfig(args.config, args.args);
-  const store = DiskStore.open(conf.name, conf.dataDir, { pause: args.scope.pause });
+  const store = DiskStore.open(conf.name, conf.dataDir, { lockWaiter: args.scope.lockWaiter });
   let found: boolean;
   try {
     store.lock();
@@ -83,7 +83,7 @@ function check(args: CmdArgs): void {
 
 function del(args: CmdArgs): void {
   const conf = loadIPAMConfig(args.config, args.args);
-  const store = DiskStore.open(conf.name, conf.dataDir, { pause: args.scope.pause });
+  const store = DiskStore.open(conf.name, conf.dataDir, { lockWaiter: args.scope.lockWaiter });
   const errors: string[] = [];
   try {
     // One release per range set, as upstream (each releases store-wide; later passes also sweep
@@ -104,7 +104,7 @@ function del(args: CmdArgs): void {
 
 function status(args: CmdArgs): void {
   const conf = loadIPAMConfig(args.config, args.args);
-  const store = DiskStore.openExisting(conf.name, conf.dataDir, { pause: args.scope.pause });
+  const store = DiskStore.openExisting(conf.name, conf.dataDir, { lockWaiter: args.scope.lockWaiter });
   if (store === null) return; // nothing reserved yet
   try {
     store.lock();
@@ -127,7 +127,7 @@ function gc(args: CmdArgs): void {
   const conf = loadIPAMConfig(args.config, args.args);
   const valid = parseValidAttachments(args.config);
   if (valid === undefined) return;
-  const store = DiskStore.openExisting(conf.name, conf.dataDir, { pause: args.scope.pause });
+  const store = DiskStore.openExisting(conf.name, conf.dataDir, { lockWaiter: args.scope.lockWaiter });
   if (store === null) return;
   try {
     store.lock();

@@ -32,7 +32,7 @@ import { bridgeNameFor, hostAddresses, policyFamilies } from "./target.ts";
 /** What the plugin talks to; tests pass fakes. */
 export interface FirewallDeps {
   /** The firewall tools for one invocation, run with its environment. */
-  drivers(env: CmdArgs["env"], pause: CmdArgs["scope"]["pause"]): FirewallDrivers;
+  drivers(env: CmdArgs["env"], lockWaiter: CmdArgs["scope"]["lockWaiter"]): FirewallDrivers;
   /** The firewalld backend for a bus address. */
   firewalld(address: string): FirewalldBackend;
   /** Upstream isFirewalldRunning. */
@@ -64,7 +64,7 @@ export async function backendName(requested: FirewallBackendName | undefined, ar
 
 /** The requested backend; without one, firewalld when it runs, else the shared default. */
 export async function selectBackend(requested: FirewallBackendName | undefined, args: CmdArgs, deps: FirewallDeps): Promise<FirewallBackend> {
-  const d = deps.drivers(args.env, args.scope.pause);
+  const d = deps.drivers(args.env, args.scope.lockWaiter);
   const name = await backendName(requested, args, deps, d);
   return name === "firewalld" ? deps.firewalld(systemBusAddress(args.env)) : firewallFeatures(d)[name];
 }
@@ -109,7 +109,7 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
       const record = { network: conf.name, containerID: args.containerID, ifName: args.ifName, backend: backend.backend, zone: conf.zone, addrs: t.addrs };
       annotate(`failed to record the attachment under ${deps.stateDir}`, () => recordAttachment(deps.stateDir, record));
     }
-    const lock = lockOf(deps.drivers(args.env, args.scope.pause));
+    const lock = lockOf(deps.drivers(args.env, args.scope.lockWaiter));
     if (backend.backend !== "firewalld") {
       lock.whileAdding(attachmentOf(conf, args), () => backend.setup(t));
       return prev;
@@ -118,7 +118,7 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
     lock.whileAdding(attachmentOf(conf, args), () => {});
     await backend.setup(t);
     // As upstream, the ingress policy of the firewalld backend is enforced with iptables.
-    if (t.policy !== "open") lock.whileAdding(attachmentOf(conf, args), () => addIsolationIptables(deps.drivers(args.env, args.scope.pause).iptables, t));
+    if (t.policy !== "open") lock.whileAdding(attachmentOf(conf, args), () => addIsolationIptables(deps.drivers(args.env, args.scope.lockWaiter).iptables, t));
     return prev;
   }
 
@@ -136,7 +136,7 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
     const t = target(conf, args, prevResultFrom(args), false);
     // Without prevResult, the addresses ADD recorded for this backend.
     if (t.addrs.length === 0 && record?.backend === backend.backend) t.addrs = record.addrs;
-    const lock = lockOf(deps.drivers(args.env, args.scope.pause));
+    const lock = lockOf(deps.drivers(args.env, args.scope.lockWaiter));
     if (backend.backend === "firewalld") {
       // D-Bus is asynchronous: the lock is never held across it (only the deletion mark is left).
       lock.whileDeleting(attachmentOf(conf, args), () => {});
@@ -153,7 +153,7 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
     const keep = validAttachmentsOf(args.config);
     if (keep === undefined) return; // absent or malformed: collect nothing
     const firewalld = (): FirewalldBackend => deps.firewalld(systemBusAddress(args.env));
-    await collectFirewall(conf, keep, { features: firewallFeatures(deps.drivers(args.env, args.scope.pause)), firewalld, stateDir: deps.stateDir, nodeAddresses: deps.nodeAddresses });
+    await collectFirewall(conf, keep, { features: firewallFeatures(deps.drivers(args.env, args.scope.lockWaiter)), firewalld, stateDir: deps.stateDir, nodeAddresses: deps.nodeAddresses });
   }
 
   return {

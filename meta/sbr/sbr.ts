@@ -29,7 +29,7 @@ function add(args: CmdArgs): Result {
 
   using ns = openContainerNetns(args.netns);
   // Upstream's lock: an exclusive flock on the netns file itself (the one just opened; nothing is created).
-  using _lock = lockFd(ns.fd, args.scope.pause);
+  using _lock = lockFd(ns.fd, args.scope.lockWaiter);
   using nl = Handle.open(ns);
   if (conf.table !== undefined) addRulesOnly(nl, addrs, conf.table);
   else setupSourceRouting(nl, conf, args.ifName, addrs);
@@ -76,7 +76,7 @@ function del(args: CmdArgs): void {
   const ns = openNetnsForDel(args.netns);
   if (ns === undefined) return;
   using owned = ns;
-  using _lock = lockFd(owned.fd, args.scope.pause);
+  using _lock = lockFd(owned.fd, args.scope.lockWaiter);
   using nl = Handle.open(owned);
   // When the interface is gone, only the prevResult's addresses say which rules are ours.
   const link = annotate(`Failed to get link ${args.ifName}`, () => nl.linkFind(args.ifName));

@@ -104,7 +104,7 @@ const MASQUERADE_STEP = "masquerade rules";
  */
 function teardownSteps(conf: BridgeConf, args: CmdArgs, created?: CreatedLink): TeardownStep[] {
   const attachment = { containerID: args.containerID, ifName: args.ifName };
-  const d = systemFirewallDrivers(args.env, args.scope.pause);
+  const d = systemFirewallDrivers(args.env, args.scope.lockWaiter);
   const spoofcheck = (): void => lockOf(d).whileDeleting({ network: conf.name, ...attachment }, () => teardownSpoofCheck(attachment, d.nftables));
   const masquerade = (): void => {
     const ips = containerAddressHint(args, created);
@@ -167,7 +167,7 @@ async function add(args: CmdArgs): Promise<Result> {
     if (conf.macspoofchk) {
       undo.reached(SPOOFCHECK_STEP);
       const spoofcheck = { hostVeth: veth.host.name, containerMac: veth.container.mac, containerID: args.containerID, ifName: args.ifName };
-      const d = systemFirewallDrivers(args.env, args.scope.pause);
+      const d = systemFirewallDrivers(args.env, args.scope.lockWaiter);
       lockOf(d).whileAdding({ network: conf.name, ...spoofcheck }, () => setupSpoofCheck(spoofcheck, d.nftables));
     }
 
@@ -205,7 +205,7 @@ async function add(args: CmdArgs): Promise<Result> {
         setupIPMasq(
           { network: conf.name, containerID: args.containerID, ifName: args.ifName, ips: result.ips.map((i) => i.address) },
           masqBackend,
-          systemFirewallDrivers(args.env, args.scope.pause),
+          systemFirewallDrivers(args.env, args.scope.lockWaiter),
         );
       }
     } else if (!conf.disableContainerInterface) {

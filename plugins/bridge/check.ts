@@ -106,7 +106,7 @@ export function checkBridge(args: CmdArgs, conf: BridgeConf, ns: NetNS): void {
     checkIPMasq(
       { network: conf.name, containerID: args.containerID, ifName: args.ifName, ips },
       parseMasqBackend(conf.ipMasqBackend),
-      systemFirewallDrivers(args.env, args.scope.pause),
+      systemFirewallDrivers(args.env, args.scope.lockWaiter),
     );
   }
 }

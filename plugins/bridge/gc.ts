@@ -34,7 +34,7 @@ export async function collectGarbage(conf: BridgeConf, args: CmdArgs): Promise<v
       },
     },
   ];
-  const d = systemFirewallDrivers(args.env, args.scope.pause);
+  const d = systemFirewallDrivers(args.env, args.scope.lockWaiter);
   if (keep !== undefined && conf.ipMasq) steps.push({ name: "masquerade rules", run: () => gcIPMasq(conf.name, keep, d) });
   if (keep !== undefined && conf.macspoofchk) {
     steps.push({ name: "spoof-check rules", run: () => gcSpoofCheck(keep, portOfBridgeOrGone(conf.bridge), d.nftables) });

@@ -21,7 +21,7 @@ export function setupMasq(conf: PtpConfig, args: CmdArgs, ips: readonly IPConfig
   setupIPMasq(
     { network: conf.name, containerID: args.containerID, ifName: args.ifName, ips: ips.map((i) => i.address) },
     backend,
-    systemFirewallDrivers(args.env, args.scope.pause),
+    systemFirewallDrivers(args.env, args.scope.lockWaiter),
   );
 }
 
@@ -36,7 +36,7 @@ export function teardownMasq(conf: PtpConfig, args: CmdArgs, ips: readonly strin
     ifName: args.ifName,
     backend: conf.ipMasqBackend,
     ...(ips !== undefined && ips.length > 0 ? { ips: [...ips] } : {}),
-  }, systemFirewallDrivers(args.env, args.scope.pause));
+  }, systemFirewallDrivers(args.env, args.scope.lockWaiter));
 }
 
 /** CHECK: the attachment's masquerade rules exist for `ips` (CIDRs). */
@@ -44,7 +44,7 @@ export function checkMasq(conf: PtpConfig, args: CmdArgs, ips: readonly string[]
   checkIPMasq(
     { network: conf.name, containerID: args.containerID, ifName: args.ifName, ips: [...ips] },
     masqBackendOf(conf),
-    systemFirewallDrivers(args.env, args.scope.pause),
+    systemFirewallDrivers(args.env, args.scope.lockWaiter),
   );
 }
 
@@ -53,5 +53,5 @@ export function checkMasq(conf: PtpConfig, args: CmdArgs, ips: readonly string[]
  * the runtime no longer lists (see gcIPMasq).
  */
 export function gcMasq(conf: PtpConfig, args: CmdArgs, keep: readonly { containerID: string; ifName: string }[]): void {
-  gcIPMasq(conf.name, keep, systemFirewallDrivers(args.env, args.scope.pause));
+  gcIPMasq(conf.name, keep, systemFirewallDrivers(args.env, args.scope.lockWaiter));
 }

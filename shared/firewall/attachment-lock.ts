@@ -22,7 +22,7 @@
  * container's namespace is gone and reload skips it as dead.
  */
 import { hashPrefix } from "./naming.ts";
-import type { Pause } from "../sys/fd-lock.ts";
+import type { LockWaiter } from "../sys/fd-lock.ts";
 import { FileLock } from "../sys/flock.ts";
 import { joinPath, mkdirAll, readDir, readTextFile, replaceFile, rmdir, stat, statIfExists, unlinkIfExists } from "../sys/file.ts";
 import { annotate } from "../error/annotate.ts";
@@ -78,12 +78,12 @@ function openLock(dir: string): FileLock {
 
 /**
  * Holds the node's firewall lock until disposed, waiting as long as needed (blocks the thread); in
- * the resident agent `pause` (the call's scope) ends the wait when the call is ended.
+ * the resident agent `waiter` (the call's scope) ends the wait when the call is ended.
  */
-export function lockFirewall(dir = RELOAD_STATE_DIR, pause?: Pause): Disposable {
+export function lockFirewall(dir = RELOAD_STATE_DIR, waiter?: LockWaiter): Disposable {
   const lock = openLock(dir);
   try {
-    lock.lock(pause);
+    lock.lock(waiter);
   } catch (err) {
     lock.close();
     throw err;
@@ -177,20 +177,20 @@ export interface AttachmentLock {
 }
 
 /**
- * The lock and marks under `dir` (the node's: {@link RELOAD_STATE_DIR}); `pause`: how a wait for the
+ * The lock and marks under `dir` (the node's: {@link RELOAD_STATE_DIR}); `waiter`: how a wait for the
  * lock ends (lockFirewall).
  */
-export function attachmentLock(dir = RELOAD_STATE_DIR, pause?: Pause): AttachmentLock {
+export function attachmentLock(dir = RELOAD_STATE_DIR, waiter?: LockWaiter): AttachmentLock {
   return {
     whileAdding(a, fn) {
-      using _lock = annotate(`failed to take the firewall lock ${lockPath(dir)}`, () => lockFirewall(dir, pause));
+      using _lock = annotate(`failed to take the firewall lock ${lockPath(dir)}`, () => lockFirewall(dir, waiter));
       clearDeletionMark(a, dir);
       return fn();
     },
     whileDeleting(a, fn) {
       let lock: Disposable | undefined;
       try {
-        lock = lockFirewall(dir, pause);
+        lock = lockFirewall(dir, waiter);
         const now = Date.now();
         writeMark(dir, a, now);
         sweepOldMarks(dir, now);

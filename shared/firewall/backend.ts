@@ -17,7 +17,7 @@
 import { annotateError } from "../error/annotate.ts";
 import type { ValidAttachment } from "../cni/netconf.ts";
 import { TeardownError } from "../cni/teardown.ts";
-import type { Pause } from "../sys/fd-lock.ts";
+import type { LockWaiter } from "../sys/fd-lock.ts";
 import { attachmentLock, UNCOORDINATED, type AttachmentLock } from "./attachment-lock.ts";
 import { CommandNotFoundError, type ToolEnv } from "./exec.ts";
 import { systemIptables, type IptablesDriver } from "./iptables/driver.ts";
@@ -38,11 +38,11 @@ export interface FirewallDrivers {
 
 /**
  * The host's iptables (variant detected on first use) and nft, for one invocation with environment
- * `env`, and the node's attachment lock, whose waits end through `pause` (the invocation's
- * CmdArgs.scope.pause; none in a plugin process or a command of its own).
+ * `env`, and the node's attachment lock, whose waits end through `waiter` (the invocation's
+ * CmdArgs.scope.lockWaiter; none in a plugin process or a command of its own).
  */
-export function systemFirewallDrivers(env: ToolEnv, pause?: Pause): FirewallDrivers {
-  return { iptables: systemIptables(env), nftables: systemNft(env), lock: attachmentLock(undefined, pause) };
+export function systemFirewallDrivers(env: ToolEnv, waiter?: LockWaiter): FirewallDrivers {
+  return { iptables: systemIptables(env), nftables: systemNft(env), lock: attachmentLock(undefined, waiter) };
 }
 
 /** The attachment lock of `d` (none for fakes). */

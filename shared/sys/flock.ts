@@ -8,7 +8,7 @@
  */
 
 import { LOCK_UN, O_CREAT, O_NOFOLLOW, O_RDONLY } from "./constants.ts";
-import { takeLock, tryLockFd, type Pause } from "./fd-lock.ts";
+import { takeLock, tryLockFd, type LockWaiter } from "./fd-lock.ts";
 import { OwnedFd } from "./fd.ts";
 import { open } from "./file.ts";
 import { flock } from "./libc.ts";
@@ -17,6 +17,8 @@ export class FileLock {
   readonly path: string;
   readonly #file: OwnedFd;
   #held = false;
+  /** Told when the lock taken with it is released. */
+  #waiter: LockWaiter | undefined;
 
   private constructor(path: string, file: OwnedFd) {
     this.path = path;
@@ -42,10 +44,11 @@ export class FileLock {
     return this.#held;
   }
 
-  /** Takes the exclusive lock; how the wait ends: `pause`, as in fd-lock.ts. */
-  lock(pause?: Pause): void {
-    takeLock(this.#file.fd, pause);
+  /** Takes the exclusive lock; how the wait ends and who is told of the release: `waiter`, as in fd-lock.ts. */
+  lock(waiter?: LockWaiter): void {
+    takeLock(this.#file.fd, waiter);
     this.#held = true;
+    this.#waiter = waiter;
   }
 
   /** Tries to take the exclusive lock without waiting; false when someone else holds it. */
@@ -58,13 +61,21 @@ export class FileLock {
   unlock(): void {
     if (!this.#held) return;
     flock(this.#file.fd, LOCK_UN);
-    this.#held = false;
+    this.#released();
   }
 
   /** Closes the file, which also releases the lock. Idempotent. */
   close(): void {
-    this.#held = false;
+    const held = this.#held;
     this.#file.close();
+    if (held) this.#released();
+  }
+
+  #released(): void {
+    this.#held = false;
+    const waiter = this.#waiter;
+    this.#waiter = undefined;
+    waiter?.released();
   }
 
   [Symbol.dispose](): void {

@@ -215,6 +215,7 @@ describe.skipIf(!sandboxed())("the agent never wedges a node", () => {
     expect(throughAgent).toBeLessThan(standalone + 500);
 
     await Promise.all(silent.map((s) => s.call)); // they hang up (4 s): their calls end
+    await waitFor("the silent callers' calls to end", () => (agent.log().match(/served \S+ ADD silent-/g)?.length ?? 0) === MAX_WORKERS);
     const lo = await execPlugin("loopback", via(agent.socket, { command: "ADD", containerID: "after", netns: unrelated.path, ifName: "lo", config: { cniVersion: "1.0.0", name: "lo", type: "loopback" } }));
     expect(describeRun(lo)).toStartWith("exit=0");
     expect(agent.log()).toMatch(/served \S+\/loopback ADD after /);

@@ -91,7 +91,7 @@ import {
 import { close } from "../../../shared/sys/libc.ts";
 import { InternalError, InvalidConfigError } from "../../../shared/cni/errors.ts";
 import { PathError } from "../../../shared/sys/path-error.ts";
-import type { Pause } from "../../../shared/sys/fd-lock.ts";
+import type { LockWaiter } from "../../../shared/sys/fd-lock.ts";
 import { FileLock } from "../../../shared/sys/flock.ts";
 import { formatIP, parseIP, type IPAddr } from "../../../shared/ip/addr.ts";
 import { DirView, isStable, LAST_RESERVED_PREFIX, LOCK_NAME, readEntry, scanDirectory, TEMP_NAME, type Verification } from "./dir-view.ts";
@@ -103,8 +103,8 @@ export const DEFAULT_DATA_DIR = "/var/lib/cni/networks";
 
 /** The lock the store needs (satisfied by shared/sys FileLock). */
 export interface StoreLock {
-  /** `pause`: how a wait for the lock ends (shared/sys/fd-lock.ts). */
-  lock(pause?: Pause): void;
+  /** `waiter`: how a wait for the lock ends (shared/sys/fd-lock.ts). */
+  lock(waiter?: LockWaiter): void;
   unlock(): void;
   close(): void;
 }
@@ -112,8 +112,8 @@ export interface StoreLock {
 export interface DiskStoreOptions {
   /** Opens the lock file; default FileLock.open (flock, shared with Go). */
   openLock?: (path: string) => StoreLock;
-  /** How a wait for the lock ends: the call's scope (CmdArgs.scope.pause); none in a plugin process. */
-  pause?: Pause | undefined;
+  /** How a wait for the lock ends: the call's scope (CmdArgs.scope.lockWaiter); none in a plugin process. */
+  lockWaiter?: LockWaiter | undefined;
   /** Wall clock in milliseconds; default Date.now. */
   nowMs?: () => number;
   /** Use the owner index (default true); false behaves like upstream: read every file. */
@@ -155,7 +155,7 @@ export class DiskStore implements Store {
   readonly dir: string;
   readonly stats: DiskStoreStats = { trustedLoads: 0, scans: 0, filesRead: 0 };
   readonly #lock: StoreLock;
-  readonly #pause: Pause | undefined;
+  readonly #lockWaiter: LockWaiter | undefined;
   readonly #nowMs: () => number;
   readonly #useIndex: boolean;
   #locked = false;
@@ -170,7 +170,7 @@ export class DiskStore implements Store {
   private constructor(dir: string, lock: StoreLock, opts: DiskStoreOptions) {
     this.dir = dir;
     this.#lock = lock;
-    this.#pause = opts.pause;
+    this.#lockWaiter = opts.lockWaiter;
     this.#nowMs = opts.nowMs ?? Date.now;
     this.#useIndex = opts.ownerIndex ?? true;
   }
@@ -208,7 +208,7 @@ export class DiskStore implements Store {
   }
 
   lock(forAllocation = false): void {
-    this.#lock.lock(this.#pause);
+    this.#lock.lock(this.#lockWaiter);
     this.#locked = true;
     this.#forAllocation = forAllocation;
     this.#view = null;
