@@ -17,7 +17,7 @@ BINDIR ?= /opt/cni/bin
 SYSTEMDDIR ?= /etc/systemd/system
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 PLUGINS = $(shell $(BUN) build/list-plugins.ts 2>/dev/null)
-SOURCES := $(shell find build operator agent shared plugins ipam meta -name '*.ts' ! -name '*.test.ts' 2>/dev/null)
+SOURCES := $(shell find cli registry operator agent shared plugins ipam meta -name '*.ts' ! -name '*.test.ts' 2>/dev/null)
 # Shared by the shim and the agent of one build: the agent serves only shims of its own build.
 BUILD_ID := $(shell cat $(sort $(SOURCES)) $(SHIM_SOURCE) package-lock.json 2>/dev/null | sha256sum | cut -c1-16)
 # Release artifacts (deploy/): Debian/Go architecture names, as in upstream's tarball names.
@@ -42,13 +42,13 @@ deps: node_modules/.installed
 
 build: $(BINARY)
 
-# The multi-call executable (entries: build/entry.ts, and agent/worker.ts for the agent's threads),
+# The multi-call executable (entries: cli/entry.ts, and agent/worker.ts for the agent's threads),
 # the shim, and one hard link to the shim per plugin name.
 $(BINARY): node_modules/.installed $(SOURCES) $(SHIM_SOURCE) Makefile
 	@mkdir -p $(DIST)
 	$(BUN) build $(COMPILE_FLAGS) \
 		--define 'CNI_BUILD_VERSION="$(VERSION)"' --define 'CNI_BUILD_ID="$(BUILD_ID)"' \
-		build/entry.ts agent/worker.ts --outfile $(BINARY)
+		cli/entry.ts agent/worker.ts --outfile $(BINARY)
 	$(CC) $(SHIM_CFLAGS) -DCNI_BUILD_ID='"$(BUILD_ID)"' -o $(SHIM) $(SHIM_SOURCE)
 	@rm -f $(filter-out $(BINARY) $(SHIM),$(wildcard $(DIST)/*))
 	@for p in $$($(BUN) build/list-plugins.ts); do ln -f $(SHIM) $(DIST)/$$p; done
@@ -57,14 +57,14 @@ $(BINARY): node_modules/.installed $(SOURCES) $(SHIM_SOURCE) Makefile
 # The executable, the shim and a link to the shim per plugin name into BINDIR; the systemd units of
 # the resident agent (cni-plugins.{service,socket}, cni-plugins-dhcp.socket) and of the dhcp daemon
 # (cni-dhcp.{service,socket}) into SYSTEMDDIR, none enabled.
-UNITS := $(notdir $(wildcard build/*.service build/*.socket))
+UNITS := $(notdir $(wildcard deploy/systemd/*.service deploy/systemd/*.socket))
 install: build
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 0755 $(BINARY) $(DESTDIR)$(BINDIR)/cni-plugins
 	install -m 0755 $(SHIM) $(DESTDIR)$(BINDIR)/cni-plugins-shim
 	@for p in $$($(BUN) build/list-plugins.ts); do ln -f $(DESTDIR)$(BINDIR)/cni-plugins-shim $(DESTDIR)$(BINDIR)/$$p; done
 	install -d $(DESTDIR)$(SYSTEMDDIR)
-	@for u in $(UNITS); do sed 's#/opt/cni/bin/#$(BINDIR)/#g' build/$$u > $(DESTDIR)$(SYSTEMDDIR)/$$u && chmod 0644 $(DESTDIR)$(SYSTEMDDIR)/$$u; done
+	@for u in $(UNITS); do sed 's#/opt/cni/bin/#$(BINDIR)/#g' deploy/systemd/$$u > $(DESTDIR)$(SYSTEMDDIR)/$$u && chmod 0644 $(DESTDIR)$(SYSTEMDDIR)/$$u; done
 
 # dist/cni-plugins-ts-linux-$(ARCH)-$(VERSION).tgz (extract into /opt/cni/bin) + dist/SHA256SUMS.
 dist: build

@@ -26,7 +26,10 @@ import {
  * A request the agent offers to its pool (which accepts or refuses it, now or within its admission
  * bound) or refuses at once (the shim then runs the standalone executable).
  */
-export type Decision = { serve: true; offer(job: Job): Offered } | { serve: false; reason: string };
+export type Decision = { serve: true; offer(job: CallerJob): Offered } | { serve: false; reason: string };
+
+/** A job as the connection knows it: what the decision adds (the plugin, the attachment) left out. */
+export type CallerJob = Omit<Job, "plugin" | "attachment">;
 
 export interface ConnectionHooks {
   /** Whether to serve `request` from the peer on `fd` (and how to run it). */

@@ -5,7 +5,7 @@
  * process image unchanged: no call ever finds the socket missing.
  *
  * Names: "agent" for the plugin socket and "dhcp" for the dhcp daemon's (FileDescriptorName= in
- * build/cni-plugins.socket and build/cni-plugins-dhcp.socket); a single unnamed fd is the agent's.
+ * deploy/systemd/cni-plugins.socket and deploy/systemd/cni-plugins-dhcp.socket); a single unnamed fd is the agent's.
  * Across a restart a listener whose file the agent created itself is passed as "<name>+owned", so
  * the new image still removes the file when it finally stops.
  */

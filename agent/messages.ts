@@ -3,11 +3,11 @@
 /** main → worker */
 export type ToWorker =
   /**
-   * Run one plugin call, as a process started with `argv` and `env` by `pid` would. `cells`: the
+   * Run one call of `plugin`, as its process started with `env` by `pid` would. `cells`: the
    * memory the thread shares with the pool about its calls, `releases` the one all threads share
    * (call-cells.ts; the same every time).
    */
-  | { t: "run"; id: number; argv: string[]; env: Record<string, string>; pid: number; umask: number; cells: SharedArrayBuffer; releases: SharedArrayBuffer }
+  | { t: "run"; id: number; plugin: string; env: Record<string, string>; pid: number; umask: number; cells: SharedArrayBuffer; releases: SharedArrayBuffer }
   /** End the call now (its caller went away, or its time is up): `reason` as call-cells.ts's EndReason. */
   | { t: "end"; id: number; reason: number }
   /** The call's stdin, or why it cannot be had (`error`): sent once complete, whether the call reads it or not. */

@@ -55,6 +55,7 @@ class Caller {
   job(attachment?: string): Job {
     return {
       argv: ["/opt/cni/bin/loopback"],
+      plugin: "loopback",
       env: this.env,
       pid: 1,
       umask: 0o022,

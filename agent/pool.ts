@@ -29,6 +29,8 @@ import type { FromWorker, StdinError, ToWorker } from "./messages.ts";
 /** One call, as the pool sees it: its inputs, how it is answered, and where its stdin comes from. */
 export interface Job {
   argv: string[];
+  /** The plugin the call runs (registry/run.ts `pluginNameOf` of `argv`, worked out once by the agent). */
+  plugin: string;
   env: Record<string, string>;
   pid: number;
   umask: number;
@@ -360,8 +362,8 @@ export class WorkerPool {
     Atomics.store(slot.cells, WAITING, 0);
     Atomics.store(slot.cells, WAIT_SINCE, 0);
     slot.running = true;
-    const { argv, env, pid, umask } = call.job;
-    this.#post(slot, { t: "run", id: call.id, argv, env, pid, umask, cells: slot.cells.buffer as SharedArrayBuffer, releases: this.#releases.buffer as SharedArrayBuffer });
+    const { plugin, env, pid, umask } = call.job;
+    this.#post(slot, { t: "run", id: call.id, plugin, env, pid, umask, cells: slot.cells.buffer as SharedArrayBuffer, releases: this.#releases.buffer as SharedArrayBuffer });
     // The call's stdin follows as soon as it is complete, unasked: the call finds it there when it reads.
     void call.job.stdin().then((got) => {
       if (slot.call !== call) return;

@@ -14,8 +14,8 @@
  * too, on its own socket.
  */
 import type { Socket } from "bun";
-import { routeOf } from "../build/dispatch.ts";
-import { buildId } from "../build/version.ts";
+import { pluginNameOf } from "../registry/run.ts";
+import { buildId } from "../registry/version.ts";
 import { writeAllSync } from "../shared/cni/stdio.ts";
 import { readTextFile } from "../shared/sys/file.ts";
 import { blockSignals, execve, ignoreSignal } from "../shared/sys/process.ts";
@@ -209,7 +209,8 @@ export class Agent {
     if (request.protocol !== PROTOCOL_VERSION) return refuse(`protocol ${request.protocol}, the agent speaks ${PROTOCOL_VERSION}`);
     if (request.buildId !== this.#build || this.#build === "") return refuse(`shim of build ${request.buildId}, the agent is ${this.#build || "unknown"}`);
     const argv0 = request.argv[0] ?? "";
-    if (routeOf(argv0.slice(argv0.lastIndexOf("/") + 1), request.argv.slice(1)).kind !== "plugin") return refuse(`not a plugin call: ${argv0}`);
+    const plugin = pluginNameOf(request.argv);
+    if (plugin === undefined) return refuse(`not a plugin call: ${argv0}`);
     const why = refusalFor(fd, request.pid, this.#self);
     if (why !== "") return refuse(why);
     this.#armIdle();
@@ -219,6 +220,7 @@ export class Agent {
       offer: (job) =>
         this.#pool.offer({
           ...job,
+          plugin,
           attachment: attachmentOf(job.env),
           refuse: (reason) => {
             this.#refused++;

@@ -24,10 +24,10 @@ import { idleCollector } from "./idle-gc.ts";
 import { workerCallScope, type WorkerCallScope } from "./worker-scope.ts";
 import type { FromWorker, StdinError, ToWorker } from "./messages.ts";
 
-/** Runs one call (`argv` as the process would get it) with `io`; its exit status. */
-export type CallRunner = (argv: readonly string[], io: PluginIO) => Promise<number>;
-/** The spec versions of the plugin `argv` calls (an internal error is labelled with the newest). */
-export type VersionsOf = (argv: readonly string[]) => readonly string[];
+/** Runs one call of `plugin` with `io`; its exit status. */
+export type CallRunner = (plugin: string, io: PluginIO) => Promise<number>;
+/** The spec versions of `plugin` (an internal error is labelled with the newest). */
+export type VersionsOf = (plugin: string) => readonly string[];
 
 /** The call being run: its stdin (arrived, or awaited), what ends its waits, and whether it has been answered. */
 interface Current {
@@ -73,7 +73,7 @@ export function serveCalls(runCall: CallRunner, versionsOf: VersionsOf, self: Wo
     const call: Current = {
       id: msg.id,
       scope: workerCallScope(new Int32Array(msg.cells), new Int32Array(msg.releases)),
-      versions: versionsOf(msg.argv),
+      versions: versionsOf(msg.plugin),
       stdin: undefined,
       reader: undefined,
       answered: false,
@@ -90,7 +90,7 @@ export function serveCalls(runCall: CallRunner, versionsOf: VersionsOf, self: Wo
         // The caller's directory cannot be entered (gone, or a race): stay at /.
       }
       mask = setUmask(msg.umask);
-      status = await runCall(msg.argv, {
+      status = await runCall(msg.plugin, {
         env: msg.env,
         readStdin: () => {
           const got = call.stdin;
@@ -109,7 +109,7 @@ export function serveCalls(runCall: CallRunner, versionsOf: VersionsOf, self: Wo
         scope: call.scope,
       });
     } catch (err) {
-      // What a plugin process prints when its dispatch itself fails (build/dispatch.ts `run`).
+      // What a plugin process prints when its dispatch itself fails (cli/dispatch.ts `run`).
       stderr += `internal error: ${describe(err)}\n`;
       status = 2;
     } finally {

@@ -140,7 +140,7 @@ function pluginDir(name: string): string | undefined {
 
 export async function collect(): Promise<PluginFields> {
   instrument();
-  const { PLUGINS, pluginNames } = await import("./registry.ts");
+  const { PLUGINS, pluginNames } = await import("../registry/registry.ts");
   const { netConfFields } = await import("../shared/cni/netconf.ts");
   for (const name of pluginNames()) await PLUGINS[name]!.load();
   const base: Record<string, Schema<unknown>> = netConfFields;

@@ -21,7 +21,7 @@ import { CALL_LOG_ENV, CALL_LOG_KEY, runPlugin } from "../shared/cni/skel.ts";
 import { useFixtureCleanup } from "../test/harness/cleanup.ts";
 import { makeTempDir } from "../test/harness/tempdir.ts";
 import type { FieldInfo, FieldKind, PluginFields } from "./config-fields.ts";
-import { lookupPlugin, pluginNames } from "./registry.ts";
+import { lookupPlugin, pluginNames } from "../registry/registry.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const DOCS = join(ROOT, "docs");

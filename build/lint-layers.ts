@@ -6,16 +6,19 @@
  *   so the layers read bottom-up: error, ip → sys → netns → netlink, sysctl → cni → firewall, ipam → iface;
  * - only shared/sys imports bun:ffi;
  * - only shared/cni/invoke.ts and shared/firewall/exec.ts spawn processes (test/ and build/ exempt);
- * - no static import of node:fs, node:path or node:child_process (each costs a plugin process
- *   milliseconds and megabytes at load, docs/performance.md): files go through shared/sys/file.ts
- *   (LAZY_NODE_MODULES lists the exceptions);
+ * - no static import of node:fs, node:path or node:child_process in what a plugin process loads
+ *   (plugin code, and ON_EVERY_CALL of cli/; each costs a plugin process milliseconds and megabytes
+ *   at load, docs/performance.md): files go through shared/sys/file.ts (STATIC_NODE_IMPORT_OK lists
+ *   the exceptions);
  * - no async/await in shared/netns, shared/netlink, shared/sysctl;
- * - plugin code (plugins/, ipam/, meta/, and shared/ but for shared/sys/phases.ts, a per-process
+ * - plugin code (plugins/, ipam/, meta/, registry/, and shared/ but for shared/sys/phases.ts, a per-process
  *   profiling switch) never reads process.env, process.stdout or process.stdin, nor writes to file
  *   descriptor 2 or the console: an invocation's environment and stderr come in CmdArgs, because
  *   the resident agent serves many invocations in one process (the dhcp daemon is exempt: it is a
- *   process of its own or a part of the agent, never an invocation);
- * - agent/ imports only shared/, build/ (the dispatch) and the dhcp daemon;
+ *   process of its own or a part of the agent, never an invocation; cli/, agent/ and operator/ own
+ *   their process, PROCESS_OWNERS);
+ * - the folders above the plugins import downwards only (UPPER_FOLDERS): cli → agent, operator →
+ *   registry → plugins/, ipam/, meta/ → shared/;
  * - test support modules (`testing.ts`) are imported only by tests.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -42,6 +45,23 @@ const SHARED_RANK: Readonly<Record<string, number>> = {
   ipam: 5,
   iface: 6,
 };
+/**
+ * The folders above the plugins, top down, and what each may import besides itself: cli (the
+ * executable's entry and commands) → agent, operator → registry (the plugins this build contains,
+ * and how a call runs one) → the plugins → shared. Nothing imports cli; nothing below the registry
+ * imports it.
+ */
+const UPPER_FOLDERS: Readonly<Record<string, readonly string[]>> = {
+  cli: ["agent", "operator", "registry", "shared"],
+  agent: ["registry", "shared"],
+  operator: ["registry", "shared"],
+  registry: ["plugins", "ipam", "meta", "shared"],
+};
+/** Imports of a plugin's part that is not a call, by the folder that hosts it: [importer prefix, target prefix]. */
+const EXTRA_IMPORTS: readonly (readonly [string, string])[] = [
+  ["agent/", "ipam/dhcp/daemon/"], // the dhcp daemon, run inside the agent
+  ["cli/", "ipam/dhcp/daemon/"], // `dhcp daemon`
+];
 const problems: string[] = [];
 
 /** Node modules that plugin processes load only on demand (`require` inside the function that needs it). */
@@ -67,10 +87,14 @@ function walk(dir: string, out: string[] = []): string[] {
 
 const IMPORT = /(?:import|export)\s[^"']*?from\s*["']([^"']+)["']|require\(\s*["']([^"']+)["']\s*\)|import\(\s*["']([^"']+)["']\s*\)/g;
 
+/** The folders whose code owns its process (or thread): it may read process.env and write to fd 2. */
+const PROCESS_OWNERS = ["cli", "agent", "operator"];
+/** Files of those folders that every plugin process loads (the node-module rule applies to them). */
+const ON_EVERY_CALL = ["cli/entry.ts", "cli/dispatch.ts"];
 /** Plugin code that may use process.env or fd 2 itself (see the header). */
 const OWN_PROCESS = [/^shared\/sys\/phases\.ts$/, /^ipam\/dhcp\/daemon\//];
 
-for (const top of ["plugins", "ipam", "meta", "shared", "agent"]) {
+for (const top of ["plugins", "ipam", "meta", "shared", "agent", "registry", "cli"]) {
   let files: string[] = [];
   try {
     files = walk(join(root, top));
@@ -86,7 +110,8 @@ for (const top of ["plugins", "ipam", "meta", "shared", "agent"]) {
       const spec = m[1] ?? m[2] ?? m[3] ?? "";
       if (spec === "bun:ffi" && !rel.startsWith("shared/sys/")) problems.push(`${rel}: imports bun:ffi outside shared/sys`);
       const staticValueImport = m[1] !== undefined && !/^(import|export)\s+type\s/.test(m[0]);
-      if (staticValueImport && !isTest && LAZY_NODE_MODULES.test(spec) && !STATIC_NODE_IMPORT_OK.some((ok) => ok.test(rel))) {
+      const loadedOnCalls = !PROCESS_OWNERS.includes(top) || ON_EVERY_CALL.includes(rel);
+      if (staticValueImport && !isTest && loadedOnCalls && LAZY_NODE_MODULES.test(spec) && !STATIC_NODE_IMPORT_OK.some((ok) => ok.test(rel))) {
         problems.push(`${rel}: imports ${spec} statically (use shared/sys/file.ts)`);
       }
       if (!spec.startsWith(".")) continue;
@@ -106,9 +131,10 @@ for (const top of ["plugins", "ipam", "meta", "shared", "agent"]) {
           problems.push(`${rel}: shared/${from} (rank ${fromRank}) must not import shared/${to} (rank ${toRank ?? "none"})`);
         }
       }
-      if (top === "agent") {
-        const allowed = targetTop === "shared" || targetTop === "build" || targetTop === "agent" || target.startsWith("ipam/dhcp/daemon/");
-        if (!allowed && !(isTest && targetTop === "test")) problems.push(`${rel}: agent/ must not import ${target}`);
+      const mayImport = UPPER_FOLDERS[top];
+      if (mayImport !== undefined) {
+        const allowed = targetTop === top || mayImport.includes(targetTop) || EXTRA_IMPORTS.some(([from, to]) => rel.startsWith(from) && target.startsWith(to));
+        if (!allowed && !(isTest && targetTop === "test")) problems.push(`${rel}: ${top}/ must not import ${target} (only ${[top, ...mayImport].join("/, ")}/)`);
         continue;
       }
       if (top !== "shared" && targetTop !== "shared") {
@@ -126,7 +152,7 @@ for (const top of ["plugins", "ipam", "meta", "shared", "agent"]) {
     if (/^shared\/(netns|netlink|sysctl)\//.test(rel) && /\b(async|await)\b/.test(text.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, ""))) {
       problems.push(`${rel}: async/await in a netns-safe layer`);
     }
-    if (top !== "agent" && !OWN_PROCESS.some((ok) => ok.test(rel))) {
+    if (!PROCESS_OWNERS.includes(top) && !OWN_PROCESS.some((ok) => ok.test(rel))) {
       const code = text.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "");
       if (/process\.(env|stdout|stdin|stderr|cwd)\b/.test(code)) problems.push(`${rel}: uses process.env/stdout/stdin/stderr/cwd (use CmdArgs; shared/sys getcwd for the thread's directory)`);
       if (/writeAllSync\(\s*2\b|console\.(log|error|warn|info)\(/.test(code) && rel !== "shared/cni/stdio.ts") {

@@ -23,11 +23,11 @@ install_plugins() {
   for p in "${PLUGINS[@]}"; do ln "$1/cni-plugins-shim" "$1/$p"; done
 }
 
-# install_units DIR BINDIR: the systemd units in build/ (the resident agent's and the dhcp
+# install_units DIR BINDIR: the systemd units in deploy/systemd/ (the resident agent's and the dhcp
 # daemon's), their ExecStart pointing into BINDIR, mode 0644.
 install_units() {
   local unit
-  for unit in "$ROOT"/build/*.service "$ROOT"/build/*.socket; do
+  for unit in "$ROOT"/deploy/systemd/*.service "$ROOT"/deploy/systemd/*.socket; do
     sed -e "s#/opt/cni/bin/#$2/#g" "$unit" > "$1/$(basename "$unit")"
     chmod 0644 "$1/$(basename "$unit")"
   done

@@ -1,7 +1,7 @@
 /**
  * Test driver: `bun test/run.ts <unit|integration|vm|e2e|diff|all>`.
  *
- * - unit: `bun test` over the co-located `*.test.ts` files (shared/ plugins/ ipam/ meta/ operator/ agent/ build/
+ * - unit: `bun test` over the co-located `*.test.ts` files (shared/ plugins/ ipam/ meta/ operator/ agent/ registry/ cli/ build/
  *   test/harness/ test/bench/), junit to .test-out/unit.xml.
  * - integration: as root, `bun test` over test/integration/*.test.ts (except `*.vm.test.ts`) inside a
  *   throwaway host network namespace (`unshare --net`, `lo` brought up first) AND a private mount
@@ -34,7 +34,7 @@
  * exit status is non-zero when anything failed, a suite crashed, a suite wrote no junit report, or
  * nothing ran at all.
  */
-import { pluginNames } from "../build/registry.ts";
+import { pluginNames } from "../registry/registry.ts";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import {
@@ -57,7 +57,7 @@ import { DIST_BIN, MULTI_CALL_BINARY, REPO_ROOT, TEST_OUT } from "./harness/path
 import { netnsIdOf, SANDBOX_ENV } from "./harness/sandbox.ts";
 import { NODE_AGENT_LOG_ENV } from "./harness/agent.ts";
 
-const UNIT_ROOTS = ["shared", "plugins", "ipam", "meta", "operator", "agent", "build", "test/harness", "test/bench"];
+const UNIT_ROOTS = ["shared", "plugins", "ipam", "meta", "operator", "agent", "registry", "cli", "build", "test/harness", "test/bench"];
 const INTEGRATION_DIR = "test/integration";
 const INTEGRATION_TEST_TIMEOUT_MS = 60_000;
 const EXPECTED_LINKS = pluginNames();

@@ -108,7 +108,7 @@ export interface CmdArgs {
 /** A handler may be synchronous; async handlers are allowed but must not enter a netns across await. */
 export type Handler<R> = (args: CmdArgs) => R | Promise<R>;
 
-/** What one plugin exports; build/registry.ts maps the CNI type name to this. */
+/** What one plugin exports; registry/registry.ts maps the CNI type name to this. */
 export interface PluginSpec {
   /** CNI type name: the executable name. */
   name: string;

@@ -18,7 +18,7 @@ export function versionText(versions: readonly string[]): string {
 
 /**
  * Versions from `min` (one of ALL_VERSIONS) on, for plugins such as bandwidth and firewall. A
- * slice, not a comparison: build/registry.ts calls it at start-up, where the first regular
+ * slice, not a comparison: registry/registry.ts calls it at start-up, where the first regular
  * expression would cost a compile (docs/performance.md).
  */
 export function versionsFrom(min: (typeof ALL_VERSIONS)[number]): readonly string[] {

@@ -11,7 +11,7 @@
  * keeps a container's namespace alive.
  *
  * A plugin process keeps every such descriptor until it exits ({@link closeNetfilterSocketsAtExit},
- * build/dispatch.ts): the cleanup of a commit then runs while the call goes on (bridge's DEL
+ * cli/dispatch.ts): the cleanup of a commit then runs while the call goes on (bridge's DEL
  * removes its masquerade rules before the container's veth, whose deletion waits for the kernel
  * longer), instead of at the close right after the commit.
  */

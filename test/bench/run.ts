@@ -97,7 +97,7 @@ function directDir(state: string): string {
 
 /**
  * Starts the resident agent (in this worker's namespaces) on a socket in `state`, with the flags it
- * is shipped with (build/cni-plugins.service), and waits until it listens.
+ * is shipped with (deploy/systemd/cni-plugins.service), and waits until it listens.
  */
 async function startAgent(state: string): Promise<{ socket: string; pid: number; stop(): Promise<void> }> {
   const socket = join(state, "agent", "plugins.sock");

@@ -23,7 +23,7 @@ describe("phase breakdown of one call", () => {
 
   test("phases add up to the call's wall time, from spawn to reaped", () => {
     const p = phasesOf(parsePhases(line)!, 1002, 1045);
-    expect(p["process start (exec to build/dispatch.ts)"]).toBe(8);
+    expect(p["process start (exec to cli/dispatch.ts)"]).toBe(8);
     expect(p["plugin module load"]).toBe(4);
     expect(p["stdin read and JSON parse"]).toBe(1);
     expect(p["IPAM (host-local, in process)"]).toBe(6);

@@ -727,7 +727,7 @@ export function phasesOf(p: PhaseLine, startedAt: number, endedAt: number): Reco
   const ipam = span("delegate");
   const kernel = span("socket") + span("setns");
   return {
-    "process start (exec to build/dispatch.ts)": entry - startedAt,
+    "process start (exec to cli/dispatch.ts)": entry - startedAt,
     "plugin module load": loaded - entry,
     "stdin read and JSON parse": parsed - loaded,
     "IPAM (host-local, in process)": ipam,

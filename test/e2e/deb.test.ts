@@ -15,7 +15,7 @@
 import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { pluginNames } from "../../build/registry.ts";
+import { pluginNames } from "../../registry/registry.ts";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { GO_BIN_DIR, REPO_ROOT } from "../harness/paths.ts";
 import { sandboxed } from "../harness/sandbox.ts";

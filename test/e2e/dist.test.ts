@@ -9,7 +9,7 @@
 import { describe, expect } from "bun:test";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { pluginNames } from "../../build/registry.ts";
+import { pluginNames } from "../../registry/registry.ts";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { createContainerNetns } from "../harness/netns.ts";
 import { REPO_ROOT } from "../harness/paths.ts";

@@ -12,7 +12,7 @@
 import { afterAll, beforeAll, describe, expect } from "bun:test";
 import { lstatSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { pluginNames } from "../../build/registry.ts";
+import { pluginNames } from "../../registry/registry.ts";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { GO_BIN_DIR, MULTI_CALL_BINARY, REPO_ROOT } from "../harness/paths.ts";
 import { sandboxed } from "../harness/sandbox.ts";

@@ -10,7 +10,7 @@ import { requireKernel } from "../harness/kernel.ts";
 import { sandboxed } from "../harness/sandbox.ts";
 import { delPrevResultRows, needsVm, runDelPrevResultRow } from "../e2e/lib/del-prevresult.ts";
 import { missingReason, rowTest } from "../e2e/lib/plugins.ts";
-import { pluginNames } from "../../build/registry.ts";
+import { pluginNames } from "../../registry/registry.ts";
 
 const ROWS = delPrevResultRows().filter((r) => !needsVm(r));
 

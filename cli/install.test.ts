@@ -1,5 +1,5 @@
 /**
- * build/install.ts (`cni-plugins install`) on temporary directories: links per name, idempotence,
+ * cli/install.ts (`cni-plugins install`) on temporary directories: links per name, idempotence,
  * unrelated files kept, replacement by rename (an open old file keeps its bytes), identical copies
  * skipped, leftovers of an interrupted run removed, and the command's argument handling.
  */

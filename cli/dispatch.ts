@@ -1,28 +1,27 @@
 /**
- * Everything the multi-call executable does after build/entry.ts, which answers VERSION by itself:
+ * Everything the multi-call executable does after cli/entry.ts, which answers VERSION by itself:
  * it routes on the name the process was invoked by (the plugins; `cni-plugins` with `install`,
  * `inspect`, `gc`, `reload`, `serve` or nothing; `dhcp daemon`) and runs the call.
  *
- * The resident agent (agent/, `cni-plugins serve`) runs its requests through the same two pieces
- * with the request's name, arguments, environment and streams: {@link routeOf} decides, and
- * {@link runPluginCall} runs a plugin call; it serves only plugin routes (everything else falls back
- * to this executable).
+ * A plugin call runs through registry/run.ts `runPluginCall`, the same function the resident agent
+ * (agent/, `cni-plugins serve`) runs its requests through; the agent serves only plugin calls
+ * (everything else falls back to this executable).
  *
  * Start-up is most of a short plugin call (docs/performance.md), so this file imports only what
  * every call needs: node:fs and node:path are not loaded here, and a plugin's code is loaded only
  * for that plugin.
  */
-import type { PluginIO } from "../shared/cni/skel.ts";
 import { mark, phasesReport } from "../shared/sys/phases.ts";
-import { lookupPlugin, pluginEntry, pluginNames, type PluginEntry } from "./registry.ts";
-import { buildVersion } from "./version.ts";
+import { pluginEntry, pluginNames } from "../registry/registry.ts";
+import { runPluginCall } from "../registry/run.ts";
+import { buildVersion } from "../registry/version.ts";
 
 /** stdin/stdout (through libc), loaded when needed. */
 const stdio = () => import("../shared/cni/stdio.ts");
 
 /** What a call runs, from the name it was invoked by and its arguments (after argv[0]). */
 export type Route =
-  | { kind: "plugin"; name: string; entry: PluginEntry }
+  | { kind: "plugin"; name: string }
   | { kind: "dhcp-daemon"; args: string[] }
   | { kind: "install"; args: string[] }
   | { kind: "operator"; verb: "inspect" | "gc"; args: string[] }
@@ -31,11 +30,10 @@ export type Route =
   | { kind: "help"; name: string };
 
 /** The route of a call by `name` (the last component of argv[0]) with `args` (argv[1..]). */
-export function routeOf(name: string, args: readonly string[]): Route {
+function routeOf(name: string, args: readonly string[]): Route {
   const [verb, ...rest] = args;
   if (name === "dhcp" && verb === "daemon") return { kind: "dhcp-daemon", args: rest };
-  const entry = pluginEntry(name);
-  if (entry !== undefined) return { kind: "plugin", name, entry };
+  if (pluginEntry(name) !== undefined) return { kind: "plugin", name };
   if (name === "cni-plugins") {
     if (verb === "install") return { kind: "install", args: rest };
     if (verb === "inspect" || verb === "gc") return { kind: "operator", verb, args: rest };
@@ -43,21 +41,6 @@ export function routeOf(name: string, args: readonly string[]): Route {
     if (verb === "serve") return { kind: "serve", args: rest };
   }
   return { kind: "help", name };
-}
-
-/**
- * One plugin call with `io` as its environment and streams: the process's own, or a request of the
- * resident agent. Returns the exit status.
- */
-export async function runPluginCall(route: Extract<Route, { kind: "plugin" }>, io: PluginIO): Promise<number> {
-  const [spec, skel, inProcess] = await Promise.all([
-    route.entry.load(),
-    import("../shared/cni/skel.ts"),
-    import("../shared/cni/in-process.ts"),
-  ]);
-  mark("plugin loaded");
-  inProcess.enableInProcessDelegation(lookupPlugin, buildVersion());
-  return skel.runPlugin(spec, io, buildVersion());
 }
 
 /** The name this process was started as: `fromArgv0` (entry.ts), else from /proc/self/cmdline. */
@@ -108,7 +91,7 @@ async function dispatch(argv0Name: string): Promise<number> {
   switch (route.kind) {
     case "plugin":
       (await import("../shared/netlink/netfilter-release.ts")).closeNetfilterSocketsAtExit();
-      return runPluginCall(route, {
+      return runPluginCall(route.name, {
         env: process.env,
         readStdin: () => readAllSync(0),
         stdout: (text) => {
@@ -118,7 +101,7 @@ async function dispatch(argv0Name: string): Promise<number> {
         stderr: err,
       });
     case "install": {
-      // `cni-plugins install --dest DIR`: the installer of deploy/daemonset.yaml (build/install.ts).
+      // `cni-plugins install --dest DIR`: the installer of deploy/daemonset.yaml (install.ts).
       const installer = require("./install.ts") as typeof import("./install.ts");
       return installer.runInstallCommand(route.args, pluginNames(), out, err);
     }
