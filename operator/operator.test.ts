@@ -9,7 +9,7 @@ import { parseFlags, parseValidFile, UsageError, type OperatorFlags } from "./fl
 import { gcConfig } from "./gc-run.ts";
 import { judge, type NamespaceView } from "./liveness.ts";
 import { loadNetworks, parseNetworkFile } from "./networks.ts";
-import { readNetworkState, type SeenAttachment, type SourceReaders } from "./sources.ts";
+import { NetworkState, readNetworkState, type SeenAttachment, type SourceReaders } from "./sources.ts";
 
 function tmp(): string {
   return mkdtempSync(join(tmpdir(), "cni-operator-test-"));
@@ -105,8 +105,7 @@ function fakeReaders(files: Record<string, string>, extra: Partial<SourceReaders
     },
     iptablesSave: () => undefined,
     nftRuleset: () => undefined,
-    ifbs: () => [],
-    clusterLocal: async () => [],
+    links: () => [],
     ...extra,
   };
 }
@@ -144,7 +143,7 @@ describe("sources", () => {
       {
         iptablesSave: (family, table) => (family === 6 ? "" : table === "nat" ? save : filter),
         nftRuleset: () => nft,
-        ifbs: () => [{ name: upstreamIfbName("n1", "c2"), alias: "cni-bandwidth c2 eth0" }, { name: upstreamIfbName("other", "c2"), alias: "cni-bandwidth c2 eth0" }, { name: "bwp999" }],
+        links: (kind) => (kind !== "ifb" ? [] : [{ name: upstreamIfbName("n1", "c2"), alias: "cni-bandwidth c2 eth0" }, { name: upstreamIfbName("other", "c2"), alias: "cni-bandwidth c2 eth0" }, { name: "bwp999" }]),
       },
     );
     const st = await readNetworkState(NET, "/k", r);
@@ -171,26 +170,16 @@ describe("sources", () => {
     const st = await readNetworkState(NET, "/k", fakeReaders({}, { iptablesSave: () => { throw new Error("iptables-save exploded"); } }));
     expect(st.problems.some((p) => p.includes("iptables-save exploded"))).toBe(true);
   });
-  test("cluster-local reservations of this node are read with the plugin's config, and an unreachable etcd is a problem", async () => {
-    const plugin = { type: "macvlan", ipam: { type: "cluster-local", etcd: { endpoints: ["http://etcd:2379"] } } };
-    const net = { ...NET, plugins: [plugin] };
-    const asked: Record<string, unknown>[] = [];
-    const st = await readNetworkState(net, "/k", fakeReaders({}, {
-      clusterLocal: async (_n, p) => {
-        asked.push(p);
-        return [
-          { containerID: "c1", ifName: "eth0", key: "/cni/ipam/n1/owners/c1/eth0", ips: ["10.9.0.2", "fd00::2"] },
-          { containerID: "c2", ifName: "net1", key: "/cni/ipam/n1/ips/10.9.0.3", ips: ["10.9.0.3"] },
-        ];
-      },
-    }));
-    expect(asked).toEqual([plugin]);
-    const c1 = st.attachments.get("c1\neth0")!;
-    expect(c1.holdings).toEqual([{ kind: "cluster-local", what: "etcd /cni/ipam/n1/owners/c1/eth0 (10.9.0.2, fd00::2)" }]);
-    expect([...c1.addresses]).toEqual(["10.9.0.2", "fd00::2"]);
-    expect(st.attachments.get("c2\nnet1")!.holdings[0]!.kind).toBe("cluster-local");
-    const down = await readNetworkState(net, "/k", fakeReaders({}, { clusterLocal: async () => { throw new Error("etcd is unavailable"); } }));
-    expect(down.problems).toEqual(["cluster-local reservations in etcd: etcd is unavailable"]);
+  test("a plugin's state source runs once per network with every plugin object naming it, as type or IPAM", async () => {
+    const calls: string[] = [];
+    const owners = new Map([
+      ["host-local", { state: { phase: "discover" as const, read: (_st: NetworkState, ps: readonly Record<string, unknown>[]) => void calls.push(`host-local ${ps.length}`) } }],
+      ["tuning", { state: { phase: "match" as const, read: (st: NetworkState) => void calls.push(`tuning after ${st.attachments.size}`) } }],
+    ]);
+    const net = { ...NET, plugins: [{ type: "tuning" }, ...NET.plugins, { type: "macvlan", ipam: { type: "host-local" } }] };
+    const st = await readNetworkState(net, "/k", fakeReaders({ "/k/results/n1-c1-eth0": JSON.stringify({ kind: "cniCacheV1", containerId: "c1", ifName: "eth0", networkName: "n1" }) }), owners);
+    expect(calls).toEqual(["host-local 2", "tuning after 1"]);
+    expect(st.problems).toEqual([]);
   });
 });
 

@@ -2,97 +2,39 @@
  * What the node holds for one network, read from every place the plugins of this suite (and the
  * Go ones, whose names and files are the same) leave state behind:
  * - the runtimes' libcni cache (`<cacheDir>/results/<network>-<containerID>-<ifName>`);
- * - host-local reservations (`<dataDir>/<network>/<ip>`, content `<containerID>\r\n<ifName>`);
- * - cluster-local reservations of this node (`ipam.etcd.node`) in etcd;
+ * - what each plugin the network names keeps of its own, as the registry describes it
+ *   (shared/node-state/ownership.ts: host-local reservations, cluster-local's in etcd, dhcp leases,
+ *   bandwidth IFBs, tuning backups), read by the plugin's own state source;
  * - iptables rules whose comment names the network and container (ipMasq's
  *   `name: "<net>" id: "<cid>"`, portmap's `dnat name: …`), and rules of CNI-* chains naming an
  *   address the attachment holds (the firewall plugin's per-address rules);
- * - nftables rules whose comment is or contains the container ID, or is the ipMasq instance hash;
- * - bandwidth IFBs carrying our owner alias for this network;
- * - tuning backup files (`<dataDir>/<containerID>_<ifName>.json`);
- * - dhcp daemon leases (`/var/lib/cni/dhcp`, key `<containerID>/<network>/<ifName>`).
+ * - nftables rules whose comment is or contains the container ID, or is the ipMasq instance hash.
  * Reading never changes anything. Each source that cannot be read is reported, not fatal.
  */
 import { readdirSync, readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { DEFAULT_DATA_DIR as TUNING_DATA_DIR } from "../meta/tuning/config.ts";
-import { ifbAttachment } from "../meta/bandwidth/ifb-name.ts";
-import { loadClusterLocalConfig } from "../ipam/cluster-local/config.ts";
-import { EtcdClient } from "../ipam/cluster-local/etcd/client.ts";
-import { NetworkKeys } from "../ipam/cluster-local/keys.ts";
-import { nodeReservations } from "../ipam/cluster-local/release.ts";
-import { DEFAULT_DATA_DIR as HOST_LOCAL_DATA_DIR } from "../ipam/host-local/store/disk.ts";
+import { join } from "node:path";
+import { pluginOwnerships } from "../registry/registry.ts";
 import { findExecutable, runCommand } from "../shared/firewall/exec.ts";
 import { hostIptablesMode, systemIptables } from "../shared/firewall/iptables/driver.ts";
 import { tokenize } from "../shared/firewall/iptables/save-format.ts";
 import { ruleComment } from "../shared/firewall/iptables/rule.ts";
 import { toolsFor } from "../shared/firewall/iptables/variant.ts";
 import { formatComment, masqInstanceHash } from "../shared/firewall/naming.ts";
-import { parseIP, formatIP } from "../shared/ip/ip.ts";
 import { Handle } from "../shared/netlink/index.ts";
+import { namesIn, NetworkState, type Holding, type HostReaders } from "../shared/node-state/network-state.ts";
+import { ipamOf, type PluginOwnership, type StatePhase } from "../shared/node-state/ownership.ts";
 import { CacheEntryError, parseCacheEntry, resultAddresses, RESULTS_SUBDIR, type CacheEntry } from "./cache-entry.ts";
 import type { NetworkList } from "./networks.ts";
 
-export type HoldingKind = "cache" | "host-local" | "cluster-local" | "iptables" | "nftables" | "ifb" | "tuning" | "dhcp";
-
-/** One thing the node holds for an attachment. */
-export interface Holding {
-  kind: HoldingKind;
-  /** Where it is: a file, a rule, a device. */
-  what: string;
-}
-
-/** An attachment as the node's state shows it. */
-export interface SeenAttachment {
-  containerID: string;
-  /** "" when the source does not record the interface (e.g. a legacy one-line reservation). */
-  ifName: string;
-  holdings: Holding[];
-  /** Addresses the attachment holds (reservations, cached result, lease). */
-  addresses: Set<string>;
-  /** Netns paths recorded for it (cache entry, dhcp lease). */
-  netns: Set<string>;
-  /** True when a libcni cache entry exists. */
-  cached: boolean;
-}
+export { NetworkState, type Holding, type SeenAttachment } from "../shared/node-state/network-state.ts";
 
 /** Reads the environment touches: injectable for tests. */
-export interface SourceReaders {
-  readDir(path: string): string[];
-  readFile(path: string): string;
+export interface SourceReaders extends HostReaders {
   /** `iptables-save -t <table>` text of one family, or undefined without iptables. */
   iptablesSave(family: 4 | 6, table: string): string | undefined;
   /** `nft -j list ruleset` text, or undefined without nft. */
   nftRuleset(): string | undefined;
-  /** The host's IFBs with their aliases. */
-  ifbs(): { name: string; alias?: string | undefined }[];
-  /** This node's cluster-local reservations of a network, given the plugin's config object. */
-  clusterLocal(network: NetworkList, plugin: Record<string, unknown>): Promise<ClusterLocalHolding[]>;
 }
-
-/** One cluster-local reservation in etcd: an attachment's owner record, or an address without one. */
-export interface ClusterLocalHolding {
-  containerID: string;
-  ifName: string;
-  /** The etcd key. */
-  key: string;
-  ips: string[];
-}
-
-/** This node's cluster-local reservations, read from etcd with the plugin's own configuration. */
-async function etcdReservations(network: NetworkList, plugin: Record<string, unknown>): Promise<ClusterLocalHolding[]> {
-  const conf = loadClusterLocalConfig({ ...plugin, name: network.name, cniVersion: network.cniVersion }, "");
-  const keys = new NetworkKeys(conf.etcd.prefix, conf.name);
-  const found = await nodeReservations(new EtcdClient(conf.etcd), keys, conf.etcd.node);
-  const owners = found.owners.map(({ kv, record }) => ({ containerID: record.containerID, ifName: record.ifname, key: kv.key, ips: record.ips }));
-  const orphans = found.orphans.map((kv) => {
-    const who = JSON.parse(kv.value) as { containerID: string; ifname: string };
-    return { containerID: who.containerID, ifName: who.ifname, key: kv.key, ips: [kv.key.slice(keys.ipsPrefix.length)] };
-  });
-  return [...owners, ...orphans];
-}
-
-export const DHCP_LEASE_DIR = "/var/lib/cni/dhcp";
 
 export const systemReaders: SourceReaders = {
   readDir: (p) => readdirSync(p),
@@ -106,74 +48,30 @@ export const systemReaders: SourceReaders = {
     if (findExecutable("nft", process.env) === undefined) return undefined;
     return runCommand(["nft", "-j", "list", "ruleset"], process.env).stdout;
   },
-  ifbs() {
+  links(kind) {
     using nl = Handle.open();
-    return nl.linkList().filter((l) => l.kind === "ifb").map((l) => ({ name: l.name, alias: l.alias }));
+    return nl.linkList().filter((l) => l.kind === kind).map((l) => ({ name: l.name, alias: l.alias }));
   },
-  clusterLocal: etcdReservations,
 };
-
-/** Collects the attachments of one network. */
-export class NetworkState {
-  readonly attachments = new Map<string, SeenAttachment>();
-  readonly problems: string[] = [];
-  readonly network: NetworkList;
-  constructor(network: NetworkList) {
-    this.network = network;
-  }
-
-  /** The attachment (created on first sight). */
-  attachment(containerID: string, ifName: string): SeenAttachment {
-    const key = `${containerID}\n${ifName}`;
-    let a = this.attachments.get(key);
-    if (a === undefined) {
-      a = { containerID, ifName, holdings: [], addresses: new Set(), netns: new Set(), cached: false };
-      this.attachments.set(key, a);
-    }
-    return a;
-  }
-
-  /** Attachments of a container (all interfaces). */
-  ofContainer(containerID: string): SeenAttachment[] {
-    return [...this.attachments.values()].filter((a) => a.containerID === containerID);
-  }
-
-  /** Runs one source; a failure is a problem of this network's report. */
-  read(source: string, fn: () => void): void {
-    try {
-      fn();
-    } catch (err) {
-      this.problems.push(`${source}: ${(err as Error).message}`);
+/**
+ * The state sources of `phase` of the plugins the network names (as a plugin's `type` or its
+ * `ipam.type`), each once with every plugin object that names it, in the order the network first
+ * names them.
+ */
+async function readPluginState(st: NetworkState, r: SourceReaders, owners: ReadonlyMap<string, PluginOwnership>, phase: StatePhase): Promise<void> {
+  const users = new Map<string, Record<string, unknown>[]>();
+  for (const plugin of st.network.plugins) {
+    for (const type of [plugin.type, ipamOf(plugin)?.type]) {
+      if (typeof type !== "string") continue;
+      const list = users.get(type) ?? [];
+      list.push(plugin);
+      users.set(type, list);
     }
   }
-
-  /** {@link read} for a source that answers later. */
-  async readLater(source: string, fn: () => Promise<void>): Promise<void> {
-    try {
-      await fn();
-    } catch (err) {
-      this.problems.push(`${source}: ${(err as Error).message}`);
-    }
+  for (const [type, plugins] of users) {
+    const source = owners.get(type)?.state;
+    if (source?.phase === phase) await source.read(st, plugins, r);
   }
-}
-
-/** The names in a directory; [] when it does not exist. */
-function namesIn(r: SourceReaders, dir: string): string[] {
-  try {
-    return r.readDir(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw err;
-  }
-}
-
-function ipamOf(plugin: Record<string, unknown>): Record<string, unknown> | undefined {
-  const ipam = plugin.ipam;
-  return typeof ipam === "object" && ipam !== null && !Array.isArray(ipam) ? (ipam as Record<string, unknown>) : undefined;
-}
-
-function dirsOf(net: NetworkList, pick: (plugin: Record<string, unknown>) => string | undefined): string[] {
-  return [...new Set(net.plugins.map(pick).filter((d): d is string => d !== undefined))];
 }
 
 function readCache(st: NetworkState, r: SourceReaders, cacheDir: string): void {
@@ -199,68 +97,6 @@ function readCache(st: NetworkState, r: SourceReaders, cacheDir: string): void {
       for (const ip of resultAddresses(e.result)) a.addresses.add(ip);
     });
   }
-}
-
-function readHostLocal(st: NetworkState, r: SourceReaders): void {
-  const roots = dirsOf(st.network, (p) => {
-    const ipam = ipamOf(p);
-    if (ipam?.type !== "host-local") return undefined;
-    return resolve(typeof ipam.dataDir === "string" && ipam.dataDir !== "" ? ipam.dataDir : HOST_LOCAL_DATA_DIR);
-  });
-  for (const root of roots) {
-    const dir = join(root, st.network.name);
-    st.read(`host-local ${dir}`, () => {
-      const names = namesIn(r, dir);
-      for (const n of names) {
-        const ip = parseIP(n);
-        if (ip === null) continue; // lock, last_reserved_ip.N, the owner index, temporary files
-        const file = join(dir, n);
-        const [containerID = "", ifName = ""] = r.readFile(file).split(/\r?\n/).map((s) => s.trim());
-        const a = st.attachment(containerID, ifName);
-        a.holdings.push({ kind: "host-local", what: file });
-        a.addresses.add(formatIP(ip));
-      }
-    });
-  }
-}
-
-async function readClusterLocal(st: NetworkState, r: SourceReaders): Promise<void> {
-  for (const plugin of st.network.plugins) {
-    if (ipamOf(plugin)?.type !== "cluster-local") continue;
-    await st.readLater("cluster-local reservations in etcd", async () => {
-      for (const h of await r.clusterLocal(st.network, plugin)) {
-        const a = st.attachment(h.containerID, h.ifName);
-        a.holdings.push({ kind: "cluster-local", what: `etcd ${h.key} (${h.ips.join(", ")})` });
-        for (const ip of h.ips) a.addresses.add(ip);
-      }
-    });
-  }
-}
-
-function readDhcp(st: NetworkState, r: SourceReaders): void {
-  if (!st.network.plugins.some((p) => ipamOf(p)?.type === "dhcp")) return;
-  st.read(`dhcp leases ${DHCP_LEASE_DIR}`, () => {
-    const names = namesIn(r, DHCP_LEASE_DIR);
-    for (const n of names.filter((n) => n.endsWith(".json"))) {
-      const file = join(DHCP_LEASE_DIR, n);
-      const l = JSON.parse(r.readFile(file)) as { key?: unknown; containerID?: unknown; ifName?: unknown; netns?: unknown };
-      if (typeof l.key !== "string" || typeof l.containerID !== "string" || typeof l.ifName !== "string") continue;
-      if (l.key !== `${l.containerID}/${st.network.name}/${l.ifName}`) continue;
-      const a = st.attachment(l.containerID, l.ifName);
-      a.holdings.push({ kind: "dhcp", what: file });
-      if (typeof l.netns === "string" && l.netns !== "") a.netns.add(l.netns);
-    }
-  });
-}
-
-function readIfbs(st: NetworkState, r: SourceReaders): void {
-  if (!st.network.plugins.some((p) => p.type === "bandwidth")) return;
-  st.read("bandwidth IFBs", () => {
-    for (const ifb of r.ifbs()) {
-      const owner = ifbAttachment(ifb, st.network.name);
-      if (owner !== undefined) st.attachment(owner.containerID, owner.ifName).holdings.push({ kind: "ifb", what: `link ${ifb.name}` });
-    }
-  });
 }
 
 /** `name: "<net>" id: "<cid>"`, optionally after `dnat `, with the container ID unquoted. */
@@ -345,31 +181,23 @@ function readNft(st: NetworkState, r: SourceReaders): void {
   });
 }
 
-function readTuning(st: NetworkState, r: SourceReaders): void {
-  const dirs = dirsOf(st.network, (p) => (p.type !== "tuning" ? undefined : typeof p.dataDir === "string" && p.dataDir !== "" ? p.dataDir : TUNING_DATA_DIR));
-  for (const dir of dirs) {
-    st.read(`tuning backups ${dir}`, () => {
-      const names = new Set(namesIn(r, dir));
-      // Backup files carry no network name: only attachments seen elsewhere can be matched.
-      for (const a of st.attachments.values()) {
-        const name = `${a.containerID}_${a.ifName}.json`;
-        if (a.ifName !== "" && names.has(name)) a.holdings.push({ kind: "tuning", what: join(dir, name) });
-      }
-    });
-  }
-}
-
-/** Everything the node holds for `network`. */
-export async function readNetworkState(network: NetworkList, cacheDir: string, r: SourceReaders = systemReaders): Promise<NetworkState> {
+/**
+ * Everything the node holds for `network`: the runtimes' cache, what each plugin it names keeps
+ * (`owners`, from the registry unless given), and the firewall rules that name its attachments.
+ */
+export async function readNetworkState(
+  network: NetworkList,
+  cacheDir: string,
+  r: SourceReaders = systemReaders,
+  owners?: ReadonlyMap<string, PluginOwnership>,
+): Promise<NetworkState> {
+  const known = owners ?? (await pluginOwnerships());
   const st = new NetworkState(network);
   readCache(st, r, cacheDir);
-  readHostLocal(st, r);
-  await readClusterLocal(st, r);
-  readDhcp(st, r);
-  readIfbs(st, r);
+  await readPluginState(st, r, known, "discover");
   const rules = readIptables(st, r);
   matchAddressRules(st, rules);
   readNft(st, r);
-  readTuning(st, r);
+  await readPluginState(st, r, known, "match");
   return st;
 }

@@ -1,6 +1,8 @@
 /**
- * The plugins this executable contains: CNI type name → the spec versions it accepts and a lazy
- * loader of its spec. Each plugin is a dynamic import, which `bun build --splitting` turns into its
+ * The plugins this executable contains: CNI type name → the spec versions it accepts, a lazy
+ * loader of its spec, and a lazy loader of what it owns on the node beyond a call (the operator's
+ * only knowledge of plugins: operator/ imports the registry, never a plugin). Each is a dynamic
+ * import, which `bun build --splitting` turns into its
  * own chunk: a process deserialises only the code of the plugin it runs (and what that plugin
  * imports), keeping start-up small. The versions are repeated here so that VERSION, the most
  * frequent call, is answered without loading any plugin code (registry.test.ts checks that they
@@ -8,33 +10,105 @@
  */
 import { ALL_VERSIONS, versionsFrom } from "../shared/cni/version.ts";
 import type { PluginSpec } from "../shared/cni/types.ts";
+import type { PluginOwnership } from "../shared/node-state/ownership.ts";
 
 export interface PluginEntry {
   /** The spec versions the plugin accepts: its spec's `versions`. */
   readonly versions: readonly string[];
   readonly load: () => Promise<PluginSpec>;
+  /**
+   * What the plugin owns on the node beyond a call (state per attachment, firewall state, nf_tables
+   * tables), for `cni-plugins inspect`, `gc` and `reload`; absent: nothing.
+   */
+  readonly owns?: () => Promise<PluginOwnership>;
 }
 
 export const PLUGINS: Readonly<Record<string, PluginEntry>> = {
-  bandwidth: { versions: versionsFrom("0.3.0"), load: async () => (await import("../meta/bandwidth/bandwidth.ts")).bandwidthPlugin },
-  bridge: { versions: ALL_VERSIONS, load: async () => (await import("../plugins/bridge/bridge.ts")).bridgePlugin },
-  "cluster-local": { versions: ALL_VERSIONS, load: async () => (await import("../ipam/cluster-local/cluster-local.ts")).clusterLocalPlugin },
-  dhcp: { versions: ALL_VERSIONS, load: async () => (await import("../ipam/dhcp/dhcp.ts")).dhcpPlugin },
-  dummy: { versions: ALL_VERSIONS, load: async () => (await import("../plugins/dummy/dummy.ts")).dummyPlugin },
-  firewall: { versions: versionsFrom("0.4.0"), load: async () => (await import("../meta/firewall/firewall.ts")).firewallPlugin },
-  "host-device": { versions: ALL_VERSIONS, load: async () => (await import("../plugins/host-device/host-device.ts")).hostDevicePlugin },
-  "host-local": { versions: ALL_VERSIONS, load: async () => (await import("../ipam/host-local/host-local.ts")).hostLocalPlugin },
-  ipvlan: { versions: ALL_VERSIONS, load: async () => (await import("../plugins/ipvlan/ipvlan.ts")).ipvlanPlugin },
-  loopback: { versions: ALL_VERSIONS, load: async () => (await import("../plugins/loopback/loopback.ts")).loopbackPlugin },
-  macvlan: { versions: ALL_VERSIONS, load: async () => (await import("../plugins/macvlan/macvlan.ts")).macvlanPlugin },
-  portmap: { versions: ALL_VERSIONS, load: async () => (await import("../meta/portmap/portmap.ts")).portmapPlugin },
-  ptp: { versions: ALL_VERSIONS, load: async () => (await import("../plugins/ptp/ptp.ts")).ptpPlugin },
-  sbr: { versions: ALL_VERSIONS, load: async () => (await import("../meta/sbr/sbr.ts")).sbrPlugin },
-  static: { versions: ALL_VERSIONS, load: async () => (await import("../ipam/static/static.ts")).staticPlugin },
-  tap: { versions: ALL_VERSIONS, load: async () => (await import("../plugins/tap/tap.ts")).tapPlugin },
-  tuning: { versions: ALL_VERSIONS, load: async () => (await import("../meta/tuning/tuning.ts")).tuningPlugin },
-  vlan: { versions: ALL_VERSIONS, load: async () => (await import("../plugins/vlan/vlan.ts")).vlanPlugin },
-  vrf: { versions: versionsFrom("0.3.1"), load: async () => (await import("../meta/vrf/vrf.ts")).vrfPlugin },
+  bandwidth: {
+    versions: versionsFrom("0.3.0"),
+    load: async () => (await import("../meta/bandwidth/bandwidth.ts")).bandwidthPlugin,
+    owns: async () => (await import("../meta/bandwidth/owns.ts")).bandwidthOwnership,
+  },
+  bridge: {
+    versions: ALL_VERSIONS,
+    load: async () => (await import("../plugins/bridge/bridge.ts")).bridgePlugin,
+    owns: async () => (await import("../plugins/bridge/owns.ts")).bridgeOwnership,
+  },
+  "cluster-local": {
+    versions: ALL_VERSIONS,
+    load: async () => (await import("../ipam/cluster-local/cluster-local.ts")).clusterLocalPlugin,
+    owns: async () => (await import("../ipam/cluster-local/owns.ts")).clusterLocalOwnership,
+  },
+  dhcp: {
+    versions: ALL_VERSIONS,
+    load: async () => (await import("../ipam/dhcp/dhcp.ts")).dhcpPlugin,
+    owns: async () => (await import("../ipam/dhcp/owns.ts")).dhcpOwnership,
+  },
+  dummy: {
+    versions: ALL_VERSIONS,
+    load: async () => (await import("../plugins/dummy/dummy.ts")).dummyPlugin,
+  },
+  firewall: {
+    versions: versionsFrom("0.4.0"),
+    load: async () => (await import("../meta/firewall/firewall.ts")).firewallPlugin,
+    owns: async () => (await import("../meta/firewall/owns.ts")).firewallOwnership,
+  },
+  "host-device": {
+    versions: ALL_VERSIONS,
+    load: async () => (await import("../plugins/host-device/host-device.ts")).hostDevicePlugin,
+  },
+  "host-local": {
+    versions: ALL_VERSIONS,
+    load: async () => (await import("../ipam/host-local/host-local.ts")).hostLocalPlugin,
+    owns: async () => (await import("../ipam/host-local/owns.ts")).hostLocalOwnership,
+  },
+  ipvlan: {
+    versions: ALL_VERSIONS,
+    load: async () => (await import("../plugins/ipvlan/ipvlan.ts")).ipvlanPlugin,
+  },
+  loopback: {
+    versions: ALL_VERSIONS,
+    load: async () => (await import("../plugins/loopback/loopback.ts")).loopbackPlugin,
+  },
+  macvlan: {
+    versions: ALL_VERSIONS,
+    load: async () => (await import("../plugins/macvlan/macvlan.ts")).macvlanPlugin,
+  },
+  portmap: {
+    versions: ALL_VERSIONS,
+    load: async () => (await import("../meta/portmap/portmap.ts")).portmapPlugin,
+    owns: async () => (await import("../meta/portmap/owns.ts")).portmapOwnership,
+  },
+  ptp: {
+    versions: ALL_VERSIONS,
+    load: async () => (await import("../plugins/ptp/ptp.ts")).ptpPlugin,
+    owns: async () => (await import("../plugins/ptp/owns.ts")).ptpOwnership,
+  },
+  sbr: {
+    versions: ALL_VERSIONS,
+    load: async () => (await import("../meta/sbr/sbr.ts")).sbrPlugin,
+  },
+  static: {
+    versions: ALL_VERSIONS,
+    load: async () => (await import("../ipam/static/static.ts")).staticPlugin,
+  },
+  tap: {
+    versions: ALL_VERSIONS,
+    load: async () => (await import("../plugins/tap/tap.ts")).tapPlugin,
+  },
+  tuning: {
+    versions: ALL_VERSIONS,
+    load: async () => (await import("../meta/tuning/tuning.ts")).tuningPlugin,
+    owns: async () => (await import("../meta/tuning/owns.ts")).tuningOwnership,
+  },
+  vlan: {
+    versions: ALL_VERSIONS,
+    load: async () => (await import("../plugins/vlan/vlan.ts")).vlanPlugin,
+  },
+  vrf: {
+    versions: versionsFrom("0.3.1"),
+    load: async () => (await import("../meta/vrf/vrf.ts")).vrfPlugin,
+  },
 };
 
 /** Names of every plugin in this build, sorted. */
@@ -45,6 +119,12 @@ export function pluginNames(): string[] {
 /** The registry entry of a CNI type, or undefined when this build does not contain it. */
 export function pluginEntry(name: string): PluginEntry | undefined {
   return Object.hasOwn(PLUGINS, name) ? PLUGINS[name] : undefined;
+}
+
+/** What each plugin of this build that owns something beyond a call owns, by CNI type. */
+export async function pluginOwnerships(): Promise<Map<string, PluginOwnership>> {
+  const owners = Object.entries(PLUGINS).filter(([, e]) => e.owns !== undefined);
+  return new Map(await Promise.all(owners.map(async ([name, e]) => [name, await e.owns!()] as const)));
 }
 
 /** The spec for a CNI type, or undefined when this build does not contain it. */

@@ -59,7 +59,7 @@ export async function runReloadCommand(argv: readonly string[], io: ReloadComman
   if (!flags.watch) {
     let report: ReloadReport;
     try {
-      report = await reloadPass({ ...reload, dryRun: flags.dryRun }, systemReloadDeps(flags.confDir, io.plugins));
+      report = await reloadPass({ ...reload, dryRun: flags.dryRun }, await systemReloadDeps(flags.confDir, io.plugins));
     } catch (err) {
       io.stderr(`cni-plugins reload: ${messageOf(err)}\n`);
       return 1;
@@ -73,7 +73,7 @@ export async function runReloadCommand(argv: readonly string[], io: ReloadComman
     { reload, busAddress: systemBusAddress(io.env), intervalMs: flags.intervalMs, debounceMs: DEFAULT_DEBOUNCE_MS },
     watchSinks(flags, io),
     stop.signal,
-    systemReloadWatchDeps(flags.confDir, io.plugins),
+    await systemReloadWatchDeps(flags.confDir, io.plugins),
   );
   return watch.done;
 }

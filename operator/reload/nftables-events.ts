@@ -2,39 +2,22 @@
  * nf_tables' side of `cni-plugins reload --watch`: the kernel's change notifications
  * (shared/netlink/nftables-events.ts), read by a blocking read in the runtime's I/O thread pool
  * (node:fs `read` on the socket), so the watcher's thread never blocks. A deletion in a table the
- * plugins write to — iptables-nft's `nat` and `filter` (ipMasq, portmap, the firewall plugin's
- * iptables backend), our own nftables tables, the bridge table of spoof-check — is a change;
- * `nft flush ruleset` deletes them all. Notifications the kernel had to drop (ENOBUFS: the reader
+ * plugins write to (each plugin names its tables in the registry: iptables-nft's `nat` and `filter`
+ * for ipMasq, portmap and the firewall plugin's iptables backend, our own nftables tables, the
+ * bridge table of spoof-check) is a change; `nft flush ruleset` deletes them all. Notifications the kernel had to drop (ENOBUFS: the reader
  * fell behind) count as a change too. Deletions elsewhere (kube-proxy's tables, firewalld's own)
  * are ignored.
  */
 import { read } from "node:fs";
 import { messageOf } from "../../shared/error/annotate.ts";
-import { MASQ_TABLE } from "../../shared/firewall/ipmasq-nftables.ts";
 import { NftEventSocket, parseNftChanges, type NftDeletion } from "../../shared/netlink/nftables-events.ts";
-import { NFT_TABLE as FIREWALL_TABLE } from "../../meta/firewall/nftables-backend.ts";
-import { NFT_TABLE as HOSTPORT_TABLE } from "../../meta/portmap/nftables-backend.ts";
-import { SPOOFCHECK_TABLE } from "../../plugins/bridge/spoofcheck.ts";
-
-/** The tables whose deletions matter, as `<family> <table>`. */
-export const WATCHED_TABLES: ReadonlySet<string> = new Set([
-  "ip nat",
-  "ip6 nat",
-  "ip filter",
-  "ip6 filter",
-  `inet ${MASQ_TABLE}`,
-  `ip ${HOSTPORT_TABLE}`,
-  `ip6 ${HOSTPORT_TABLE}`,
-  `inet ${FIREWALL_TABLE}`,
-  `bridge ${SPOOFCHECK_TABLE}`,
-]);
 
 /** How every change this source reports begins. */
 export const NFTABLES_REASON = "nf_tables:";
 
-/** A description of the first deletion that matters, or undefined. */
-export function relevantDeletion(changes: readonly NftDeletion[]): string | undefined {
-  const d = changes.find((c) => c.family !== undefined && WATCHED_TABLES.has(`${c.family} ${c.table}`));
+/** A description of the first deletion in one of `tables` (`<family> <table>`), or undefined. */
+export function relevantDeletion(changes: readonly NftDeletion[], tables: ReadonlySet<string>): string | undefined {
+  const d = changes.find((c) => c.family !== undefined && tables.has(`${c.family} ${c.table}`));
   if (d === undefined) return undefined;
   const where = `${d.family} ${d.table}`;
   const what = d.kind === "table" ? `table ${where} deleted` : d.kind === "chain" ? `chain ${d.chain} of ${where} deleted` : `rule deleted from ${where} ${d.chain ?? ""}`.trimEnd();
@@ -45,7 +28,7 @@ export function relevantDeletion(changes: readonly NftDeletion[]): string | unde
  * Starts watching (see module doc) until `signal` aborts; false when this kernel offers no
  * nf_tables notifications (nothing to watch). `stopped` resolves once the socket is closed.
  */
-export function watchNftables(onChange: (why: string) => void, log: (line: string) => void, signal: AbortSignal): { started: boolean; stopped: Promise<void> } {
+export function watchNftables(tables: ReadonlySet<string>, onChange: (why: string) => void, log: (line: string) => void, signal: AbortSignal): { started: boolean; stopped: Promise<void> } {
   let sock: NftEventSocket;
   try {
     sock = NftEventSocket.open();
@@ -74,7 +57,7 @@ export function watchNftables(onChange: (why: string) => void, log: (line: strin
           return;
         }
         try {
-          const why = relevantDeletion(parseNftChanges(buf.subarray(0, n)));
+          const why = relevantDeletion(parseNftChanges(buf.subarray(0, n)), tables);
           if (why !== undefined) onChange(why);
         } catch (e) {
           onChange(`${NFTABLES_REASON} a notification not understood (${messageOf(e)})`);

@@ -4,11 +4,7 @@
  * namespaces, and the watcher's sources.
  */
 import { readdirSync, readFileSync } from "node:fs";
-import { firewallPartsWith } from "../../meta/firewall/reload.ts";
-import { systemFirewallDeps } from "../../meta/firewall/firewall.ts";
-import { portmapFirewallParts } from "../../meta/portmap/reload.ts";
-import { bridgeFirewallParts } from "../../plugins/bridge/reload.ts";
-import { ptpFirewallParts } from "../../plugins/ptp/reload.ts";
+import { pluginOwnerships } from "../../registry/registry.ts";
 import { clearDeletionMark, deletionMarks, deletionMarkTime, tryLockFirewall } from "../../shared/firewall/attachment-lock.ts";
 import { systemFirewallDrivers } from "../../shared/firewall/backend.ts";
 import { hostIptablesMode } from "../../shared/firewall/iptables/driver.ts";
@@ -21,19 +17,24 @@ import { watchNftables } from "./nftables-events.ts";
 import { reloadPass, type ReloadDeps } from "./pass.ts";
 import type { ReloadWatchDeps } from "./watch.ts";
 
-/** The plugins of this suite that write firewall state, by CNI type. */
-export const FIREWALL_PARTS: Readonly<Record<string, FirewallPartsOf>> = {
-  bridge: bridgeFirewallParts,
-  ptp: ptpFirewallParts,
-  portmap: portmapFirewallParts,
-  firewall: firewallPartsWith(systemFirewallDeps),
-};
+/** The plugins of this build that write firewall state (as the registry describes them), by CNI type. */
+export async function firewallParts(): Promise<Record<string, FirewallPartsOf>> {
+  const parts: Record<string, FirewallPartsOf> = {};
+  for (const [name, owns] of await pluginOwnerships()) if (owns.firewallParts !== undefined) parts[name] = owns.firewallParts;
+  return parts;
+}
+
+/** The nf_tables tables the plugins of this build write to, as `<family> <table>`. */
+export async function watchedTables(): Promise<ReadonlySet<string>> {
+  return new Set([...(await pluginOwnerships()).values()].flatMap((owns) => owns.nftTables ?? []));
+}
 
 /**
  * The node's ReloadDeps: `confDir` for cache entries without a config, `plugins` the CNI types of
  * this build (a type not among them is reported as not ours).
  */
-export function systemReloadDeps(confDir: string, plugins: readonly string[]): ReloadDeps {
+export async function systemReloadDeps(confDir: string, plugins: readonly string[]): Promise<ReloadDeps> {
+  const parts = await firewallParts();
   return {
     readDir: (p) => readdirSync(p),
     readFile: (p) => readFileSync(p, "utf8"),
@@ -46,7 +47,7 @@ export function systemReloadDeps(confDir: string, plugins: readonly string[]): R
     view: systemNamespaceView,
     // Each pass gets drivers of its own: the iptables variant is detected afresh.
     drivers: (env) => systemFirewallDrivers(env),
-    parts: FIREWALL_PARTS,
+    parts,
     ours: (type) => plugins.includes(type),
     tryLock: () => tryLockFirewall(),
     deletionMarkTime: (a) => deletionMarkTime(a),
@@ -58,11 +59,12 @@ export function systemReloadDeps(confDir: string, plugins: readonly string[]): R
 }
 
 /** The watcher's dependencies on the real node (see systemReloadDeps). */
-export function systemReloadWatchDeps(confDir: string, plugins: readonly string[]): ReloadWatchDeps {
-  const deps = systemReloadDeps(confDir, plugins);
+export async function systemReloadWatchDeps(confDir: string, plugins: readonly string[]): Promise<ReloadWatchDeps> {
+  const deps = await systemReloadDeps(confDir, plugins);
+  const tables = await watchedTables();
   return {
     pass: (opts) => reloadPass(opts, deps),
-    watchNftables,
+    watchNftables: (onChange, log, signal) => watchNftables(tables, onChange, log, signal),
     watchFirewalld: (address, onChange, log, signal) => watchFirewalld(address, onChange, log, signal),
     iptablesMode: hostIptablesMode,
   };

@@ -8,7 +8,9 @@
 import { describe, expect, test } from "bun:test";
 import type { DBusConnection, DBusSignal } from "../../meta/firewall/dbus-client.ts";
 import { firewalldChange, watchFirewalld, type FirewalldEventsDeps } from "./firewalld-events.ts";
-import { relevantDeletion } from "./nftables-events.ts";
+import { relevantDeletion as relevantDeletionIn } from "./nftables-events.ts";
+import { watchedTables } from "./system.ts";
+import type { NftDeletion } from "../../shared/netlink/nftables-events.ts";
 import type { ReloadReport } from "./pass.ts";
 import { startReloadWatch, type ReloadWatchDeps } from "./watch.ts";
 
@@ -142,7 +144,23 @@ describe("reload --watch", () => {
 });
 
 describe("sources", () => {
-  test("nf_tables: deletions in the tables the plugins write to matter, others do not", () => {
+  test("the tables the registry's plugins write to are watched: iptables-nft's, ours, spoof-check's", async () => {
+    expect([...(await watchedTables())].sort()).toEqual([
+      "bridge nat",
+      "inet cni_plugins_firewall",
+      "inet cni_plugins_masquerade",
+      "ip cni_hostport",
+      "ip filter",
+      "ip nat",
+      "ip6 cni_hostport",
+      "ip6 filter",
+      "ip6 nat",
+    ]);
+  });
+
+  test("nf_tables: deletions in the tables the plugins write to matter, others do not", async () => {
+    const tables = await watchedTables();
+    const relevantDeletion = (changes: readonly NftDeletion[]) => relevantDeletionIn(changes, tables);
     expect(relevantDeletion([{ kind: "rule", family: "ip", table: "nat", chain: "POSTROUTING" }])).toBe("nf_tables: rule deleted from ip nat POSTROUTING");
     expect(relevantDeletion([{ kind: "table", family: "inet", table: "cni_plugins_masquerade" }])).toBe("nf_tables: table inet cni_plugins_masquerade deleted");
     expect(relevantDeletion([{ kind: "chain", family: "bridge", table: "nat", chain: "PREROUTING" }])).toBe("nf_tables: chain PREROUTING of bridge nat deleted");

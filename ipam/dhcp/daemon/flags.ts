@@ -20,6 +20,9 @@ export interface DaemonFlags {
   leaseDir: string;
 }
 
+/** Where the daemon keeps its leases unless `-leasedir` says otherwise. */
+export const DEFAULT_LEASE_DIR = "/var/lib/cni/dhcp";
+
 export const DEFAULT_FLAGS: Readonly<DaemonFlags> = {
   socketPath: "/run/cni/dhcp.sock",
   pidFile: "",
@@ -28,7 +31,7 @@ export const DEFAULT_FLAGS: Readonly<DaemonFlags> = {
   timeoutMs: 10_000,
   resendMaxMs: 62_000,
   resendTimeoutMs: 208_000,
-  leaseDir: "/var/lib/cni/dhcp",
+  leaseDir: DEFAULT_LEASE_DIR,
 };
 
 /** A bad command line: the message is Go's text; the caller prints usage and exits 2. */
