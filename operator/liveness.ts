@@ -9,7 +9,7 @@
 import { exists } from "../shared/sys/file.ts";
 import { nodeAddresses } from "../shared/iface/node-addresses.ts";
 import type { ValidSpec } from "./flags.ts";
-import type { SeenAttachment } from "./sources.ts";
+import type { SeenAttachment } from "../shared/node-state/network-state.ts";
 
 export type LiveState = "live" | "stale" | "unknown";
 
