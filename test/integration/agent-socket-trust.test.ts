@@ -280,10 +280,10 @@ describe.skipIf(!sandboxed())("a frozen agent holds no shim up", () => {
         `one more alone fell back after ${Math.round(fallbackMs("frozen-alone") ?? -1)} ms, took ${Math.round(alone.ms)} ms\n`,
     );
 
+    // None hung: a shim still waiting after 15 s is killed, and its call has no answer. (How long the
+    // standalone calls then take is the machine's load, not the agent's: only the fallbacks are timed.)
     for (const r of runs) expectRealLoopbackAnswer(r);
     expect(calls.filter((id) => fallbackMs(id) === undefined)).toEqual([]); // every call ran standalone
-    // None hung: the budget plus a standalone call (40 of them at once on a small machine: seconds).
-    expect(runs.filter((r) => r.ms >= BUDGET_MS + 6000).map((r) => Math.round(r.ms))).toEqual([]);
     // Those queued (at most backlog + 1 on a unix socket) gave up at the deadline, not much after.
     expect(waited.length).toBeGreaterThanOrEqual(1);
     expect(waited.length).toBeLessThanOrEqual(9);
