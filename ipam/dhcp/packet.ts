@@ -47,6 +47,12 @@ export const OPT_END = 255;
 /** The BOOTP broadcast flag (RFC 2131 §2, "flags"). */
 export const FLAG_BROADCAST = 0x8000;
 
+/** The UDP ports: clients send to the DHCP server port, servers to the DHCP client port (RFC 2131 §4.1). */
+export const DHCP_SERVER_PORT = 67;
+export const DHCP_CLIENT_PORT = 68;
+/** The limited broadcast address, where a client without an address sends (RFC 2131 §4.1). */
+export const BROADCAST_IP = "255.255.255.255";
+
 const MAGIC_COOKIE = [99, 130, 83, 99] as const;
 const HEADER_LEN = 236;
 /** Smallest BOOTP message (RFC 951 / RFC 2131 §2: 300 bytes incl. options), padded with zeros. */

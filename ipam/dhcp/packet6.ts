@@ -34,6 +34,9 @@ const STATUS_NAMES = ["Success", "UnspecFail", "NoAddrsAvail", "NoBinding", "Not
 
 /** All_DHCP_Relay_Agents_and_Servers (RFC 8415 §7.1). */
 export const ALL_DHCP_SERVERS = "ff02::1:2";
+/** The UDP ports clients listen on and servers listen on (RFC 8415 §7.2). */
+export const DHCP6_CLIENT_PORT = 546;
+export const DHCP6_SERVER_PORT = 547;
 /** DUID-UUID (RFC 6355). */
 export const DUID_UUID = 4;
 /** An infinite lifetime. */

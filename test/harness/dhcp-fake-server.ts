@@ -9,18 +9,20 @@
  * says how it arrived. It offers `address` with the configured lease/T1/T2, answers until it has
  * sent `answerAcks` ACKs, then only logs; REQUESTs for any other address are NAKed. Each received message is one JSON line on stdout:
  *   {"at":<epoch ms>,"type":"DHCPREQUEST","via":"unicast"|"broadcast","ciaddr":…,"requested":…,"server":…,"answered":bool}
- * The wire format comes from ipam/dhcp/packet.ts (that codec is checked against dnsmasq by
- * test/integration/dhcp.test.ts).
+ * The wire format, message types, option codes, ports and broadcast address come from
+ * ipam/dhcp/packet.ts (that codec is checked against dnsmasq by test/integration/dhcp.test.ts).
  */
 import { createSocket, type Socket } from "node:dgram";
 import {
   BOOTREPLY,
+  BROADCAST_IP,
   DHCPACK,
   DHCPDISCOVER,
   DHCPNAK,
   DHCPOFFER,
-  DHCPRELEASE,
   DHCPREQUEST,
+  DHCP_CLIENT_PORT,
+  DHCP_SERVER_PORT,
   FLAG_BROADCAST,
   OPT_LEASE_TIME,
   OPT_MESSAGE_TYPE,
@@ -92,8 +94,8 @@ function main(): void {
   const broadcast = createSocket({ type: "udp4", reuseAddr: true });
   const send = (m: DhcpMessage, req: DhcpMessage): void => {
     // RFC 2131 §4.1: to ciaddr when the client has one, else broadcast (we never unicast to yiaddr).
-    const dest = req.ciaddr !== "0.0.0.0" && (req.flags & FLAG_BROADCAST) === 0 ? req.ciaddr : "255.255.255.255";
-    unicast.send(encodeMessage(m), 68, dest);
+    const dest = req.ciaddr !== "0.0.0.0" && (req.flags & FLAG_BROADCAST) === 0 ? req.ciaddr : BROADCAST_IP;
+    unicast.send(encodeMessage(m), DHCP_CLIENT_PORT, dest);
   };
   const onMessage = (via: "unicast" | "broadcast") => (raw: Buffer): void => {
     let m: DhcpMessage;
@@ -120,7 +122,7 @@ function main(): void {
     }
     const event: FakeServerEvent = {
       at: Date.now(),
-      type: type === DHCPRELEASE ? "DHCPRELEASE" : messageTypeName(type),
+      type: messageTypeName(type),
       via,
       ciaddr: m.ciaddr,
       requested: optionIPs(m, OPT_REQUESTED_IP)[0],
@@ -135,11 +137,11 @@ function main(): void {
   const ready = (): void => {
     if (++bound === 2) console.log(JSON.stringify({ ready: true }));
   };
-  unicast.bind(67, o.serverIp, () => {
+  unicast.bind(DHCP_SERVER_PORT, o.serverIp, () => {
     unicast.setBroadcast(true);
     ready();
   });
-  broadcast.bind(67, "255.255.255.255", ready);
+  broadcast.bind(DHCP_SERVER_PORT, BROADCAST_IP, ready);
   const stop = (): void => {
     for (const s of [unicast, broadcast] as Socket[]) s.close();
     process.exit(0);

@@ -5,16 +5,14 @@
  * agent is not under is refused, and its call runs standalone, confined as it is; an unconfined
  * caller holds every profile, so an agent under a profile serves it (agent/peer.ts, lsmRefusal).
  */
-import { beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startAgent } from "../harness/agent.ts";
-import { registerCleanup, useFixtureCleanup } from "../harness/cleanup.ts";
+import { registerCleanup } from "../harness/cleanup.ts";
 import { describeRun, execPlugin, type PluginRun } from "../harness/exec-plugin.ts";
-import { inVmLane } from "../harness/kernel.ts";
-import { createContainerNetns } from "../harness/netns.ts";
-import { sandboxed } from "../harness/sandbox.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
+import { describeVm, vmPluginCalls } from "../harness/vm-lane.ts";
 
 /** A socket path where nothing listens: the shim runs standalone. */
 const NO_AGENT = "/run/cni/no-agent-here.sock";
@@ -30,6 +28,8 @@ const SECURITYFS = "/sys/kernel/security";
 const CALLER_PROFILE = { name: "cni-test-caller", text: "profile cni-test-caller flags=(complain) {\n}\n" };
 const AGENT_PROFILE = { name: "cni-test-agent", text: "profile cni-test-agent flags=(complain,attach_disconnected) {\n  /** ix,\n}\n" };
 
+const { setUp, inv } = vmPluginCalls("aa", "lo");
+
 function run(argv: string[]): string {
   const r = Bun.spawnSync(argv);
   if (r.exitCode !== 0) throw new Error(`${argv.join(" ")}: exit ${r.exitCode}: ${r.stderr.toString()}`);
@@ -44,11 +44,11 @@ function loadProfile(profile: { name: string; text: string }): void {
   registerCleanup(`AppArmor profile ${profile.name}`, () => void Bun.spawnSync(["apparmor_parser", "--remove", file]));
 }
 
-/** A loopback ADD into a fresh container netns through `socket`, run under `wrap`. */
+/** A loopback ADD into a fresh container netns through `socket`, run under `wrap` (one container id for all: answers are compared). */
 async function loopbackAdd(socket: string, wrap: string[] = []): Promise<PluginRun> {
-  const ns = await createContainerNetns();
+  const { ns } = await setUp("add");
   const config = { cniVersion: "1.0.0", name: "lo", type: "loopback" };
-  return execPlugin("loopback", { command: "ADD", containerID: "aa", netns: ns.path, ifName: "lo", config, wrap, env: { CNI_PLUGINS_SOCKET: socket } });
+  return execPlugin("loopback", { ...inv(ns.path, "ADD", config, "aa"), wrap, env: { CNI_PLUGINS_SOCKET: socket } });
 }
 
 /** The parts of a run that must not depend on how it was served (the netns path masked). */
@@ -58,9 +58,7 @@ function answer(r: PluginRun): { status: number | null; stdout: string } {
 
 const underProfile = (name: string) => ["aa-exec", "-p", name, "--"];
 
-describe.skipIf(!sandboxed() || !inVmLane())("the agent and AppArmor (VM lane)", () => {
-  useFixtureCleanup();
-
+describeVm("the agent and AppArmor (VM lane)", { onlyInVm: true }, () => {
   beforeAll(() => {
     if (!existsSync(join(SECURITYFS, "apparmor"))) run(["mount", "-t", "securityfs", "securityfs", SECURITYFS]);
   });

@@ -7,41 +7,28 @@
  * - l3s: received traffic bypasses the interface's tc ingress hook, so an ingress limit is refused
  *   (code 2, nothing created) while an egress-only limit is applied.
  */
-import { describe, expect, test } from "bun:test";
-import { useFixtureCleanup } from "../harness/cleanup.ts";
+import { expect, test } from "bun:test";
 import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
 import { ConflistRunner, type NetworkConfigList } from "../harness/conflist.ts";
 import { execPlugin } from "../harness/exec-plugin.ts";
-import { requireKernel } from "../harness/kernel.ts";
 import { ipIn, linkPluginConf, makeVethMaster } from "../harness/macvlan-helpers.ts";
-import { createContainerNetns } from "../harness/netns.ts";
-import { sandboxed } from "../harness/sandbox.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
-import {
-  bwConf,
-  goIfbName,
-  ifbLinks,
-  ingressFiltersOf,
-  linkExists,
-  qdiscsOf,
-  tbfOf,
-  transferBothWays,
-  expectLimited,
-  expectUnshaped,
-  transferBothWaysUnshaped,
-} from "../harness/bandwidth-helpers.ts";
+import { bwConf, expectLimited, expectUnshaped, goIfbName, ifbLinks, ingressFiltersOf, linkExists, qdiscsOf, tbfOf, transferBothWays, transferBothWaysUnshaped } from "../harness/bandwidth-helpers.ts";
+import { describeVm, vmPluginCalls, type VmTestSetup } from "../harness/vm-lane.ts";
 
-let seq = 0;
-function ids(tag: string): { cid: string; net: string; prefix: string } {
-  seq++;
-  return { cid: `bwv-${tag}-${process.pid}-${seq}`, net: `bwvnet-${tag}-${seq}`, prefix: `10.75.${seq}` };
+const { ids, setUp, inv } = vmPluginCalls("bwv", "eth0");
+
+/** The test's ids, container netns and data dir, and the first three octets of its own /24 (`10.75.<n>`). */
+async function setUpOwnSubnet(tag: string): Promise<VmTestSetup & { prefix: string }> {
+  const s = await setUp(tag);
+  return { ...s, prefix: `10.75.${s.n}` };
 }
 
 /** An ipvlan on a fresh veth master; the master's peer gets `<prefix>.1`, the container `<prefix>.2`. */
-function ipvlanPlugin(prefix: string, mode: "l2" | "l3s"): Record<string, unknown> {
+function ipvlanPlugin(prefix: string, mode: "l2" | "l3s", dataDir: string): Record<string, unknown> {
   const master = makeVethMaster();
   ipIn(undefined, "addr", "add", `${prefix}.1/24`, "dev", master.peer);
-  const conf = linkPluginConf({ type: "ipvlan", name: "unused", dataDir: makeTempDir("bwv-store-"), subnet: `${prefix}.0/24`, master: master.name, mode });
+  const conf = linkPluginConf({ type: "ipvlan", name: "unused", dataDir, subnet: `${prefix}.0/24`, master: master.name, mode });
   delete conf.cniVersion;
   delete conf.name;
   return conf;
@@ -49,14 +36,11 @@ function ipvlanPlugin(prefix: string, mode: "l2" | "l3s"): Record<string, unknow
 
 const LIMITS = { ingressRate: 800000, ingressBurst: 80000, egressRate: 1600000, egressBurst: 160000 };
 
-describe.skipIf(!sandboxed() || requireKernel("ipvlan", "ifb") !== undefined)("bandwidth on ipvlan (inside the container netns)", () => {
-  useFixtureCleanup();
-
+describeVm("bandwidth on ipvlan (inside the container netns)", { kernel: ["ipvlan", "ifb"] }, () => {
   test("l2: TBF on eth0 and an IFB in the container, nothing in the host netns; CHECK; DEL", async () => {
-    const { cid, net, prefix } = ids("l2");
-    const ns = await createContainerNetns();
+    const { cid, net, prefix, ns, dataDir } = await setUpOwnSubnet("l2");
     const r = new ConflistRunner({ cacheDir: makeTempDir("bwv-cache-") });
-    const l: NetworkConfigList = { name: net, cniVersion: "1.0.0", plugins: [ipvlanPlugin(prefix, "l2"), { type: "bandwidth", ...LIMITS }] };
+    const l: NetworkConfigList = { name: net, cniVersion: "1.0.0", plugins: [ipvlanPlugin(prefix, "l2", dataDir), { type: "bandwidth", ...LIMITS }] };
     const rt = { containerID: cid, netns: ns.path, ifName: "eth0" };
     const hostIfbsBefore = ifbLinks();
     const result = await r.add(l, rt);
@@ -67,7 +51,7 @@ describe.skipIf(!sandboxed() || requireKernel("ipvlan", "ifb") !== undefined)("b
     expect(ingressFiltersOf("eth0", ns.path)[0].options.actions[0].to_dev).toBe(ifb);
     expect(ifbLinks()).toEqual(hostIfbsBefore);
     await r.check(l, rt);
-    expectSuccess(await execPlugin("bandwidth", { command: "DEL", containerID: cid, netns: ns.path, ifName: "eth0", config: bwConf(net, LIMITS, result) }));
+    expectSuccess(await execPlugin("bandwidth", inv(ns.path, "DEL", bwConf(net, LIMITS, result), cid)));
     expect(tbfOf("eth0", ns.path)).toBeUndefined();
     expect(ingressFiltersOf("eth0", ns.path)).toEqual([]);
     expect(linkExists(ifb, ns.path)).toBe(false);
@@ -76,14 +60,13 @@ describe.skipIf(!sandboxed() || requireKernel("ipvlan", "ifb") !== undefined)("b
   });
 
   test("l2: real throughput is limited to the configured rate in both directions", async () => {
-    const { cid, net, prefix } = ids("tput");
-    const ns = await createContainerNetns();
+    const { cid, net, prefix, ns, dataDir } = await setUpOwnSubnet("tput");
     // lower than the host lane's 1 Mbit/s: unshaped traffic in the emulated VM is only a few Mbit/s
     const RATE = 500_000;
     const BURST = 8 * 8000; // 8000 bytes
     const SIZE = 150_000; // ~2.4 s at RATE
     const r = new ConflistRunner({ cacheDir: makeTempDir("bwv-cache-") });
-    const ipvlan = ipvlanPlugin(prefix, "l2");
+    const ipvlan = ipvlanPlugin(prefix, "l2", dataDir);
     const l: NetworkConfigList = {
       name: net,
       cniVersion: "1.0.0",
@@ -105,23 +88,21 @@ describe.skipIf(!sandboxed() || requireKernel("ipvlan", "ifb") !== undefined)("b
   }, 240_000);
 
   test("l3s: an ingress limit is refused (code 2, nothing created); an egress-only limit is applied", async () => {
-    const { cid, net, prefix } = ids("l3s");
-    const ns = await createContainerNetns();
-    const ipvlan = { ...ipvlanPlugin(prefix, "l3s"), name: net, cniVersion: "1.0.0" };
-    const prev = expectResult(await execPlugin("ipvlan", { command: "ADD", containerID: cid, netns: ns.path, ifName: "eth0", config: ipvlan }));
-    const inv = (command: string, config: unknown) => ({ command, containerID: cid, netns: ns.path, ifName: "eth0", config });
-    const refused = await execPlugin("bandwidth", inv("ADD", bwConf(net, { ingressRate: 800000, ingressBurst: 80000, egressRate: 800000, egressBurst: 80000 }, prev)));
+    const { cid, net, prefix, ns, dataDir } = await setUpOwnSubnet("l3s");
+    const ipvlan = { ...ipvlanPlugin(prefix, "l3s", dataDir), name: net, cniVersion: "1.0.0" };
+    const prev = expectResult(await execPlugin("ipvlan", inv(ns.path, "ADD", ipvlan, cid)));
+    const refused = await execPlugin("bandwidth", inv(ns.path, "ADD", bwConf(net, { ingressRate: 800000, ingressBurst: 80000, egressRate: 800000, egressBurst: 80000 }, prev), cid));
     expectCniError(refused, { code: 2, msg: "l3s" });
     expect(ifbLinks(ns.path)).toEqual([]);
     expect(qdiscsOf("eth0", ns.path).filter((q) => q.kind === "tbf" || q.kind === "ingress")).toEqual([]);
 
     const egress = { egressRate: 800000, egressBurst: 80000 };
-    const added = expectResult(await execPlugin("bandwidth", inv("ADD", bwConf(net, egress, prev))));
+    const added = expectResult(await execPlugin("bandwidth", inv(ns.path, "ADD", bwConf(net, egress, prev), cid)));
     expect(tbfOf("eth0", ns.path)).toMatchObject({ options: { rate: 100000, burst: 10000 } });
-    expectSuccess(await execPlugin("bandwidth", inv("CHECK", bwConf(net, egress, added))));
-    expectSuccess(await execPlugin("bandwidth", inv("DEL", bwConf(net, egress, added))));
+    expectSuccess(await execPlugin("bandwidth", inv(ns.path, "CHECK", bwConf(net, egress, added), cid)));
+    expectSuccess(await execPlugin("bandwidth", inv(ns.path, "DEL", bwConf(net, egress, added), cid)));
     expect(tbfOf("eth0", ns.path)).toBeUndefined();
-    expectSuccess(await execPlugin("ipvlan", inv("DEL", ipvlan)));
+    expectSuccess(await execPlugin("ipvlan", inv(ns.path, "DEL", ipvlan, cid)));
     await ns.destroy();
   });
 });

@@ -2,17 +2,14 @@
  * bridge VLAN options (`vlan`, `vlanTrunk`, `preserveDefaultVlan`): runs only in the VM lane (Debian's stock kernel has bridge
  * vlan_filtering; the build host does not). Asserted with `bridge -j vlan show` and `ip -d -j link`.
  */
-import { describe, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { join } from "node:path";
-import { useFixtureCleanup } from "../harness/cleanup.ts";
-import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
-import type { PluginInvocation } from "../harness/exec-plugin.ts";
-import { addrsOf, findLink } from "../harness/ip-oracle.ts";
-import { requireKernel } from "../harness/kernel.ts";
-import { createContainerNetns } from "../harness/netns.ts";
-import { sandboxed } from "../harness/sandbox.ts";
-import { makeTempDir } from "../harness/tempdir.ts";
 import { bridgeConfig, bridgePorts, linkDetails, ours, ping, reservationFiles, withPrevResult } from "../harness/bridge-helpers.ts";
+import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
+import { addrsOf, findLink } from "../harness/ip-oracle.ts";
+import { ipIn } from "../harness/macvlan-helpers.ts";
+import { createContainerNetns } from "../harness/netns.ts";
+import { describeVm, vmPluginCalls } from "../harness/vm-lane.ts";
 
 interface VlanShow {
   ifname: string;
@@ -34,14 +31,9 @@ function portVlans(ifname: string): { vid: number; pvid: boolean; untagged: bool
   return out;
 }
 
-let seq = 0;
-function inv(command: string, netns: string, config: Record<string, unknown>, extra: Partial<PluginInvocation> = {}): PluginInvocation {
-  return { command, containerID: "ctr-vlan", netns, ifName: "eth0", config, ...extra };
-}
+const { setUp, inv } = vmPluginCalls("tvbr", "eth0");
 
-describe.skipIf(!sandboxed() || requireKernel("bridge_vlan_filtering") !== undefined)("bridge VLANs (VM lane)", () => {
-  useFixtureCleanup();
-
+describeVm("bridge VLANs (VM lane)", { kernel: ["bridge_vlan_filtering"] }, () => {
   const l2Cases: [string, Record<string, unknown>, { vid: number; pvid: boolean; untagged: boolean }[]][] = [
     ["vlan 100 (default VLAN removed)", { vlan: 100 }, [{ vid: 100, pvid: true, untagged: true }]],
     [
@@ -75,56 +67,55 @@ describe.skipIf(!sandboxed() || requireKernel("bridge_vlan_filtering") !== undef
 
   for (const [name, extra, want] of l2Cases) {
     test(`L2 bridge with ${name}: vlan_filtering on, port VLANs exactly as configured, CHECK and DEL`, async () => {
-      const bridge = `tvbr${++seq}`;
+      const { cid, n, ns } = await setUp("l2");
+      const bridge = `tvbr${n}`;
       const conf = bridgeConfig({ cniVersion: "1.0.0", bridge, extra });
-      const ns = await createContainerNetns();
-      const result = expectResult(await ours("bridge", inv("ADD", ns.path, conf)));
+      const result = expectResult(await ours("bridge", inv(ns.path, "ADD", conf, cid)));
       expect(linkDetails(undefined, bridge)!.linkinfo.info_data.vlan_filtering).toBe(1);
       const port = bridgePorts(bridge)[0]!;
       expect(portVlans(port).sort((a, b) => a.vid - b.vid)).toEqual(want);
-      expectSuccess(await ours("bridge", inv("CHECK", ns.path, withPrevResult(conf, result))), { silent: true });
-      expectSuccess(await ours("bridge", inv("DEL", ns.path, conf)), { silent: true });
+      expectSuccess(await ours("bridge", inv(ns.path, "CHECK", withPrevResult(conf, result), cid)), { silent: true });
+      expectSuccess(await ours("bridge", inv(ns.path, "DEL", conf, cid)), { silent: true });
       expect(bridgePorts(bridge)).toEqual([]);
     });
   }
 
   test("L3 with vlan 100 and isGateway: gateway on <bridge>.100, containers on the VLAN ping it and each other", async () => {
-    const bridge = `tvbr${++seq}`;
-    const dataDir = makeTempDir();
+    const { cid, n, ns: a, dataDir } = await setUp("l3");
+    const bridge = `tvbr${n}`;
     const conf = bridgeConfig({ cniVersion: "1.0.0", bridge, dataDir, subnets: ["10.80.0.0/24"], extra: { vlan: 100, isDefaultGateway: true } });
-    const a = await createContainerNetns();
     const b = await createContainerNetns();
-    const ra = expectResult(await ours("bridge", inv("ADD", a.path, conf, { containerID: "va" })));
-    const rb = expectResult(await ours("bridge", inv("ADD", b.path, conf, { containerID: "vb" })));
+    const ra = expectResult(await ours("bridge", inv(a.path, "ADD", conf, `${cid}-a`)));
+    const rb = expectResult(await ours("bridge", inv(b.path, "ADD", conf, `${cid}-b`)));
     expect(ra.interfaces.map((i: any) => i.name)).toEqual([bridge, expect.stringMatching(/^veth/), "eth0", `${bridge}.100`]);
     expect(addrsOf(undefined, `${bridge}.100`)).toContain("10.80.0.1/24");
     expect(ping(a.path, "10.80.0.1")).toBe(true);
     expect(ping(a.path, rb.ips[0].address.split("/")[0])).toBe(true);
-    expectSuccess(await ours("bridge", inv("CHECK", a.path, withPrevResult(conf, ra), { containerID: "va" })), { silent: true });
-    expectSuccess(await ours("bridge", inv("DEL", a.path, conf, { containerID: "va" })), { silent: true });
-    expectSuccess(await ours("bridge", inv("DEL", b.path, conf, { containerID: "vb" })), { silent: true });
+    expectSuccess(await ours("bridge", inv(a.path, "CHECK", withPrevResult(conf, ra), `${cid}-a`)), { silent: true });
+    expectSuccess(await ours("bridge", inv(a.path, "DEL", conf, `${cid}-a`)), { silent: true });
+    expectSuccess(await ours("bridge", inv(b.path, "DEL", conf, `${cid}-b`)), { silent: true });
     expect(reservationFiles(join(dataDir, "brnet"))).toEqual([]);
     expect(findLink(undefined, `${bridge}.100`)).toBeDefined(); // shared by the network, as upstream
   });
 
   test("containers on different access VLANs of one bridge cannot reach each other", async () => {
-    const bridge = `tvbr${++seq}`;
-    const a = await createContainerNetns();
+    const { cid, n, ns: a } = await setUp("access");
+    const bridge = `tvbr${n}`;
     const b = await createContainerNetns();
-    for (const [ns, vlan, cid, ip] of [
-      [a, 10, "v10", "192.168.50.1/24"],
-      [b, 20, "v20", "192.168.50.2/24"],
+    for (const [ns, vlan, ip] of [
+      [a, 10, "192.168.50.1/24"],
+      [b, 20, "192.168.50.2/24"],
     ] as const) {
-      expectResult(await ours("bridge", inv("ADD", ns.path, bridgeConfig({ cniVersion: "1.0.0", bridge, extra: { vlan } }), { containerID: cid })));
-      Bun.spawnSync(["nsenter", `--net=${ns.path}`, "--", "ip", "addr", "add", ip, "dev", "eth0"]);
+      expectResult(await ours("bridge", inv(ns.path, "ADD", bridgeConfig({ cniVersion: "1.0.0", bridge, extra: { vlan } }), `${cid}-${vlan}`)));
+      ipIn(ns.path, "addr", "add", ip, "dev", "eth0");
     }
     expect(ping(a.path, "192.168.50.2", 2)).toBe(false);
   });
 
   test("out-of-range VLAN ids are refused before anything is created", async () => {
-    const bridge = `tvbr${++seq}`;
-    const ns = await createContainerNetns();
-    expectCniError(await ours("bridge", inv("ADD", ns.path, bridgeConfig({ cniVersion: "1.0.0", bridge, extra: { vlan: 5000 } }))), {
+    const { cid, n, ns } = await setUp("range");
+    const bridge = `tvbr${n}`;
+    expectCniError(await ours("bridge", inv(ns.path, "ADD", bridgeConfig({ cniVersion: "1.0.0", bridge, extra: { vlan: 5000 } }), cid)), {
       code: 7,
       msg: "invalid VLAN ID 5000 (must be between 0 and 4094)",
     });

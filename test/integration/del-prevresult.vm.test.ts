@@ -3,18 +3,14 @@
  * (ipvlan, 8021q vlan, vrf, dummy, bridge vlan filtering), in the VM lane: DEL succeeds with no
  * prevResult, `{}` or a prevResult without `ips`, and leaves what an ordinary DEL leaves.
  */
-import { describe } from "bun:test";
-import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { requireKernel } from "../harness/kernel.ts";
-import { sandboxed } from "../harness/sandbox.ts";
+import { describeVm } from "../harness/vm-lane.ts";
 import { delPrevResultRows, needsVm, runDelPrevResultRow } from "../e2e/lib/del-prevresult.ts";
 import { missingReason, rowTest } from "../e2e/lib/plugins.ts";
 
 const ROWS = delPrevResultRows().filter(needsVm);
 
-describe.skipIf(!sandboxed())("DEL with a missing or empty prevResult (VM lane)", () => {
-  useFixtureCleanup();
-
+describeVm("DEL with a missing or empty prevResult (VM lane)", {}, () => {
   for (const row of ROWS) {
     rowTest(`DEL prevResult variants (vm): ${row.name}`, missingReason(row.plugins) ?? requireKernel(...row.kernel!), () => runDelPrevResultRow(row), 240_000);
   }

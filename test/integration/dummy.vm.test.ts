@@ -3,38 +3,23 @@
  * across spec versions, a link named like one in the host netns, IPAM required, CHECK failures,
  * DNS from IPAM, DEL robustness, STATUS. The Debian 1.1.1 binaries have no dummy (no interop test).
  */
-import { describe, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
-import { execPlugin, type PluginInvocation } from "../harness/exec-plugin.ts";
+import { execPlugin } from "../harness/exec-plugin.ts";
 import { addrsOf, listLinks } from "../harness/ip-oracle.ts";
-import { requireKernel } from "../harness/kernel.ts";
 import { detailedLink, ipIn, linkPluginConf, makeDummyMaster, pingFrom, resultIps } from "../harness/macvlan-helpers.ts";
-import { createContainerNetns } from "../harness/netns.ts";
-import { sandboxed } from "../harness/sandbox.ts";
 import { reservations } from "../harness/store.ts";
-import { makeTempDir } from "../harness/tempdir.ts";
 import { ALL_SPEC_VERSIONS, hasCheck, resultFamily } from "../harness/versions.ts";
+import { describeVm, vmPluginCalls } from "../harness/vm-lane.ts";
 
-let n = 0;
-function ids(tag: string): { cid: string; net: string } {
-  n++;
-  return { cid: `dm-${tag}-${process.pid}-${n}`, net: `dmnet-${tag}-${n}` };
-}
-function inv(netns: string | undefined, command: string, config: unknown, cid: string): PluginInvocation {
-  return { command, containerID: cid, netns, ifName: "dummy0", config };
-}
+const { setUp, inv } = vmPluginCalls("dm", "dummy0");
 
-describe.skipIf(!sandboxed() || requireKernel("dummy") !== undefined)("dummy", () => {
-  useFixtureCleanup();
-
+describeVm("dummy", { kernel: ["dummy"] }, () => {
   for (const v of ALL_SPEC_VERSIONS) {
     test(`[${v}] ADD creates a dummy with the address, ${hasCheck(v) ? "CHECK passes, " : ""}DEL removes it and the lease`, async () => {
-      const { cid, net } = ids("add");
-      const ns = await createContainerNetns();
-      const dataDir = makeTempDir("dm-store-");
+      const { cid, net, ns, dataDir } = await setUp("add");
       const conf = linkPluginConf({ type: "dummy", name: net, cniVersion: v, dataDir, subnet: "10.131.0.0/24" });
       const result = expectResult(await execPlugin("dummy", inv(ns.path, "ADD", conf, cid)));
       expect(resultIps(result).map((i) => i.address)).toEqual(["10.131.0.2/24"]);
@@ -54,10 +39,9 @@ describe.skipIf(!sandboxed() || requireKernel("dummy") !== undefined)("dummy", (
   }
 
   test("a link with the same name in the host netns does not get in the way", async () => {
-    const { cid, net } = ids("conflict");
+    const { cid, net, ns, dataDir } = await setUp("conflict");
     makeDummyMaster({ name: "dummy0" });
-    const ns = await createContainerNetns();
-    const conf = linkPluginConf({ type: "dummy", name: net, dataDir: makeTempDir("dm-"), subnet: "10.132.0.0/24" });
+    const conf = linkPluginConf({ type: "dummy", name: net, dataDir, subnet: "10.132.0.0/24" });
     expectResult(await execPlugin("dummy", inv(ns.path, "ADD", conf, cid)));
     expect(detailedLink(ns.path, "dummy0")!.linkinfo.info_kind).toBe("dummy");
     expect(detailedLink(undefined, "dummy0")).toBeDefined();
@@ -66,8 +50,7 @@ describe.skipIf(!sandboxed() || requireKernel("dummy") !== undefined)("dummy", (
   });
 
   test("IPAM is required on ADD and CHECK", async () => {
-    const { cid, net } = ids("noipam");
-    const ns = await createContainerNetns();
+    const { cid, net, ns } = await setUp("noipam");
     const conf = linkPluginConf({ type: "dummy", name: net, subnet: null });
     expectCniError(await execPlugin("dummy", inv(ns.path, "ADD", conf, cid)), { code: 7, msg: "dummy interface requires an IPAM configuration" });
     expectCniError(await execPlugin("dummy", inv(ns.path, "CHECK", conf, cid)), { code: 7, msg: "dummy interface requires an IPAM configuration" });
@@ -76,9 +59,7 @@ describe.skipIf(!sandboxed() || requireKernel("dummy") !== undefined)("dummy", (
   });
 
   test("result DNS comes from IPAM; the config dns is not used (as upstream)", async () => {
-    const { cid, net } = ids("dns");
-    const ns = await createContainerNetns();
-    const dataDir = makeTempDir("dm-store-");
+    const { cid, net, ns, dataDir } = await setUp("dns");
     const resolvConf = join(dataDir, "resolv.conf");
     writeFileSync(resolvConf, "nameserver 192.0.2.53\n");
     const conf = linkPluginConf({ type: "dummy", name: net, dataDir, subnet: "10.133.0.0/24", ipam: { resolvConf }, dns: { nameservers: ["198.51.100.1"] } });
@@ -88,9 +69,8 @@ describe.skipIf(!sandboxed() || requireKernel("dummy") !== undefined)("dummy", (
   });
 
   test("CHECK fails when the link is down, has another MAC, or the prevResult is missing", async () => {
-    const { cid, net } = ids("chk");
-    const ns = await createContainerNetns();
-    const conf = linkPluginConf({ type: "dummy", name: net, dataDir: makeTempDir("dm-"), subnet: "10.134.0.0/24" });
+    const { cid, net, ns, dataDir } = await setUp("chk");
+    const conf = linkPluginConf({ type: "dummy", name: net, dataDir, subnet: "10.134.0.0/24" });
     const result = expectResult(await execPlugin("dummy", inv(ns.path, "ADD", conf, cid)));
     expectCniError(await execPlugin("dummy", inv(ns.path, "CHECK", conf, cid)), { code: 999, msg: "dummy: Required prevResult missing" });
     const wrongMac = structuredClone(result);
@@ -102,9 +82,7 @@ describe.skipIf(!sandboxed() || requireKernel("dummy") !== undefined)("dummy", (
   });
 
   test("DEL with the netns gone releases the lease; STATUS delegates to IPAM", async () => {
-    const { cid, net } = ids("gone");
-    const ns = await createContainerNetns();
-    const dataDir = makeTempDir("dm-store-");
+    const { cid, net, ns, dataDir } = await setUp("gone");
     const conf = linkPluginConf({ type: "dummy", name: net, dataDir, subnet: "10.135.0.0/24" });
     expectResult(await execPlugin("dummy", inv(ns.path, "ADD", conf, cid)));
     await ns.destroy();

@@ -6,39 +6,26 @@
  */
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
-import { execGoPlugin, execPlugin, type PluginInvocation } from "../harness/exec-plugin.ts";
+import { execGoPlugin, execPlugin } from "../harness/exec-plugin.ts";
 import { addrsOf, listLinks } from "../harness/ip-oracle.ts";
-import { requireKernel } from "../harness/kernel.ts";
 import { detailedLink, expectL2Lifecycle, ipIn, linkPluginConf, makeVethMaster, pingFrom, resultIps, setDefaultRouteVia } from "../harness/macvlan-helpers.ts";
 import { createContainerNetns } from "../harness/netns.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
-import { sandboxed } from "../harness/sandbox.ts";
 import { reservations } from "../harness/store.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
 import { ALL_SPEC_VERSIONS, hasCheck, resultFamily } from "../harness/versions.ts";
+import { describeVm, vmPluginCalls } from "../harness/vm-lane.ts";
 
-let n = 0;
-function ids(tag: string): { cid: string; net: string } {
-  n++;
-  return { cid: `ipv-${tag}-${process.pid}-${n}`, net: `ipvnet-${tag}-${n}` };
-}
-function inv(netns: string | undefined, command: string, config: unknown, cid: string): PluginInvocation {
-  return { command, containerID: cid, netns, ifName: "eth0", config };
-}
+const { ids, setUp, inv } = vmPluginCalls("ipv", "eth0");
 
-describe.skipIf(!sandboxed() || requireKernel("ipvlan") !== undefined)("ipvlan", () => {
-  useFixtureCleanup();
-
+describeVm("ipvlan", { kernel: ["ipvlan"] }, () => {
   for (const v of ALL_SPEC_VERSIONS) {
     const variants = v === "1.0.0" ? ([false, true, undefined] as const) : ([undefined] as const);
     for (const lic of variants) {
       test(`[${v}] linkInContainer=${lic}: ADD creates an l2 ipvlan with the address, ${hasCheck(v) ? "CHECK passes, " : ""}DEL removes it and the lease`, async () => {
-        const { cid, net } = ids("add");
-        const ns = await createContainerNetns();
+        const { cid, net, ns, dataDir } = await setUp("add");
         const master = makeVethMaster(lic === true ? { netns: ns.path } : {});
-        const dataDir = makeTempDir("ipv-store-");
         const conf = linkPluginConf({
           type: "ipvlan", name: net, cniVersion: v, dataDir, subnet: "10.101.0.0/24", master: master.name, mtu: 1400,
           ...(lic === undefined ? {} : { linkInContainer: lic }),
@@ -63,11 +50,9 @@ describe.skipIf(!sandboxed() || requireKernel("ipvlan") !== undefined)("ipvlan",
 
   for (const mode of ["l2", "l3", "l3s"] as const) {
     test(`two containers on one master in mode ${mode} ping each other`, async () => {
-      const { net } = ids(`pair-${mode}`);
+      const { net, dataDir, ns: a } = await setUp(`pair-${mode}`);
       const master = makeVethMaster();
-      const dataDir = makeTempDir("ipv-store-");
       const conf = linkPluginConf({ type: "ipvlan", name: net, dataDir, subnet: "10.102.0.0/24", master: master.name, mode });
-      const a = await createContainerNetns();
       const b = await createContainerNetns();
       const ra = expectResult(await execPlugin("ipvlan", inv(a.path, "ADD", conf, `${net}-a`)));
       const rb = expectResult(await execPlugin("ipvlan", inv(b.path, "ADD", conf, `${net}-b`)));
@@ -81,9 +66,8 @@ describe.skipIf(!sandboxed() || requireKernel("ipvlan") !== undefined)("ipvlan",
   }
 
   test("chained: no IPAM, the prevResult's IPs and single interface (as master) are used", async () => {
-    const { cid, net } = ids("chained");
+    const { cid, net, ns } = await setUp("chained");
     const master = makeVethMaster();
-    const ns = await createContainerNetns();
     const prevResult = { cniVersion: "1.0.0", interfaces: [{ name: master.name }], ips: [{ address: "10.103.0.5/24", gateway: "10.103.0.1", interface: 0 }], routes: [{ dst: "10.200.0.0/16", gw: "10.103.0.1" }] };
     const conf = { cniVersion: "1.0.0", name: net, type: "ipvlan", prevResult };
     const result = expectResult(await execPlugin("ipvlan", inv(ns.path, "ADD", conf, cid)));
@@ -98,8 +82,7 @@ describe.skipIf(!sandboxed() || requireKernel("ipvlan") !== undefined)("ipvlan",
   });
 
   test("chained with a prevResult of two interfaces and no master: refused before anything is created", async () => {
-    const { cid, net } = ids("chainbad");
-    const ns = await createContainerNetns();
+    const { cid, net, ns } = await setUp("chainbad");
     const prevResult = { cniVersion: "1.0.0", interfaces: [{ name: "a" }, { name: "b" }], ips: [{ address: "10.104.0.5/24" }] };
     expectCniError(await execPlugin("ipvlan", inv(ns.path, "ADD", { cniVersion: "1.0.0", name: net, type: "ipvlan", prevResult }, cid)), {
       code: 999,
@@ -109,11 +92,9 @@ describe.skipIf(!sandboxed() || requireKernel("ipvlan") !== undefined)("ipvlan",
   });
 
   test("without master and prevResult: the default-route interface; DEL works without a default route", async () => {
-    const { cid, net } = ids("defroute");
+    const { cid, net, ns, dataDir } = await setUp("defroute");
     const master = makeVethMaster();
     setDefaultRouteVia(master.name, "10.105.0.10/24", "10.105.0.1");
-    const ns = await createContainerNetns();
-    const dataDir = makeTempDir("ipv-store-");
     const conf = linkPluginConf({ type: "ipvlan", name: net, dataDir, subnet: "10.106.0.0/24" });
     const result = expectResult(await execPlugin("ipvlan", inv(ns.path, "ADD", conf, cid)));
     expect(detailedLink(ns.path, "eth0")!.linkinfo.info_kind).toBe("ipvlan");
@@ -124,10 +105,8 @@ describe.skipIf(!sandboxed() || requireKernel("ipvlan") !== undefined)("ipvlan",
   });
 
   test("DEL works when the master is gone", async () => {
-    const { cid, net } = ids("mastergone");
+    const { cid, net, ns, dataDir } = await setUp("mastergone");
     const master = makeVethMaster();
-    const ns = await createContainerNetns();
-    const dataDir = makeTempDir("ipv-store-");
     const conf = linkPluginConf({ type: "ipvlan", name: net, dataDir, subnet: "10.107.0.0/24", master: master.name });
     expectResult(await execPlugin("ipvlan", inv(ns.path, "ADD", conf, cid)));
     ipIn(undefined, "link", "del", master.name);
@@ -136,10 +115,8 @@ describe.skipIf(!sandboxed() || requireKernel("ipvlan") !== undefined)("ipvlan",
   });
 
   test("errors: unknown mode, missing master, MTU above the master's", async () => {
-    const { cid, net } = ids("errors");
+    const { cid, net, ns, dataDir } = await setUp("errors");
     const master = makeVethMaster({ mtu: 1400 });
-    const ns = await createContainerNetns();
-    const dataDir = makeTempDir("ipv-store-");
     const base = { type: "ipvlan", name: net, dataDir, subnet: "10.108.0.0/24" };
     expectCniError(await execPlugin("ipvlan", inv(ns.path, "ADD", linkPluginConf({ ...base, master: master.name, mode: "l4" }), cid)), { code: 7, msg: 'unknown ipvlan mode: "l4"' });
     expectCniError(await execPlugin("ipvlan", inv(ns.path, "ADD", linkPluginConf({ ...base, master: "nosuch0" }), cid)), { code: 999, msg: 'failed to lookup master "nosuch0"' });
@@ -150,8 +127,7 @@ describe.skipIf(!sandboxed() || requireKernel("ipvlan") !== undefined)("ipvlan",
 
   for (const lic of [false, true]) {
     test(`L2 (no ipam, no prevResult, linkInContainer=${lic}): the ipvlan is up without addresses, the result lists only it; CHECK, DEL; refused at 0.2.0`, async () => {
-      const { cid, net } = ids("l2");
-      const ns = await createContainerNetns();
+      const { cid, net, ns } = await setUp("l2");
       const master = makeVethMaster(lic ? { netns: ns.path } : {});
       const conf = { cniVersion: "1.1.0", name: net, type: "ipvlan", master: master.name, mode: "l2", linkInContainer: lic };
       expectCniError(await execPlugin("ipvlan", inv(ns.path, "ADD", { ...conf, cniVersion: "0.1.0" }, cid)), { code: 999, msg: "cannot convert: no valid IP addresses" });
@@ -162,10 +138,9 @@ describe.skipIf(!sandboxed() || requireKernel("ipvlan") !== undefined)("ipvlan",
   }
 
   test("CHECK fails on a mode mismatch", async () => {
-    const { cid, net } = ids("chkmode");
+    const { cid, net, ns, dataDir } = await setUp("chkmode");
     const master = makeVethMaster();
-    const ns = await createContainerNetns();
-    const conf = linkPluginConf({ type: "ipvlan", name: net, dataDir: makeTempDir("ipv-"), subnet: "10.109.0.0/24", master: master.name, mode: "l2" });
+    const conf = linkPluginConf({ type: "ipvlan", name: net, dataDir, subnet: "10.109.0.0/24", master: master.name, mode: "l2" });
     const result = expectResult(await execPlugin("ipvlan", inv(ns.path, "ADD", conf, cid)));
     expectCniError(await execPlugin("ipvlan", inv(ns.path, "CHECK", { ...conf, mode: "l3", prevResult: result }, cid)), { code: 999, msg: "Container IPVlan mode l2 does not match expected value: l3" });
     expectSuccess(await execPlugin("ipvlan", inv(ns.path, "DEL", conf, cid)));
@@ -180,10 +155,8 @@ describe.skipIf(!sandboxed() || requireKernel("ipvlan") !== undefined)("ipvlan",
   describe.skipIf(!hasGoPlugin("ipvlan"))("interop with the Go reference (1.1.1)", () => {
     for (const dir of ["go→ts", "ts→go"] as const) {
       test(`[1.0.0] ${dir}: ADD by one, CHECK and DEL by the other`, async () => {
-        const { cid, net } = ids("interop");
+        const { cid, net, ns, dataDir } = await setUp("interop");
         const master = makeVethMaster();
-        const ns = await createContainerNetns();
-        const dataDir = makeTempDir("ipv-interop-");
         const conf = linkPluginConf({ type: "ipvlan", name: net, cniVersion: "1.0.0", dataDir, subnet: "10.111.0.0/24", master: master.name, mode: "l3" });
         const [adder, other] = dir === "go→ts" ? [execGoPlugin, execPlugin] : [execPlugin, execGoPlugin];
         const result = expectResult(await adder("ipvlan", inv(ns.path, "ADD", conf, cid)));

@@ -6,39 +6,26 @@
  */
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectCniError, expectResult, expectSuccess } from "../harness/cni-expect.ts";
-import { execGoPlugin, execPlugin, type PluginInvocation } from "../harness/exec-plugin.ts";
+import { execGoPlugin, execPlugin } from "../harness/exec-plugin.ts";
 import { addrsOf, listLinks } from "../harness/ip-oracle.ts";
-import { requireKernel } from "../harness/kernel.ts";
 import { detailedLink, expectL2Lifecycle, ipIn, linkPluginConf, makeVethMaster, pingFrom, resultIps } from "../harness/macvlan-helpers.ts";
 import { createContainerNetns } from "../harness/netns.ts";
 import { hasGoPlugin } from "../harness/paths.ts";
-import { sandboxed } from "../harness/sandbox.ts";
 import { reservations } from "../harness/store.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
 import { ALL_SPEC_VERSIONS, hasCheck, resultFamily } from "../harness/versions.ts";
+import { describeVm, vmPluginCalls } from "../harness/vm-lane.ts";
 
-let n = 0;
-function ids(tag: string): { cid: string; net: string } {
-  n++;
-  return { cid: `vl-${tag}-${process.pid}-${n}`, net: `vlnet-${tag}-${n}` };
-}
-function inv(netns: string | undefined, command: string, config: unknown, cid: string): PluginInvocation {
-  return { command, containerID: cid, netns, ifName: "eth0", config };
-}
+const { ids, setUp, inv } = vmPluginCalls("vl", "eth0");
 
-describe.skipIf(!sandboxed() || requireKernel("vlan") !== undefined)("vlan", () => {
-  useFixtureCleanup();
-
+describeVm("vlan", { kernel: ["vlan"] }, () => {
   for (const v of ALL_SPEC_VERSIONS) {
     // linkInContainer=true for two versions only: each VM-lane test costs seconds under TCG.
     for (const lic of v === "0.4.0" || v === "1.1.0" ? ([false, true] as const) : ([false] as const)) {
       test(`[${v}] linkInContainer=${lic}: ADD creates VLAN 42 on the master, ${hasCheck(v) ? "CHECK passes, " : ""}DEL removes it and the lease`, async () => {
-        const { cid, net } = ids("add");
-        const ns = await createContainerNetns();
+        const { cid, net, ns, dataDir } = await setUp("add");
         const master = makeVethMaster(lic ? { netns: ns.path } : {});
-        const dataDir = makeTempDir("vl-store-");
         const conf = linkPluginConf({ type: "vlan", name: net, cniVersion: v, dataDir, subnet: "10.121.0.0/24", master: master.name, vlanId: 42, mtu: 1400, linkInContainer: lic });
         const result = expectResult(await execPlugin("vlan", inv(ns.path, "ADD", conf, cid)));
         expect(resultIps(result).map((i) => i.address)).toEqual(["10.121.0.2/24"]);
@@ -60,10 +47,8 @@ describe.skipIf(!sandboxed() || requireKernel("vlan") !== undefined)("vlan", () 
   }
 
   test("MTU: 0 takes the master's; above the master's or negative is refused before anything is created", async () => {
-    const { cid, net } = ids("mtu");
+    const { cid, net, ns, dataDir } = await setUp("mtu");
     const master = makeVethMaster({ mtu: 1300 });
-    const ns = await createContainerNetns();
-    const dataDir = makeTempDir("vl-store-");
     const base = { type: "vlan", name: net, dataDir, subnet: "10.122.0.0/24", master: master.name, vlanId: 5 };
     expectResult(await execPlugin("vlan", inv(ns.path, "ADD", linkPluginConf(base), cid)));
     expect(detailedLink(ns.path, "eth0")!.mtu).toBe(1300);
@@ -75,10 +60,8 @@ describe.skipIf(!sandboxed() || requireKernel("vlan") !== undefined)("vlan", () 
   });
 
   test("config errors: master required, VLAN id 4095 or -1, missing master", async () => {
-    const { cid, net } = ids("errors");
+    const { cid, net, ns, dataDir } = await setUp("errors");
     const master = makeVethMaster();
-    const ns = await createContainerNetns();
-    const dataDir = makeTempDir("vl-store-");
     const base = { type: "vlan", name: net, dataDir, subnet: "10.123.0.0/24" };
     expectCniError(await execPlugin("vlan", inv(ns.path, "ADD", linkPluginConf({ ...base, vlanId: 5 }), cid)), { code: 7, msg: '"master" field is required' });
     for (const id of [4095, -1]) {
@@ -91,8 +74,7 @@ describe.skipIf(!sandboxed() || requireKernel("vlan") !== undefined)("vlan", () 
 
   for (const lic of [false, true]) {
     test(`L2 (ipam {}, linkInContainer=${lic}): the VLAN link is up without addresses, the result lists only it; CHECK, DEL; refused at 0.2.0`, async () => {
-      const { cid, net } = ids("l2");
-      const ns = await createContainerNetns();
+      const { cid, net, ns } = await setUp("l2");
       const master = makeVethMaster(lic ? { netns: ns.path } : {});
       const conf = { cniVersion: "1.0.0", name: net, type: "vlan", master: master.name, vlanId: 7, linkInContainer: lic, ipam: {} };
       expectCniError(await execPlugin("vlan", inv(ns.path, "ADD", { ...conf, cniVersion: "0.2.0" }, cid)), { code: 999, msg: "cannot convert: no valid IP addresses" });
@@ -103,9 +85,8 @@ describe.skipIf(!sandboxed() || requireKernel("vlan") !== undefined)("vlan", () 
   }
 
   test("MAC (#492): runtimeConfig.mac beats CNI_ARGS MAC; CHECK sees it; a bad one is code 7 before the link exists", async () => {
-    const { cid, net } = ids("mac");
+    const { cid, net, ns } = await setUp("mac");
     const master = makeVethMaster();
-    const ns = await createContainerNetns();
     const conf = { cniVersion: "1.0.0", name: net, type: "vlan", master: master.name, vlanId: 9 };
     const run = (config: unknown, command: string, args: string) => execPlugin("vlan", { ...inv(ns.path, command, config, cid), args });
     expectResult(await run(conf, "ADD", "K8S_POD_NAME=x;MAC=0a:58:00:00:00:11"));
@@ -132,9 +113,7 @@ describe.skipIf(!sandboxed() || requireKernel("vlan") !== undefined)("vlan", () 
       ipIn(peer.path, "addr", "add", addr, "dev", `p.${id}`);
       ipIn(peer.path, "link", "set", `p.${id}`, "up");
     }
-    const { net } = ids("traffic");
-    const dataDir = makeTempDir("vl-store-");
-    const a = await createContainerNetns();
+    const { net, dataDir, ns: a } = await setUp("traffic");
     const b = await createContainerNetns();
     // a: VLAN 100 with an address in the VLAN-200 subnet too would be cheating; use matching subnets.
     const confA = linkPluginConf({ type: "vlan", name: `${net}a`, dataDir, subnet: "10.124.0.0/24", master: master.name, vlanId: 100 });
@@ -149,10 +128,9 @@ describe.skipIf(!sandboxed() || requireKernel("vlan") !== undefined)("vlan", () 
   });
 
   test("CHECK fails when the VLAN id differs from the config", async () => {
-    const { cid, net } = ids("chkid");
+    const { cid, net, ns, dataDir } = await setUp("chkid");
     const master = makeVethMaster();
-    const ns = await createContainerNetns();
-    const conf = linkPluginConf({ type: "vlan", name: net, dataDir: makeTempDir("vl-"), subnet: "10.126.0.0/24", master: master.name, vlanId: 7 });
+    const conf = linkPluginConf({ type: "vlan", name: net, dataDir, subnet: "10.126.0.0/24", master: master.name, vlanId: 7 });
     const result = expectResult(await execPlugin("vlan", inv(ns.path, "ADD", conf, cid)));
     expectCniError(await execPlugin("vlan", inv(ns.path, "CHECK", { ...conf, vlanId: 8, prevResult: result }, cid)), { code: 999, msg: "VLAN ID 7, configured 8" });
     expectCniError(await execPlugin("vlan", inv(ns.path, "CHECK", conf, cid)), { code: 999, msg: "vlan: Required prevResult missing" });
@@ -160,10 +138,8 @@ describe.skipIf(!sandboxed() || requireKernel("vlan") !== undefined)("vlan", () 
   });
 
   test("DEL succeeds and releases the lease when the master is gone (upstream fails)", async () => {
-    const { cid, net } = ids("mastergone");
+    const { cid, net, ns, dataDir } = await setUp("mastergone");
     const master = makeVethMaster();
-    const ns = await createContainerNetns();
-    const dataDir = makeTempDir("vl-store-");
     const conf = linkPluginConf({ type: "vlan", name: net, dataDir, subnet: "10.127.0.0/24", master: master.name, vlanId: 9 });
     expectResult(await execPlugin("vlan", inv(ns.path, "ADD", conf, cid)));
     ipIn(undefined, "link", "del", master.name);
@@ -186,10 +162,8 @@ describe.skipIf(!sandboxed() || requireKernel("vlan") !== undefined)("vlan", () 
   describe.skipIf(!hasGoPlugin("vlan"))("interop with the Go reference (1.1.1)", () => {
     for (const dir of ["go→ts", "ts→go"] as const) {
       test(`[0.4.0] ${dir}: ADD by one, CHECK and DEL by the other`, async () => {
-        const { cid, net } = ids("interop");
+        const { cid, net, ns, dataDir } = await setUp("interop");
         const master = makeVethMaster();
-        const ns = await createContainerNetns();
-        const dataDir = makeTempDir("vl-interop-");
         const conf = linkPluginConf({ type: "vlan", name: net, cniVersion: "0.4.0", dataDir, subnet: "10.129.0.0/24", master: master.name, vlanId: 33, mtu: 1450 });
         const [adder, other] = dir === "go→ts" ? [execGoPlugin, execPlugin] : [execPlugin, execGoPlugin];
         const result = expectResult(await adder("vlan", inv(ns.path, "ADD", conf, cid)));

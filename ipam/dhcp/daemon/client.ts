@@ -6,6 +6,7 @@
 import {
   BOOTREPLY,
   BOOTREQUEST,
+  BROADCAST_IP,
   DHCPACK,
   DHCPDISCOVER,
   DHCPNAK,
@@ -30,7 +31,6 @@ import {
 import { messageOf } from "../../../shared/cni/errors.ts";
 import type { DhcpSocket } from "./dhcp-socket.ts";
 
-export const BROADCAST_IP = "255.255.255.255";
 /** Sends per exchange before giving up on it (the Go client library's default). */
 const SENDS_PER_EXCHANGE = 3;
 /** Upstream's fast retries: this many at FAST_RETRY_MS ± jitter, then doubling from SLOW_START_MS. */

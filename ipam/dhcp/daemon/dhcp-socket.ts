@@ -22,16 +22,13 @@ import {
   SO_REUSEADDR,
 } from "../../../shared/sys/constants.ts";
 import { ipToBytes, parseIP } from "../../../shared/ip/ip.ts";
+import { DHCP_CLIENT_PORT, DHCP_SERVER_PORT } from "../packet.ts";
+import { DHCP6_CLIENT_PORT, DHCP6_SERVER_PORT } from "../packet6.ts";
 
 // <linux/in.h>
 const SOL_IP = 0;
 const IP_TRANSPARENT = 19;
 
-export const DHCP_SERVER_PORT = 67;
-export const DHCP_CLIENT_PORT = 68;
-/** RFC 8415 §7.2. */
-export const DHCP6_CLIENT_PORT = 546;
-export const DHCP6_SERVER_PORT = 547;
 /** How often a waiting receive polls its socket. */
 const POLL_INTERVAL_MS = 20;
 /** Largest datagram kept (DHCP messages are far smaller). */

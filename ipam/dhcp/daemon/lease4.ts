@@ -9,9 +9,8 @@ import type { Result } from "../../../shared/cni/types.ts";
 import { NetNS } from "../../../shared/netns/index.ts";
 import { loadDhcpConfig } from "../config.ts";
 import { mtuFromAck, resultFromAck } from "../lease-result.ts";
-import { OPT_LEASE_TIME, OPT_REBINDING_TIME, OPT_RENEWAL_TIME, decodeMessage, encodeMessage, optionUint32, type DhcpMessage } from "../packet.ts";
+import { BROADCAST_IP, OPT_LEASE_TIME, OPT_REBINDING_TIME, OPT_RENEWAL_TIME, decodeMessage, encodeMessage, optionUint32, type DhcpMessage } from "../packet.ts";
 import {
-  BROADCAST_IP,
   abortableRetries,
   acquireOnce,
   clientIdFor,
