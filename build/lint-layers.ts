@@ -3,8 +3,8 @@
  * - plugins/, ipam/, meta/ import only shared/ or their own folder;
  * - shared/ imports nothing from plugins/, ipam/, meta/ or build/;
  * - inside shared/, a module imports only modules of a lower rank (SHARED_RANK below; tests exempt),
- *   so the layers read bottom-up: error, ip → sys → netns → netlink, sysctl → cni → firewall, ipam →
- *   iface, node-state;
+ *   so the layers read bottom-up: error → ip, sys, undo → netns → netlink, sysctl → cni → firewall,
+ *   ipam → iface, node-state;
  * - only shared/sys imports bun:ffi;
  * - only shared/cni/invoke.ts and shared/firewall/exec.ts spawn processes (test/ and build/ exempt);
  * - no static import of node:fs, node:path or node:child_process in what a plugin process loads
@@ -29,16 +29,19 @@ const root = resolve(import.meta.dir, "..");
 
 /**
  * The order of shared/'s modules: each may import only modules of a strictly lower rank.
- * error: the annotate helper; ip: pure address math; sys: libc; netns; netlink and sysctl: the
- * kernel; cni: the protocol (config, results, errors → codes, delegation, teardown); firewall:
- * iptables/nftables; ipam: what the allocating IPAM plugins share (ranges, candidates, their
- * config and result); iface: configuring interfaces for plugins (kernel + CNI results); node-state:
- * what a plugin owns on the node beyond a call, as the registry describes it (for the operator).
+ * error: the annotate helper; ip: pure address math; sys: libc; undo: teardown steps and ADD's
+ * rollback over them (generic: the firewall layer uses them without the CNI protocol engine); netns;
+ * netlink and sysctl: the kernel; cni: the protocol (config, results, errors → codes, delegation,
+ * the IPAM teardown step); firewall: iptables/nftables; ipam: what the allocating IPAM plugins
+ * share (ranges, candidates, their config and result); iface: configuring interfaces for plugins
+ * (kernel + CNI results); node-state: what a plugin owns on the node beyond a call, as the registry
+ * describes it (for the operator).
  */
 const SHARED_RANK: Readonly<Record<string, number>> = {
   error: 0,
   ip: 1,
   sys: 1,
+  undo: 1,
   netns: 2,
   netlink: 3,
   sysctl: 3,

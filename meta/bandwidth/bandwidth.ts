@@ -26,11 +26,11 @@
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
 import { prevResultFrom, validAttachmentsOf } from "../../shared/cni/netconf.ts";
-import { teardown, Undo } from "../../shared/cni/teardown.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { versionsFrom } from "../../shared/cni/version.ts";
 import { annotate } from "../../shared/error/annotate.ts";
 import { Handle, type Link } from "../../shared/netlink/index.ts";
+import { teardown, Undo } from "../../shared/undo/teardown.ts";
 import { loadBandwidthConfig, type BandwidthConfig } from "./config.ts";
 import { collectIfbs } from "./gc.ts";
 import { checkHtb, setupHtb } from "./htb-setup.ts";

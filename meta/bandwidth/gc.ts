@@ -11,9 +11,9 @@
  * attachment) is removed first, so no device is left redirecting into nothing.
  */
 import type { ValidAttachment } from "../../shared/cni/netconf.ts";
-import { teardown, type TeardownStep } from "../../shared/cni/teardown.ts";
 import { annotate } from "../../shared/error/annotate.ts";
 import type { Handle, Link } from "../../shared/netlink/index.ts";
+import { teardown, type TeardownStep } from "../../shared/undo/teardown.ts";
 import { deleteIfb } from "./ifb.ts";
 import { ifbAttachment } from "./ifb-name.ts";
 import { redirectSources, removeRedirects } from "./tc-setup.ts";

@@ -12,9 +12,9 @@
  * Every step runs; failures are reported together.
  */
 import type { ValidAttachment } from "../../shared/cni/netconf.ts";
-import { teardown, type TeardownStep } from "../../shared/cni/teardown.ts";
 import { collectEverywhere } from "../../shared/firewall/backend.ts";
 import type { BackendName } from "../../shared/firewall/backend.ts";
+import { teardown, type TeardownStep } from "../../shared/undo/teardown.ts";
 import type { FirewalldBackend, FirewallRules, FirewallTarget } from "./backend.ts";
 import type { FirewallConf } from "./config.ts";
 import { allRecords, forgetAttachment, type AttachmentRecord } from "./records.ts";

@@ -19,7 +19,6 @@
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
 import { InternalError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
 import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
-import { teardown, TeardownError, Undo, type TeardownStep } from "../../shared/cni/teardown.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { annotate, annotateError } from "../../shared/error/annotate.ts";
@@ -32,6 +31,7 @@ import { ENOENT } from "../../shared/sys/errno.ts";
 import { hasErrno } from "../../shared/sys/errors.ts";
 import { readTextFile, writeFile } from "../../shared/sys/file.ts";
 import { PathError } from "../../shared/sys/path-error.ts";
+import { teardown, TeardownError, Undo, type TeardownStep } from "../../shared/undo/teardown.ts";
 import { backupPath, readBackup, removeBackup, staleBackups, writeBackup, type LinkBackup } from "./backup.ts";
 import { changesLink, loadTuningConfig, requireMac, type TuningConfig } from "./config.ts";
 import { ALLOWLIST_PATH, checkAllowlist, checkDuplicateSysctlKeys, parseAllowlist, sysctlFileName } from "./sysctl-keys.ts";

@@ -18,7 +18,7 @@
 import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { InternalError, InvalidConfigError } from "../../shared/cni/errors.ts";
 import { delegate, delegateAdd, delegateToIpam } from "../../shared/cni/invoke.ts";
-import { ipamStep, IPAM_STEP, teardown, Undo, type TeardownStep } from "../../shared/cni/teardown.ts";
+import { ipamStep, IPAM_STEP } from "../../shared/cni/ipam-delegation.ts";
 import type { CmdArgs, Interface, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { annotate } from "../../shared/error/annotate.ts";
@@ -42,6 +42,7 @@ import { setupVeth } from "../../shared/iface/veth.ts";
 import { IF_OPER_UP } from "../../shared/netlink/constants/if-link.ts";
 import { Handle, type Link } from "../../shared/netlink/index.ts";
 import { NetNS } from "../../shared/netns/index.ts";
+import { teardown, Undo, type TeardownStep } from "../../shared/undo/teardown.ts";
 import { checkBridge } from "./check.ts";
 import { loadBridgeConf, wantsVlanFiltering, type BridgeConf } from "./config.ts";
 import { bridgeByName, bridgeStatus, ensureBridge } from "./ensure-bridge.ts";

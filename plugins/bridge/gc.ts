@@ -2,16 +2,16 @@
  * bridge GC (spec 1.1.0): the IPAM plugin's GC (upstream's bridge does only this), then, beyond
  * upstream, this network's masquerade rules (shared/firewall/ipmasq.ts) and spoof-check rules
  * (spoofcheck.ts) of attachments not in `cni.dev/valid-attachments` — each only when the config
- * enables it, as DEL. Every step runs; failures are reported together (shared/cni/teardown.ts).
+ * enables it, as DEL. Every step runs; failures are reported together (shared/undo/teardown.ts).
  * Without a valid-attachments list (absent or malformed) only IPAM is asked: nothing is collected.
  */
 import { delegateToIpam } from "../../shared/cni/invoke.ts";
 import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
-import { teardown, type TeardownStep } from "../../shared/cni/teardown.ts";
 import type { CmdArgs } from "../../shared/cni/types.ts";
 import { systemFirewallDrivers } from "../../shared/firewall/backend.ts";
 import { gcIPMasq } from "../../shared/firewall/ipmasq.ts";
 import { Handle } from "../../shared/netlink/index.ts";
+import { teardown, type TeardownStep } from "../../shared/undo/teardown.ts";
 import type { BridgeConf } from "./config.ts";
 import { gcSpoofCheck } from "./spoofcheck.ts";
 

@@ -21,8 +21,8 @@ import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-
 import { t } from "../../shared/cni/decode.ts";
 import { InternalError, messageOf } from "../../shared/cni/errors.ts";
 import { delegate, delegateAdd, delegateToIpam } from "../../shared/cni/invoke.ts";
+import { ipamStep, IPAM_STEP } from "../../shared/cni/ipam-delegation.ts";
 import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
-import { ipamStep, IPAM_STEP, teardown, Undo, type TeardownStep } from "../../shared/cni/teardown.ts";
 import type { CmdArgs, Interface, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { annotate } from "../../shared/error/annotate.ts";
@@ -33,6 +33,7 @@ import { v11InterfaceFields } from "../../shared/iface/interface-fields.ts";
 import { IFF_UP } from "../../shared/netlink/constants/if-link.ts";
 import { Handle, type Link } from "../../shared/netlink/index.ts";
 import { NetNS } from "../../shared/netns/index.ts";
+import { teardown, Undo, type TeardownStep } from "../../shared/undo/teardown.ts";
 import { loadHostDeviceConfig, type HostDeviceConfig } from "./config.ts";
 import { moveLinkIn, moveLinkOut } from "./move.ts";
 import { assertMovable } from "./safety.ts";

@@ -1,6 +1,6 @@
 /**
  * Moving a host device into a container and back, through a temporary namespace (upstream HEAD
- * `moveLinkIn` / `moveLinkOut`). Each move is undone step by step (shared/cni/teardown.ts Undo)
+ * `moveLinkIn` / `moveLinkOut`). Each move is undone step by step (shared/undo/teardown.ts Undo)
  * when a later step fails, so a failed move in leaves the device in the host under its own name (UP
  * again if it was) and a failed move out leaves it in the container under CNI_IFNAME (UP again if
  * it was) — ready for a retry.
@@ -8,11 +8,11 @@
  * In:  host ──netns──▶ temp: rename to CNI_IFNAME, alias = host name ──netns──▶ container: up
  * Out: container ──netns──▶ temp: rename to the alias, clear the alias ──netns──▶ host (left down)
  */
-import { Undo } from "../../shared/cni/teardown.ts";
 import { annotate } from "../../shared/error/annotate.ts";
 import { IFF_UP } from "../../shared/netlink/constants/if-link.ts";
 import { Handle, type Link } from "../../shared/netlink/index.ts";
 import { createTempNetNS, type NetNS } from "../../shared/netns/index.ts";
+import { Undo } from "../../shared/undo/teardown.ts";
 
 /** A temporary namespace and a Handle in it; dispose closes both (destroying the namespace). */
 function openTemp(): { temp: NetNS; tempNl: Handle } & Disposable {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { toErrorJson } from "../cni/errors.ts";
-import { TeardownError } from "../cni/teardown.ts";
+import { TeardownError } from "../undo/teardown.ts";
 import { collectEverywhere, runAll, teardownEverywhere, type BackendName, type FirewallFeature } from "./backend.ts";
 import { CommandError, CommandNotFoundError } from "./exec.ts";
 

@@ -16,8 +16,8 @@
  */
 import { annotateError } from "../error/annotate.ts";
 import type { ValidAttachment } from "../cni/netconf.ts";
-import { TeardownError } from "../cni/teardown.ts";
 import type { LockWaiter } from "../sys/fd-lock.ts";
+import { TeardownError } from "../undo/teardown.ts";
 import { attachmentLock, UNCOORDINATED, type AttachmentLock } from "./attachment-lock.ts";
 import { CommandNotFoundError, type ToolEnv } from "./exec.ts";
 import { systemIptables, type IptablesDriver } from "./iptables/driver.ts";

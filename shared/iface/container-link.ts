@@ -16,7 +16,7 @@
 import { InternalError, InvalidConfigError } from "../cni/errors.ts";
 import { openNetnsForDel } from "../cni/container-netns.ts";
 import { delegateAdd } from "../cni/invoke.ts";
-import { ipamStep, IPAM_STEP, teardown, Undo, type TeardownStep } from "../cni/teardown.ts";
+import { ipamStep, IPAM_STEP } from "../cni/ipam-delegation.ts";
 import type { CmdArgs, DNS, Interface, Result } from "../cni/types.ts";
 import { resultFamily } from "../cni/version.ts";
 import { annotate, annotateError } from "../error/annotate.ts";
@@ -24,6 +24,7 @@ import { isGlobalUnicast, parseIP } from "../ip/ip.ts";
 import { Handle, isNotFound, type Link } from "../netlink/index.ts";
 import { withNetNS, type NetNS } from "../netns/index.ts";
 import { sysctlSet } from "../sysctl/index.ts";
+import { teardown, Undo, type TeardownStep } from "../undo/teardown.ts";
 import { configureIface } from "./configure.ts";
 import { v11InterfaceFields } from "./interface-fields.ts";
 import { randomVethName } from "./link-names.ts";

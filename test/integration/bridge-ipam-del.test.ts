@@ -1,6 +1,6 @@
 /**
  * bridge delegating IPAM DEL to host-local when the store cannot be written (issue 15.1): bridge
- * still tears down its own links, then reports host-local's failure (shared/cni/teardown.ts), and
+ * still tears down its own links, then reports host-local's failure (shared/undo/teardown.ts), and
  * a DEL after the disk recovers releases the address.
  */
 import { describe, expect, test } from "bun:test";

@@ -16,7 +16,7 @@
  *
  * ```ts
  * const steps = (created?) => [
- *   ipamStep(ipamType, args),
+ *   ipamStep(ipamType, args), // shared/cni/ipam-delegation.ts
  *   { name: "container link", run: () => deleteContainerLink(args, created) },
  * ];
  * // DEL:  await teardown(steps());
@@ -26,31 +26,16 @@
  *
  * `return await` (not `return`): handles the steps use are often `using` declarations of the same
  * function, which a plain `return` would dispose of before the rollback has run.
+ *
+ * Nothing here knows CNI: the firewall layer and the plugins use it alike, and the CNI code of a
+ * TeardownError (an AggregateError) is decided where every code is, shared/cni/errors.ts.
  */
 import { messageOf } from "../error/annotate.ts";
-import { delegate } from "./invoke.ts";
-import type { CmdArgs } from "./types.ts";
 
 /** One thing to remove. `name` says what, for messages ("container link", "IPAM address"). */
 export interface TeardownStep {
   readonly name: string;
   run(): void | Promise<void>;
-}
-
-/** Name of the {@link ipamStep}. */
-export const IPAM_STEP = "IPAM";
-
-/**
- * IPAM DEL (nothing when `ipamType` is ""): the first step of every plugin that delegates to IPAM,
- * so a dhcp lease is released while the container link still exists.
- */
-export function ipamStep(ipamType: string, args: CmdArgs): TeardownStep {
-  return {
-    name: IPAM_STEP,
-    run: async () => {
-      if (ipamType !== "") await delegate(ipamType, args, "DEL");
-    },
-  };
 }
 
 /** Several teardown steps failed; `errors` holds each failure in step order. */

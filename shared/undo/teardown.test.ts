@@ -1,8 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { InvalidConfigError, TryAgainLaterError } from "./errors.ts";
-import { ipamStep, IPAM_STEP, teardown, TeardownError, Undo, type TeardownStep } from "./teardown.ts";
-import type { CmdArgs } from "./types.ts";
-import { PROCESS_SCOPE } from "./call-scope.ts";
+import { InvalidConfigError, toErrorJson, TryAgainLaterError } from "../cni/errors.ts";
+import { teardown, TeardownError, Undo, type TeardownStep } from "./teardown.ts";
 
 function recorder(fail: Record<string, unknown> = {}): { steps: TeardownStep[]; ran: string[] } {
   const ran: string[] = [];
@@ -67,16 +65,12 @@ describe("Undo (ADD)", () => {
   });
 });
 
-describe("ipamStep", () => {
-  const args = { command: "DEL", containerID: "c", netns: "", ifName: "eth0", args: "", path: "", stdinData: new Uint8Array(), config: {}, cniVersion: "1.0.0", env: {}, stderr: () => {}, scope: PROCESS_SCOPE } satisfies CmdArgs;
-
-  test("without an IPAM type it does nothing", async () => {
-    const step = ipamStep("", args);
-    expect(step.name).toBe(IPAM_STEP);
-    await step.run();
+describe("TeardownError's CNI code (shared/cni/errors.ts)", () => {
+  test("several failures are 999, whatever their own codes; the message names each", () => {
+    const err = new TeardownError([new TryAgainLaterError("lock busy"), new InvalidConfigError("bad")]);
+    expect(toErrorJson(err)).toEqual({ code: 999, msg: "lock busy; bad" });
   });
-
-  test("with one it runs IPAM DEL, whose failure (here: no CNI_PATH) is the step's own", async () => {
-    await expect(Promise.resolve(ipamStep("host-local", args).run())).rejects.toThrow("no paths provided");
+  test("one failure keeps its code", () => {
+    expect(toErrorJson(new TeardownError([new TryAgainLaterError("lock busy")]))).toEqual({ code: 11, msg: "lock busy" });
   });
 });
