@@ -7,9 +7,8 @@
  * GC exists from spec 1.1.0: an older list is sent as 1.1.0 (the plugins of this suite accept every
  * version; a plugin that does not know GC answers with an error, which is reported).
  */
-import { execDelegate } from "../shared/cni/invoke.ts";
+import { withDelegate } from "../shared/cni/delegate.ts";
 import { GC_ATTACHMENT_KEYS } from "../shared/cni/netconf.ts";
-import type { CmdArgs } from "../shared/cni/types.ts";
 import { versionGte } from "../shared/cni/version.ts";
 import type { NetworkList } from "./networks.ts";
 import { PROCESS_SCOPE } from "../shared/cni/call-scope.ts";
@@ -39,7 +38,7 @@ export async function runGc(net: NetworkList, valid: readonly GcAttachment[], bi
     const type = String(plugin.type);
     const config = gcConfig(net, plugin, valid);
     const env = { PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin", CNI_COMMAND: "GC", CNI_PATH: binDirs };
-    const args: CmdArgs = {
+    const args = withDelegate({
       command: "GC",
       containerID: "",
       netns: "",
@@ -53,9 +52,9 @@ export async function runGc(net: NetworkList, valid: readonly GcAttachment[], bi
       // The command's own process: a plugin's diagnostics go to its stderr.
       stderr: (text) => void process.stderr.write(text),
       scope: PROCESS_SCOPE,
-    };
+    });
     try {
-      await execDelegate(type, args, "GC");
+      await args.delegate.run(type, "GC");
       calls.push({ plugin: type });
     } catch (err) {
       calls.push({ plugin: type, error: (err as Error).message });

@@ -1,7 +1,8 @@
 /**
  * One plugin call, as a plugin process and a thread of the resident agent both run it: the plugin's
- * spec from the registry, then skel's protocol engine with the call's environment and streams.
- * Nothing here imports agent/ or cli/: they import this.
+ * spec from the registry, then skel's protocol engine with the call's environment and streams, and
+ * this build's plugins for its delegations to run in-process. Nothing here imports agent/ or cli/:
+ * they import this.
  */
 import type { PluginIO } from "../shared/cni/skel.ts";
 import { mark } from "../shared/sys/phases.ts";
@@ -26,12 +27,7 @@ export function pluginNameOf(argv: readonly string[]): string | undefined {
 export async function runPluginCall(name: string, io: PluginIO): Promise<number> {
   const entry = pluginEntry(name);
   if (entry === undefined) throw new Error(`no plugin ${JSON.stringify(name)} in this build`);
-  const [spec, skel, inProcess] = await Promise.all([
-    entry.load(),
-    import("../shared/cni/skel.ts"),
-    import("../shared/cni/in-process.ts"),
-  ]);
+  const [spec, skel] = await Promise.all([entry.load(), import("../shared/cni/skel.ts")]);
   mark("plugin loaded");
-  inProcess.enableInProcessDelegation(lookupPlugin, buildVersion());
-  return skel.runPlugin(spec, io, buildVersion());
+  return skel.runPlugin(spec, io, { buildVersion: buildVersion(), plugins: lookupPlugin });
 }

@@ -15,6 +15,7 @@ import { EtcdClient } from "./etcd/client.ts";
 import { FakeEtcd } from "./etcd/testing.ts";
 import { prefixEnd, txnWire } from "./etcd/wire.ts";
 import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
+import { withDelegate } from "../../shared/cni/delegate.ts";
 
 const fakes: FakeEtcd[] = [];
 function fake(): FakeEtcd {
@@ -41,7 +42,7 @@ function conf(endpoints: string[], ipam: Record<string, unknown> = {}, etcd: Rec
 }
 
 function args(config: Record<string, unknown>, containerID = "c1", extra: Partial<CmdArgs> = {}): CmdArgs {
-  return {
+  return withDelegate({
     command: "ADD",
     containerID,
     netns: "/proc/self/ns/net",
@@ -55,7 +56,7 @@ function args(config: Record<string, unknown>, containerID = "c1", extra: Partia
     stderr: () => {},
     scope: PROCESS_SCOPE,
     ...extra,
-  };
+  });
 }
 
 async function failure(p: Promise<unknown>): Promise<{ code: number; msg: string }> {

@@ -14,6 +14,7 @@ import { parseIP } from "../../shared/ip/addr.ts";
 import { hostLocalPlugin } from "./host-local.ts";
 import { INDEX_NAME } from "./store/index-file.ts";
 import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
+import { withDelegate } from "../../shared/cni/delegate.ts";
 
 const GO_PLUGIN = "/usr/lib/cni/host-local";
 const haveGo = existsSync(GO_PLUGIN);
@@ -57,7 +58,7 @@ function go(command: Command, conf: Record<string, unknown>, id: string, ifName 
 }
 
 function ts(command: Command, conf: Record<string, unknown>, id: string, ifName = "eth0", args = ""): Result | undefined {
-  const a: CmdArgs = {
+  const a: CmdArgs = withDelegate({
     command,
     containerID: id,
     netns: "/proc/self/ns/net",
@@ -70,7 +71,7 @@ function ts(command: Command, conf: Record<string, unknown>, id: string, ifName 
     env: {},
     stderr: () => {},
     scope: PROCESS_SCOPE,
-  };
+  });
   switch (command) {
     case "ADD":
       return hostLocalPlugin.add(a) as Result;

@@ -13,6 +13,7 @@ import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { parseIP } from "../../shared/ip/addr.ts";
 import { hostLocalPlugin } from "./host-local.ts";
 import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
+import { withDelegate } from "../../shared/cni/delegate.ts";
 
 let root: string;
 beforeEach(() => {
@@ -27,7 +28,7 @@ interface Call {
 }
 
 function cmdArgs(command: Command, config: Record<string, unknown>, call: Call = {}): CmdArgs {
-  return {
+  return withDelegate({
     command,
     containerID: call.id ?? "dummy",
     netns: "/proc/self/ns/net",
@@ -40,7 +41,7 @@ function cmdArgs(command: Command, config: Record<string, unknown>, call: Call =
     env: {},
     stderr: () => {},
     scope: PROCESS_SCOPE,
-  };
+  });
 }
 
 function add(config: Record<string, unknown>, call: Call = {}): Result {

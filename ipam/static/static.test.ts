@@ -9,11 +9,12 @@ import type { CmdArgs, Command, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS, versionGte } from "../../shared/cni/version.ts";
 import { staticPlugin } from "./static.ts";
 import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
+import { withDelegate } from "../../shared/cni/delegate.ts";
 
 function cmdArgs(conf: Record<string, unknown>, opts: { args?: string; command?: Command } = {}): CmdArgs {
   const text = JSON.stringify(conf);
   const v = typeof conf.cniVersion === "string" && conf.cniVersion !== "" ? conf.cniVersion : "0.1.0";
-  return {
+  return withDelegate({
     command: opts.command ?? "ADD",
     containerID: "dummy",
     netns: "/some/where",
@@ -26,7 +27,7 @@ function cmdArgs(conf: Record<string, unknown>, opts: { args?: string; command?:
     env: {},
     stderr: () => {},
     scope: PROCESS_SCOPE,
-  };
+  });
 }
 
 function add(conf: Record<string, unknown>, args?: string): Result {

@@ -10,9 +10,10 @@ import { derivedIfbName, ifbAlias, ifbBelongsTo, upstreamIfbName } from "./ifb-n
 import { bufferTicks, limitBytes, tbfNumbers } from "./tbf-params.ts";
 import { quantumFor } from "./htb-setup.ts";
 import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
+import { withDelegate } from "../../shared/cni/delegate.ts";
 
 function args(config: Record<string, unknown>): CmdArgs {
-  return {
+  return withDelegate({
     command: "ADD",
     containerID: "c1",
     netns: "",
@@ -25,7 +26,7 @@ function args(config: Record<string, unknown>): CmdArgs {
     env: {},
     stderr: () => {},
     scope: PROCESS_SCOPE,
-  };
+  });
 }
 
 function errorOf(f: () => unknown): CniError {

@@ -10,6 +10,7 @@ import { makeFirewallPlugin, type FirewallDeps } from "./firewall.ts";
 import { busSocketsMissing } from "./firewalld-backend.ts";
 import { instanceComment, NFT_PRIV, NFT_TABLE } from "./nftables-backend.ts";
 import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
+import { withDelegate } from "../../shared/cni/delegate.ts";
 
 const PREV = {
   cniVersion: "1.0.0",
@@ -22,7 +23,7 @@ const PREV = {
 
 function cmd(command: Command, conf: Record<string, unknown>, env: Record<string, string> = {}, containerID = "ctr1"): CmdArgs {
   const config = { cniVersion: "1.0.0", name: "net1", type: "firewall", ...conf };
-  return {
+  return withDelegate({
     command,
     containerID,
     netns: "/var/run/netns/x",
@@ -35,7 +36,7 @@ function cmd(command: Command, conf: Record<string, unknown>, env: Record<string
     env,
     stderr: () => {},
     scope: PROCESS_SCOPE,
-  };
+  });
 }
 
 const recordDirs: string[] = [];

@@ -15,6 +15,7 @@ import type { FirewalldBackend, FirewallTarget } from "./backend.ts";
 import { makeFirewallPlugin, type FirewallDeps } from "./firewall.ts";
 import { firewallPartsWith } from "./reload.ts";
 import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
+import { withDelegate } from "../../shared/cni/delegate.ts";
 
 const RESULT = {
   cniVersion: "1.0.0",
@@ -24,7 +25,7 @@ const RESULT = {
 
 function args(conf: Record<string, unknown>): CmdArgs {
   const config = { cniVersion: "1.0.0", name: "net1", type: "firewall", prevResult: RESULT, ...conf };
-  return { command: "ADD", containerID: "ctr1", netns: "/var/run/netns/x", ifName: "eth0", args: "", path: "", stdinData: new TextEncoder().encode(JSON.stringify(config)), config, cniVersion: "1.0.0", env: {}, stderr: () => {}, scope: PROCESS_SCOPE };
+  return withDelegate({ command: "ADD", containerID: "ctr1", netns: "/var/run/netns/x", ifName: "eth0", args: "", path: "", stdinData: new TextEncoder().encode(JSON.stringify(config)), config, cniVersion: "1.0.0", env: {}, stderr: () => {}, scope: PROCESS_SCOPE });
 }
 
 const dirs: string[] = [];

@@ -34,6 +34,7 @@ import type { ValidSpec } from "../flags.ts";
 import { judge, type NamespaceView } from "../liveness.ts";
 import type { NetworkList } from "../networks.ts";
 import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
+import { withDelegate } from "../../shared/cni/delegate.ts";
 
 /** The longest the lock is held at a time (ADD and DEL wait for it). */
 export const SESSION_MS = 250;
@@ -150,7 +151,7 @@ export function pluginArgs(e: CacheEntry, net: NetworkList, index: number, env: 
   for (const [cap, on] of Object.entries(caps)) if (on === true && Object.hasOwn(e.capabilityArgs, cap)) runtimeConfig[cap] = e.capabilityArgs[cap];
   if (Object.keys(runtimeConfig).length > 0) config.runtimeConfig = runtimeConfig;
   const stdinData = new TextEncoder().encode(JSON.stringify(config));
-  return {
+  return withDelegate({
     command: "ADD",
     containerID: e.containerID,
     netns: e.netns,
@@ -163,7 +164,7 @@ export function pluginArgs(e: CacheEntry, net: NetworkList, index: number, env: 
     env,
     stderr,
     scope: PROCESS_SCOPE,
-  };
+  });
 }
 
 /** Every usable cache entry, oldest first; unusable ones as problems. */

@@ -17,8 +17,7 @@
  */
 import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { InternalError, InvalidConfigError } from "../../shared/cni/errors.ts";
-import { delegate, delegateAdd, delegateToIpam } from "../../shared/cni/invoke.ts";
-import { ipamStep, IPAM_STEP } from "../../shared/cni/ipam-delegation.ts";
+import { delegateToIpam, ipamStep, IPAM_STEP } from "../../shared/cni/ipam-delegation.ts";
 import type { CmdArgs, Interface, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { annotate } from "../../shared/error/annotate.ts";
@@ -173,7 +172,7 @@ async function add(args: CmdArgs): Promise<Result> {
     }
 
     if (conf.ipamType !== "") {
-      const ipam = await delegateAdd(conf.ipamType, args);
+      const ipam = await args.delegate.add(conf.ipamType);
       undo.reached(IPAM_STEP);
       result.ips = ipam.ips ?? [];
       if (ipam.routes) result.routes = ipam.routes;
@@ -235,7 +234,7 @@ async function del(args: CmdArgs): Promise<void> {
 async function check(args: CmdArgs): Promise<void> {
   const conf = loadBridgeConf(args);
   using ns = openContainerNetns(args.netns);
-  if (conf.ipamType !== "") await delegate(conf.ipamType, args, "CHECK");
+  if (conf.ipamType !== "") await args.delegate.run(conf.ipamType, "CHECK");
   checkBridge(args, conf, ns);
 }
 

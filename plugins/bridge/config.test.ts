@@ -3,10 +3,11 @@ import { CNI_ERROR_CODES, CniError } from "../../shared/cni/errors.ts";
 import type { CmdArgs } from "../../shared/cni/types.ts";
 import { hasPortVlans, loadBridgeConf, wantsVlanFiltering } from "./config.ts";
 import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
+import { withDelegate } from "../../shared/cni/delegate.ts";
 
 function argsFor(config: Record<string, unknown>, cniArgs = ""): CmdArgs {
   const text = JSON.stringify(config);
-  return {
+  return withDelegate({
     command: "ADD",
     containerID: "c1",
     netns: "/proc/1/ns/net",
@@ -19,7 +20,7 @@ function argsFor(config: Record<string, unknown>, cniArgs = ""): CmdArgs {
     env: {},
     stderr: () => {},
     scope: PROCESS_SCOPE,
-  };
+  });
 }
 
 const base = { cniVersion: "1.0.0", name: "net", type: "bridge" };

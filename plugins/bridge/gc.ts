@@ -5,7 +5,7 @@
  * enables it, as DEL. Every step runs; failures are reported together (shared/undo/teardown.ts).
  * Without a valid-attachments list (absent or malformed) only IPAM is asked: nothing is collected.
  */
-import { delegateToIpam } from "../../shared/cni/invoke.ts";
+import { delegateToIpam } from "../../shared/cni/ipam-delegation.ts";
 import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
 import type { CmdArgs } from "../../shared/cni/types.ts";
 import { systemFirewallDrivers } from "../../shared/firewall/backend.ts";

@@ -13,7 +13,7 @@
 import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { t } from "../../shared/cni/decode.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
-import { delegateToIpam } from "../../shared/cni/invoke.ts";
+import { delegateToIpam } from "../../shared/cni/ipam-delegation.ts";
 import { ipamTypeOf, loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";

@@ -5,6 +5,7 @@ import type { CmdArgs } from "../../shared/cni/types.ts";
 import { createFakeSysfs, type FakeSysfs } from "../../test/harness/host-device-sysfs.ts";
 import { loadHostDeviceConfig, NO_SELECTOR_MESSAGE } from "./config.ts";
 import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
+import { withDelegate } from "../../shared/cni/delegate.ts";
 
 let fake: FakeSysfs | undefined;
 function tree(): FakeSysfs {
@@ -21,7 +22,7 @@ afterEach(() => {
 
 function args(config: Record<string, unknown>): CmdArgs {
   const full = { cniVersion: "1.0.0", name: "hd", type: "host-device", ...config };
-  return {
+  return withDelegate({
     command: "ADD",
     containerID: "c",
     netns: "/x",
@@ -34,7 +35,7 @@ function args(config: Record<string, unknown>): CmdArgs {
     env: {},
     stderr: () => {},
     scope: PROCESS_SCOPE,
-  };
+  });
 }
 
 function failure(fn: () => unknown): { code: number; msg: string } {

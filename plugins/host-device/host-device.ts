@@ -20,8 +20,7 @@
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
 import { t } from "../../shared/cni/decode.ts";
 import { InternalError, messageOf } from "../../shared/cni/errors.ts";
-import { delegate, delegateAdd, delegateToIpam } from "../../shared/cni/invoke.ts";
-import { ipamStep, IPAM_STEP } from "../../shared/cni/ipam-delegation.ts";
+import { delegateToIpam, ipamStep, IPAM_STEP } from "../../shared/cni/ipam-delegation.ts";
 import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, Interface, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
@@ -127,7 +126,7 @@ function makeAdd(env: HostDeviceEnvironment) {
       // A DPDK device has no interface entry (upstream prints an empty result).
       if (conf.ipamType === "") return interfaces.length > 0 ? { interfaces } : {};
 
-      const result = await delegateAdd(conf.ipamType, args);
+      const result = await args.delegate.add(conf.ipamType);
       undo.reached(IPAM_STEP);
       const ips = result.ips ?? [];
       if (ips.length === 0) throw new InternalError("IPAM plugin returned missing IP config");
@@ -163,7 +162,7 @@ function makeCheck(env: HostDeviceEnvironment) {
     using containerNs = openContainerNetns(args.netns);
     if (conf.dpdkMode) {
       // The device stays in the host: IPAM and the prevResult are all there is to check.
-      if (conf.ipamType !== "") await delegate(conf.ipamType, args, "CHECK");
+      if (conf.ipamType !== "") await args.delegate.run(conf.ipamType, "CHECK");
       requirePrevResult(args);
       return;
     }

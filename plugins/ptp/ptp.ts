@@ -19,8 +19,7 @@
 import { runtimeContainerMac } from "../../shared/cni/container-mac.ts";
 import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
-import { delegateAdd, delegateToIpam } from "../../shared/cni/invoke.ts";
-import { ipamStep, IPAM_STEP } from "../../shared/cni/ipam-delegation.ts";
+import { delegateToIpam, ipamStep, IPAM_STEP } from "../../shared/cni/ipam-delegation.ts";
 import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
@@ -112,7 +111,7 @@ async function add(args: CmdArgs): Promise<Result> {
   const created: CreatedLink = { nl: containerNl };
   const undo = new Undo(teardownSteps(conf, args, created), args.stderr);
   try {
-    const result = await delegateAdd(conf.ipamType, args);
+    const result = await args.delegate.add(conf.ipamType);
     undo.reached(IPAM_STEP);
     const ips = result.ips ?? [];
     if (ips.length === 0) throw new InternalError("IPAM plugin returned missing IP config");

@@ -14,7 +14,7 @@
  */
 import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { UnsupportedFieldError } from "../../shared/cni/errors.ts";
-import { delegateToIpam } from "../../shared/cni/invoke.ts";
+import { delegateToIpam } from "../../shared/cni/ipam-delegation.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { annotate } from "../../shared/error/annotate.ts";

@@ -15,7 +15,7 @@
  */
 import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
-import { delegateToIpam } from "../../shared/cni/invoke.ts";
+import { delegateToIpam } from "../../shared/cni/ipam-delegation.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { checkContainerLink } from "../../shared/iface/check.ts";

@@ -39,7 +39,7 @@ async function call(env: Record<string, string>, config: Record<string, unknown>
       stdout: (t) => (stdout += t),
       stderr: (t) => (stderr += t),
     },
-    "v0",
+    { buildVersion: "v0" },
   );
   return { status, stdout, stderr };
 }

@@ -2,19 +2,23 @@
  * Delegation to another plugin (IPAM), as libcni `invoke` does it (upstream `pkg/invoke`):
  * find `<type>` in CNI_PATH, run it with the complete config on stdin and the caller's environment
  * with CNI_COMMAND overridden, pass its stderr through, and re-emit its error JSON unchanged.
+ * Plugins reach it through their CmdArgs' delegate (./delegate.ts), which loads this file on the
+ * first delegation.
  *
- * Fast path: when the file found is this very executable or the exec shim installed beside it (same
- * device and inode: a hard link of either, see {@link isOurs}), the delegate runs in-process through
- * skel with identical inputs and outputs, saving a whole process start per pod.
+ * Fast path: when the call was given this build's plugins ({@link InProcessPlugins}) and the file
+ * found is this very executable or the exec shim installed beside it (same device and inode: a hard
+ * link of either, see {@link isOurs}), the delegate runs in-process through skel with identical
+ * inputs and outputs, and the same plugins to delegate to in turn, saving a whole process start per
+ * pod.
  */
 import { joinPath, stat, type FileStat } from "../sys/file.ts";
 import { spanEnd, spanStart } from "../sys/phases.ts";
 import { throwIfEnded } from "./call-scope.ts";
+import type { DelegateInputs, InProcessPlugins } from "./delegate.ts";
 import { DelegateError, InternalError, InvalidConfigError, InvalidEnvError } from "./errors.ts";
-import { inProcessPlugins } from "./in-process.ts";
 import { parseResult } from "./result/index.ts";
 import { runPlugin } from "./skel.ts";
-import type { CmdArgs, Command, PluginSpec, Result } from "./types.ts";
+import type { Command, PluginSpec, Result } from "./types.ts";
 
 /** The name of the exec shim in a CNI bin directory (shim/cni-shim.c; docs/resident.md). */
 export const SHIM_NAME = "cni-plugins-shim";
@@ -76,7 +80,7 @@ interface DelegateOutput {
   exitDescription: string;
 }
 
-async function runInProcess(spec: PluginSpec, args: CmdArgs, command: Command): Promise<DelegateOutput> {
+async function runInProcess(spec: PluginSpec, args: DelegateInputs, command: Command, plugins: InProcessPlugins): Promise<DelegateOutput> {
   let stdout = "";
   const status = await runPlugin(
     spec,
@@ -89,8 +93,7 @@ async function runInProcess(spec: PluginSpec, args: CmdArgs, command: Command): 
       stderr: args.stderr,
       scope: args.scope,
     },
-    inProcessPlugins()?.buildVersion,
-    { delegated: true },
+    { buildVersion: plugins.buildVersion, plugins: plugins.lookup, delegated: true },
   );
   return { status, stdout, stderr: "", exitDescription: `exit status ${status}` };
 }
@@ -127,7 +130,7 @@ async function readBounded(stream: ReadableStream<Uint8Array>, signal: AbortSign
 }
 
 /** Starts `file`; retries for a while when it is being written (ETXTBSY: an installer is replacing it). */
-async function spawnDelegate(file: string, args: CmdArgs, command: Command, signal: AbortSignal): Promise<ReturnType<typeof spawnPiped>> {
+async function spawnDelegate(file: string, args: DelegateInputs, command: Command, signal: AbortSignal): Promise<ReturnType<typeof spawnPiped>> {
   for (let attempt = 0; ; attempt++) {
     try {
       return spawnPiped(file, args, command);
@@ -142,7 +145,7 @@ async function spawnDelegate(file: string, args: CmdArgs, command: Command, sign
   }
 }
 
-function spawnPiped(file: string, args: CmdArgs, command: Command) {
+function spawnPiped(file: string, args: DelegateInputs, command: Command) {
   return Bun.spawn({
     cmd: [file],
     argv0: file,
@@ -164,7 +167,7 @@ function definedEnv(env: Readonly<Record<string, string | undefined>>): Record<s
  * as libcni does. A wait on another process: when the call is ended (the resident agent's caller
  * went away), the delegate is killed, as it would be gone with a killed plugin process's call.
  */
-async function runExternal(file: string, args: CmdArgs, command: Command): Promise<DelegateOutput> {
+async function runExternal(file: string, args: DelegateInputs, command: Command): Promise<DelegateOutput> {
   throwIfEnded(args.scope);
   return args.scope.waitOn(async (signal) => {
     const child = await spawnDelegate(file, args, command, signal);
@@ -204,33 +207,22 @@ function delegateFailure(out: DelegateOutput): DelegateError {
   }
 }
 
-/** Runs `type` for `command` with the caller's inputs; returns its stdout on success. */
-export async function execDelegate(type: string, args: CmdArgs, command: Command): Promise<string> {
+/**
+ * Runs `type` for `command` with the caller's inputs (in-process when it is this build and
+ * `inProcess` is given); returns its stdout on success.
+ */
+export async function execDelegate(type: string, args: DelegateInputs, command: Command, inProcess?: InProcessPlugins): Promise<string> {
   const started = spanStart();
   const file = findInPath(type, args.path);
-  const inProcess = inProcessPlugins();
   const spec = inProcess && isOurs(file) ? await inProcess.lookup(type) : undefined;
-  const out = spec ? await runInProcess(spec, args, command) : await runExternal(file, args, command);
+  const out = inProcess && spec ? await runInProcess(spec, args, command, inProcess) : await runExternal(file, args, command);
   spanEnd("delegate", started);
   if (out.status !== 0) throw delegateFailure(out);
   return out.stdout;
 }
 
 /** IPAM ADD: the delegate's result in the current type (a missing cniVersion gets the config's). */
-export async function delegateAdd(type: string, args: CmdArgs): Promise<Result> {
-  const stdout = await execDelegate(type, args, "ADD");
+export async function delegateAdd(type: string, args: DelegateInputs, inProcess?: InProcessPlugins): Promise<Result> {
+  const stdout = await execDelegate(type, args, "ADD", inProcess);
   return parseResult(stdout, args.cniVersion);
-}
-
-/** IPAM DEL / CHECK / STATUS / GC: success or the delegate's error. */
-export async function delegate(type: string, args: CmdArgs, command: Exclude<Command, "ADD" | "VERSION">): Promise<void> {
-  await execDelegate(type, args, command);
-}
-
-/**
- * STATUS or GC of an interface plugin passed on to its IPAM plugin (`ipam.type`); nothing when the
- * config has no IPAM ("": L2 only, or chained).
- */
-export async function delegateToIpam(ipamType: string, args: CmdArgs, command: "STATUS" | "GC"): Promise<void> {
-  if (ipamType !== "") await delegate(ipamType, args, command);
 }

@@ -1,9 +1,9 @@
 /**
- * What an interface plugin passes on to its IPAM plugin (`ipam.type`) when the config has one (""
- * means none: L2 only, or chained): DEL, as the first step of its teardown.
+ * What an interface plugin passes on to its IPAM plugin (`ipam.type`) through its delegate
+ * (CmdArgs.delegate), when the config has one ("" means none: L2 only, or chained): DEL as the first
+ * step of its teardown, STATUS and GC. ADD and CHECK call the delegate themselves.
  */
 import type { TeardownStep } from "../undo/teardown.ts";
-import { delegate } from "./invoke.ts";
 import type { CmdArgs } from "./types.ts";
 
 /** Name of the {@link ipamStep}. */
@@ -17,7 +17,12 @@ export function ipamStep(ipamType: string, args: CmdArgs): TeardownStep {
   return {
     name: IPAM_STEP,
     run: async () => {
-      if (ipamType !== "") await delegate(ipamType, args, "DEL");
+      if (ipamType !== "") await args.delegate.run(ipamType, "DEL");
     },
   };
+}
+
+/** STATUS or GC of an interface plugin passed on to its IPAM plugin; nothing when the config has none. */
+export async function delegateToIpam(ipamType: string, args: CmdArgs, command: "STATUS" | "GC"): Promise<void> {
+  if (ipamType !== "") await args.delegate.run(ipamType, command);
 }

@@ -1,6 +1,8 @@
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
+import { linkSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { InvalidConfigError } from "./errors.ts";
-import { runPlugin, type PluginIO } from "./skel.ts";
+import { runPlugin, type PluginIO, type RunOptions } from "./skel.ts";
 import type { CmdArgs, PluginSpec, Result } from "./types.ts";
 import { ALL_VERSIONS } from "./version.ts";
 
@@ -43,7 +45,12 @@ const baseEnv = {
   CNI_PATH: "/opt/cni/bin",
 };
 
-async function run(env: Record<string, string>, stdin: string, spec?: (calls: string[]) => PluginSpec): Promise<Run> {
+async function run(
+  env: Record<string, string>,
+  stdin: string,
+  spec?: (calls: string[]) => PluginSpec,
+  opts: RunOptions = { buildVersion: "v9.9.9" },
+): Promise<Run> {
   const calls: string[] = [];
   let stdout = "";
   let stderr = "";
@@ -57,7 +64,7 @@ async function run(env: Record<string, string>, stdin: string, spec?: (calls: st
       stderr += s;
     },
   };
-  const status = await runPlugin(spec ? spec(calls) : fakeSpec(calls), io, "v9.9.9");
+  const status = await runPlugin(spec ? spec(calls) : fakeSpec(calls), io, opts);
   return { status, stdout, stderr, calls };
 }
 
@@ -212,5 +219,35 @@ describe("skel", () => {
     expect(await versionOf({ CNI_COMMAND: "ADD" }, conf("0.4.0"))).toBe("1.1.0"); // env refused before stdin is read
     const older = (calls: string[]) => ({ ...fakeSpec(calls), versions: ["0.3.1", "0.4.0"] });
     expect(JSON.parse((await run({ ...baseEnv, CNI_COMMAND: "ADD" }, conf("1.0.0"), older)).stdout).cniVersion).toBe("0.4.0");
+  });
+});
+
+describe("skel: the handler's delegate (CmdArgs.delegate)", () => {
+  // Under the repository (same filesystem as the bun executable): a hard link to the running
+  // executable has its inode, so it is "this build" for delegation.
+  const base = resolve(import.meta.dir, "../../.test-out");
+  mkdirSync(base, { recursive: true });
+  const bin = mkdtempSync(join(base, "skel-"));
+  afterAll(() => rmSync(bin, { recursive: true, force: true }));
+  linkSync(process.execPath, join(bin, "fake-ipam"));
+
+  const ipam: PluginSpec = { name: "fake-ipam", versions: ALL_VERSIONS, add: () => ({ ips: [{ address: "10.9.0.2/24" }] }), del: () => {} };
+  const delegating = (calls: string[]): PluginSpec => ({
+    ...fakeSpec(calls),
+    add: (a) => a.delegate.add("fake-ipam"),
+  });
+  const env = { ...baseEnv, CNI_COMMAND: "ADD", CNI_PATH: bin };
+
+  test("runs this build's plugins, given to runPlugin, in-process", async () => {
+    const r = await run(env, conf("1.0.0"), delegating, { plugins: (name) => (name === "fake-ipam" ? ipam : undefined) });
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ cniVersion: "1.0.0", ips: [{ address: "10.9.0.2/24" }], dns: {} });
+  });
+
+  test("without them, executes the file CNI_PATH finds", async () => {
+    // Here the bun executable, which prints its usage: not a result.
+    const r = await run(env, conf("1.0.0"), delegating);
+    expect(r.status).toBe(1);
+    expect(JSON.parse(r.stdout).msg).toContain("Bun is a fast JavaScript runtime");
   });
 });

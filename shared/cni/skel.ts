@@ -23,6 +23,7 @@ import {
 } from "./errors.ts";
 import { stat } from "../sys/file.ts";
 import { PROCESS_SCOPE, type CallScope } from "./call-scope.ts";
+import { withDelegate, type InProcessPlugins, type SpecLookup } from "./delegate.ts";
 import { mark } from "../sys/phases.ts";
 import { ID_PATTERN, readCniEnv, type CniEnv } from "./env.ts";
 import { goJsonMarshalIndent } from "./result/go-json.ts";
@@ -191,22 +192,27 @@ type PhaseMark = (label: string) => void;
 const noMark: PhaseMark = () => {};
 
 export interface RunOptions {
+  /** The build's version, for the about text ("version unknown" when not given). */
+  buildVersion?: string;
+  /**
+   * The plugins of this build (registry/run.ts gives registry.ts `lookupPlugin`): the invocation's
+   * delegate runs one of them in-process when the file CNI_PATH finds for it is this build, and
+   * gives it the same plugins to delegate to. Without them (tests, the operator) every delegate is
+   * executed.
+   */
+  plugins?: SpecLookup;
   /** This is a delegate running in-process inside another invocation (its phases are not marked). */
   delegated?: boolean;
 }
 
 /**
  * Runs one invocation of `spec`. Returns the exit status: 0 on success, 1 after printing a CNI
- * error. `buildVersion` goes into the about text. When the per-call log is on (an environment
- * variable, or the key in the config bytes: both cheap checks), one line is appended afterwards by
- * ./call-log.ts, loaded only then.
+ * error. When the per-call log is on (an environment variable, or the key in the config bytes: both
+ * cheap checks), one line is appended afterwards by ./call-log.ts, loaded only then.
  */
-export async function runPlugin(
-  spec: PluginSpec,
-  io: PluginIO,
-  buildVersion = "version unknown",
-  opts: RunOptions = {},
-): Promise<number> {
+export async function runPlugin(spec: PluginSpec, io: PluginIO, opts: RunOptions = {}): Promise<number> {
+  const buildVersion = opts.buildVersion ?? "version unknown";
+  const inProcess = opts.plugins === undefined ? undefined : { lookup: opts.plugins, buildVersion };
   const started = performance.now();
   let stdin: Uint8Array | undefined;
   let stdout = "";
@@ -223,6 +229,7 @@ export async function runPlugin(
       ...(io.scope === undefined ? {} : { scope: io.scope }),
     },
     buildVersion,
+    inProcess,
     opts.delegated === true ? noMark : mark,
   );
   const keyed = stdin !== undefined && Buffer.from(stdin.buffer, stdin.byteOffset, stdin.byteLength).includes(CALL_LOG_KEY_BYTES);
@@ -233,7 +240,13 @@ export async function runPlugin(
   return status;
 }
 
-async function runPluginOnce(spec: PluginSpec, io: PluginIO, buildVersion: string, markPhase: PhaseMark): Promise<number> {
+async function runPluginOnce(
+  spec: PluginSpec,
+  io: PluginIO,
+  buildVersion: string,
+  inProcess: InProcessPlugins | undefined,
+  markPhase: PhaseMark,
+): Promise<number> {
   let env: CniEnv;
   try {
     env = readCniEnv(io.env);
@@ -251,7 +264,7 @@ async function runPluginOnce(spec: PluginSpec, io: PluginIO, buildVersion: strin
   }
   const request: Request = {};
   try {
-    const result = await dispatch(spec, io, env, request, markPhase);
+    const result = await dispatch(spec, io, env, request, inProcess, markPhase);
     if (result !== undefined) io.stdout(result);
     return 0;
   } catch (err) {
@@ -271,6 +284,7 @@ async function dispatch(
   io: PluginIO,
   env: CniEnv,
   request: Request,
+  inProcess: InProcessPlugins | undefined,
   markPhase: PhaseMark,
 ): Promise<string | undefined> {
   let stdinData: Uint8Array;
@@ -285,20 +299,24 @@ async function dispatch(
   const rawVersion = configVersionOf(config);
   const version = rawVersion === "" ? "0.1.0" : rawVersion;
   request.cniVersion = version;
-  const args = (command: Command): CmdArgs => ({
-    command,
-    containerID: env.containerID,
-    netns: env.netns,
-    ifName: env.ifName,
-    args: env.args,
-    path: env.path,
-    stdinData,
-    config,
-    cniVersion: version,
-    env: io.env,
-    stderr: io.stderr,
-    scope: io.scope ?? PROCESS_SCOPE,
-  });
+  const args = (command: Command): CmdArgs =>
+    withDelegate(
+      {
+        command,
+        containerID: env.containerID,
+        netns: env.netns,
+        ifName: env.ifName,
+        args: env.args,
+        path: env.path,
+        stdinData,
+        config,
+        cniVersion: version,
+        env: io.env,
+        stderr: io.stderr,
+        scope: io.scope ?? PROCESS_SCOPE,
+      },
+      inProcess,
+    );
   switch (env.command) {
     case "ADD": {
       requireSupported(spec, version);

@@ -69,6 +69,22 @@ export interface Result {
 /** CNI_COMMAND values this suite knows. */
 export type Command = "ADD" | "DEL" | "CHECK" | "STATUS" | "GC" | "VERSION";
 
+/** The verbs passed on to another plugin that return no result (ADD has {@link Delegate.add}). */
+export type DelegatedCommand = "DEL" | "CHECK" | "STATUS" | "GC";
+
+/**
+ * Delegation to another plugin (IPAM) named by its CNI type, with the delegating invocation's inputs
+ * (config bytes, environment with CNI_COMMAND replaced, CNI_PATH, stderr, scope), as libcni `invoke`
+ * does it: the file found in CNI_PATH runs in-process when it is this build and the call was given
+ * this build's plugins, else it is executed (./invoke.ts; ./delegate.ts makes one).
+ */
+export interface Delegate {
+  /** ADD: the delegate's result in the current type (a missing cniVersion gets the config's). */
+  add(type: string): Promise<Result>;
+  /** DEL, CHECK, STATUS or GC: success, or the delegate's error (its code kept). */
+  run(type: string, command: DelegatedCommand): Promise<void>;
+}
+
 /**
  * Everything one invocation hands a plugin handler. Handlers read their inputs only from here —
  * never from `process.env` — so a delegate can run in-process with identical inputs.
@@ -91,7 +107,7 @@ export interface CmdArgs {
   config: Record<string, unknown>;
   /** The config's cniVersion ("0.1.0" when missing). */
   cniVersion: string;
-  /** The full environment of this invocation (for delegation: passed to delegates unchanged). */
+  /** The full environment of this invocation (passed to delegates unchanged). */
   env: Readonly<Record<string, string | undefined>>;
   /**
    * Where this invocation's diagnostics go: the process's stderr, or the resident agent's reply to
@@ -103,6 +119,8 @@ export interface CmdArgs {
    * caller's departure or the agent's limit in the resident agent (./call-scope.ts).
    */
   scope: CallScope;
+  /** How this invocation passes a verb on to another plugin (IPAM), with these inputs. */
+  delegate: Delegate;
 }
 
 /** A handler may be synchronous; async handlers are allowed but must not enter a netns across await. */

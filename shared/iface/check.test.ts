@@ -2,11 +2,12 @@ import { describe, expect, test } from "bun:test";
 import type { CmdArgs } from "../cni/types.ts";
 import { containerInterfaceOf, requirePrevResult } from "./check.ts";
 import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
+import { withDelegate } from "../../shared/cni/delegate.ts";
 
 function argsWith(prevResult: unknown): CmdArgs {
   const config: Record<string, unknown> = { cniVersion: "1.0.0", name: "n", type: "x" };
   if (prevResult !== undefined) config.prevResult = prevResult;
-  return {
+  return withDelegate({
     command: "CHECK",
     containerID: "c",
     netns: "/var/run/netns/c",
@@ -19,7 +20,7 @@ function argsWith(prevResult: unknown): CmdArgs {
     env: {},
     stderr: () => {},
     scope: PROCESS_SCOPE,
-  };
+  });
 }
 
 function message(fn: () => unknown): string {

@@ -6,7 +6,6 @@
  * what only it knows (master, mode, VLAN id, ...). Messages are upstream's, in each plugin's wording.
  */
 import { InternalError, messageOf } from "../cni/errors.ts";
-import { delegate } from "../cni/invoke.ts";
 import { prevResultFrom } from "../cni/netconf.ts";
 import type { CmdArgs, IPConfig, Interface, Result, Route } from "../cni/types.ts";
 import type { Handle, Link, RouteEntry } from "../netlink/index.ts";
@@ -173,7 +172,7 @@ export interface ContainerLinkCheck extends ExpectedLink {
  */
 export async function checkContainerLink(args: CmdArgs, nl: Handle, spec: ContainerLinkCheck): Promise<Result> {
   const w = spec.wording ?? {};
-  if (spec.ipamType !== "") await delegate(spec.ipamType, args, "CHECK");
+  if (spec.ipamType !== "") await args.delegate.run(spec.ipamType, "CHECK");
   const prev = requirePrevResult(args, w);
   const iface = containerInterfaceOf(prev, args, w);
   spec.master?.();

@@ -15,7 +15,6 @@
  */
 import { InternalError, InvalidConfigError } from "../cni/errors.ts";
 import { openNetnsForDel } from "../cni/container-netns.ts";
-import { delegateAdd } from "../cni/invoke.ts";
 import { ipamStep, IPAM_STEP } from "../cni/ipam-delegation.ts";
 import type { CmdArgs, DNS, Interface, Result } from "../cni/types.ts";
 import { resultFamily } from "../cni/version.ts";
@@ -228,7 +227,7 @@ export async function addContainerLink(args: CmdArgs, container: ContainerNetns,
     const result: Result = { interfaces: [{ ...containerInterface(link, args.netns), ...v11InterfaceFields(args.cniVersion, { mtu }) }] };
     let source = spec.chained;
     if (source === undefined && spec.ipamType !== "") {
-      source = await delegateAdd(spec.ipamType, args);
+      source = await args.delegate.add(spec.ipamType);
       undo.reached(IPAM_STEP);
     }
     if (source === undefined) {

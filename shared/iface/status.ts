@@ -9,7 +9,7 @@
  * says what its STATUS checks and which code each check gives.
  */
 import { PluginUnavailableLimitedError } from "../cni/errors.ts";
-import { delegateToIpam } from "../cni/invoke.ts";
+import { delegateToIpam } from "../cni/ipam-delegation.ts";
 import type { CmdArgs } from "../cni/types.ts";
 import { messageOf } from "../error/annotate.ts";
 import { Handle } from "../netlink/index.ts";

@@ -5,10 +5,11 @@
 import type { CmdArgs } from "../../shared/cni/types.ts";
 import { hostLocalPlugin } from "../../ipam/host-local/host-local.ts";
 import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
+import { withDelegate } from "../../shared/cni/delegate.ts";
 
 const [conf, id] = process.argv.slice(2) as [string, string];
 const config = JSON.parse(conf) as Record<string, unknown>;
-const args: CmdArgs = {
+const args: CmdArgs = withDelegate({
   command: "ADD",
   containerID: id,
   netns: "/proc/self/ns/net",
@@ -21,5 +22,5 @@ const args: CmdArgs = {
   env: {},
   stderr: (text) => process.stderr.write(text),
   scope: PROCESS_SCOPE,
-};
+});
 console.log(JSON.stringify(await hostLocalPlugin.add(args)));

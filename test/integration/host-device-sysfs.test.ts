@@ -19,6 +19,7 @@ import { sandboxed } from "../harness/sandbox.ts";
 import { reservations } from "../harness/store.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
 import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
+import { withDelegate } from "../../shared/cni/delegate.ts";
 
 function fakeSysfs(): FakeSysfs {
   const s = createFakeSysfs();
@@ -29,7 +30,7 @@ function fakeSysfs(): FakeSysfs {
 let seq = 0;
 function cmd(command: Command, netns: string, config: Record<string, unknown>, ifName = "net1"): CmdArgs {
   seq++;
-  return {
+  return withDelegate({
     command,
     containerID: `hd-sysfs-${process.pid}-${config.name as string}`,
     netns,
@@ -42,7 +43,7 @@ function cmd(command: Command, netns: string, config: Record<string, unknown>, i
     env: { CNI_COMMAND: command, CNI_CONTAINERID: `hd-sysfs-${process.pid}-${config.name as string}`, CNI_NETNS: netns, CNI_IFNAME: ifName, CNI_PATH: DIST_BIN },
     stderr: () => {},
     scope: PROCESS_SCOPE,
-  };
+  });
 }
 
 /**
