@@ -19,7 +19,7 @@ import { prevResultFrom, validAttachmentsOf } from "../../shared/cni/netconf.ts"
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { versionsFrom } from "../../shared/cni/version.ts";
 import type { AttachmentKey } from "../../shared/firewall/attachment-lock.ts";
-import { chooseBackend, lockOf, systemFirewallDrivers, type BackendName, type FirewallDrivers } from "../../shared/firewall/backend.ts";
+import { chooseBackend, lockOf, systemFirewallPluginDeps, type BackendName, type FirewallDrivers, type FirewallPluginDeps } from "../../shared/firewall/backend.ts";
 import type { FirewallBackend, FirewalldBackend, FirewallRules, FirewallTarget } from "./backend.ts";
 import { loadFirewallConf, parseBackend, parseIngressPolicy, validateAdminChain, type FirewallBackendName, type FirewallConf } from "./config.ts";
 import { firewalldBackend, isFirewalldRunning, systemBusAddress } from "./firewalld-backend.ts";
@@ -29,10 +29,8 @@ import { nftablesFirewall } from "./nftables-backend.ts";
 import { FIREWALL_STATE_DIR, forgetAttachment, recordAttachment, recordOf } from "./records.ts";
 import { bridgeNameFor, hostAddresses, policyFamilies } from "./target.ts";
 
-/** What the plugin talks to; tests pass fakes. */
-export interface FirewallDeps {
-  /** The firewall tools for one invocation, run with its environment. */
-  drivers(env: CmdArgs["env"], lockWaiter: CmdArgs["scope"]["lockWaiter"]): FirewallDrivers;
+/** What the plugin talks to besides the drivers of each call; tests pass fakes. */
+export interface FirewallDeps extends FirewallPluginDeps {
   /** The firewalld backend for a bus address. */
   firewalld(address: string): FirewalldBackend;
   /** Upstream isFirewalldRunning. */
@@ -44,7 +42,7 @@ export interface FirewallDeps {
 }
 
 export const systemFirewallDeps: FirewallDeps = {
-  drivers: systemFirewallDrivers,
+  ...systemFirewallPluginDeps,
   firewalld: firewalldBackend,
   firewalldRunning: isFirewalldRunning,
   stateDir: FIREWALL_STATE_DIR,
@@ -62,9 +60,8 @@ export async function backendName(requested: FirewallBackendName | undefined, ar
   return chooseBackend(requested, d);
 }
 
-/** The requested backend; without one, firewalld when it runs, else the shared default. */
-export async function selectBackend(requested: FirewallBackendName | undefined, args: CmdArgs, deps: FirewallDeps): Promise<FirewallBackend> {
-  const d = deps.drivers(args.env, args.scope.lockWaiter);
+/** The requested backend; without one, firewalld when it runs, else the shared default over `d`. */
+export async function selectBackend(requested: FirewallBackendName | undefined, args: CmdArgs, deps: FirewallDeps, d: FirewallDrivers): Promise<FirewallBackend> {
   const name = await backendName(requested, args, deps, d);
   return name === "firewalld" ? deps.firewalld(systemBusAddress(args.env)) : firewallFeatures(d)[name];
 }
@@ -103,13 +100,14 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
   async function add(args: CmdArgs): Promise<Result> {
     const { conf, requested, prev } = load(args);
     const t = target(conf, args, prev, true);
-    const backend = await selectBackend(requested, args, deps);
+    const d = deps.drivers(args);
+    const backend = await selectBackend(requested, args, deps, d);
     // Recorded first: a setup that half-applies leaves rules GC can still attribute.
     if (backend.backend !== "nftables" && t.addrs.length > 0) {
       const record = { network: conf.name, containerID: args.containerID, ifName: args.ifName, backend: backend.backend, zone: conf.zone, addrs: t.addrs };
       annotate(`failed to record the attachment under ${deps.stateDir}`, () => recordAttachment(deps.stateDir, record));
     }
-    const lock = lockOf(deps.drivers(args.env, args.scope.lockWaiter));
+    const lock = lockOf(d);
     if (backend.backend !== "firewalld") {
       lock.whileAdding(attachmentOf(conf, args), () => backend.setup(t));
       return prev;
@@ -118,25 +116,26 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
     lock.whileAdding(attachmentOf(conf, args), () => {});
     await backend.setup(t);
     // As upstream, the ingress policy of the firewalld backend is enforced with iptables.
-    if (t.policy !== "open") lock.whileAdding(attachmentOf(conf, args), () => addIsolationIptables(deps.drivers(args.env, args.scope.lockWaiter).iptables, t));
+    if (t.policy !== "open") lock.whileAdding(attachmentOf(conf, args), () => addIsolationIptables(d.iptables, t));
     return prev;
   }
 
   async function check(args: CmdArgs): Promise<void> {
     const { conf, requested, prev } = load(args);
-    const backend = await selectBackend(requested, args, deps);
+    const backend = await selectBackend(requested, args, deps, deps.drivers(args));
     const problems = await backend.check(target(conf, args, prev, false));
     if (problems.length > 0) throw new InternalError(problems.join("; "));
   }
 
   async function del(args: CmdArgs): Promise<void> {
     const conf = loadFirewallConf(args);
-    const backend = await selectBackend(parseBackend(conf.backend, true), args, deps);
+    const d = deps.drivers(args);
+    const backend = await selectBackend(parseBackend(conf.backend, true), args, deps, d);
     const record = recordOf(deps.stateDir, conf.name, args.containerID, args.ifName);
     const t = target(conf, args, prevResultFrom(args), false);
     // Without prevResult, the addresses ADD recorded for this backend.
     if (t.addrs.length === 0 && record?.backend === backend.backend) t.addrs = record.addrs;
-    const lock = lockOf(deps.drivers(args.env, args.scope.lockWaiter));
+    const lock = lockOf(d);
     if (backend.backend === "firewalld") {
       // D-Bus is asynchronous: the lock is never held across it (only the deletion mark is left).
       lock.whileDeleting(attachmentOf(conf, args), () => {});
@@ -153,7 +152,7 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
     const keep = validAttachmentsOf(args.config);
     if (keep === undefined) return; // absent or malformed: collect nothing
     const firewalld = (): FirewalldBackend => deps.firewalld(systemBusAddress(args.env));
-    await collectFirewall(conf, keep, { features: firewallFeatures(deps.drivers(args.env, args.scope.lockWaiter)), firewalld, stateDir: deps.stateDir, nodeAddresses: deps.nodeAddresses });
+    await collectFirewall(conf, keep, { features: firewallFeatures(deps.drivers(args)), firewalld, stateDir: deps.stateDir, nodeAddresses: deps.nodeAddresses });
   }
 
   return {

@@ -13,10 +13,11 @@ import {
   chooseBackend,
   collectEverywhere,
   lockOf,
-  systemFirewallDrivers,
+  systemFirewallPluginDeps,
   teardownEverywhere,
   type BackendName,
   type FirewallDrivers,
+  type FirewallPluginDeps,
 } from "../../shared/firewall/backend.ts";
 import type { CIDR } from "../../shared/ip/ip.ts";
 import type { ForeignPort, PortmapDelTarget, PortmapFeature } from "./backend.ts";
@@ -41,7 +42,8 @@ export function udpPorts(ports: readonly { protocol: string; hostPort: number }[
   return [...new Set(ports.filter((p) => p.protocol === "udp").map((p) => p.hostPort))];
 }
 
-export function makePortmapPlugin(getDrivers: (env: CmdArgs["env"], lockWaiter: CmdArgs["scope"]["lockWaiter"]) => FirewallDrivers = systemFirewallDrivers): PluginSpec {
+/** portmap, writing its rules through `deps` (shared/firewall/backend.ts). */
+export function makePortmapPlugin(deps: FirewallPluginDeps): PluginSpec {
   /** ADD for one container address in the chosen backend. */
   function forward(f: PortmapFeature, conf: PortmapConfig, args: CmdArgs, container: CIDR, guard: boolean): void {
     const containerID = args.containerID;
@@ -65,7 +67,7 @@ export function makePortmapPlugin(getDrivers: (env: CmdArgs["env"], lockWaiter: 
     const conf = loadPortmapConfig(args);
     const prev = requirePrevResult(args, "must be called as chained plugin");
     if (conf.mappings.length === 0) return prev;
-    const d = getDrivers(args.env, args.scope.lockWaiter);
+    const d = deps.drivers(args);
     const f = portmapFeatures(d)[chooseBackend(conf.backend, d)];
     const ips = containerIPs(prev, args.ifName);
     const localhost = conf.snat;
@@ -95,7 +97,7 @@ export function makePortmapPlugin(getDrivers: (env: CmdArgs["env"], lockWaiter: 
       const families = ([4, 6] as const).filter((f) => (f === 4 ? ips.v4 : ips.v6) !== undefined);
       if (families.length > 0) target.families = families;
     }
-    const d = getDrivers(args.env, args.scope.lockWaiter);
+    const d = deps.drivers(args);
     const removed = lockOf(d).whileDeleting({ network: conf.name, containerID: args.containerID, ifName: args.ifName }, () =>
       annotate("failed to remove port mappings", () => teardownEverywhere(Object.values(portmapFeatures(d)), target, chooseBackend(conf.backend, d))),
     );
@@ -108,7 +110,7 @@ export function makePortmapPlugin(getDrivers: (env: CmdArgs["env"], lockWaiter: 
     const conf = loadPortmapConfig(args);
     const prev = requirePrevResult(args, "Required prevResult missing");
     if (conf.mappings.length === 0) return;
-    const d = getDrivers(args.env, args.scope.lockWaiter);
+    const d = deps.drivers(args);
     const f = portmapFeatures(d)[chooseBackend(conf.backend, d)];
     const ips = containerIPs(prev, args.ifName);
     const problems: string[] = [];
@@ -123,10 +125,10 @@ export function makePortmapPlugin(getDrivers: (env: CmdArgs["env"], lockWaiter: 
     const conf = loadPortmapConfig(args);
     const keep = validAttachmentsOf(args.config);
     if (keep === undefined) return; // absent or malformed: collect nothing
-    annotate("failed to garbage-collect port mappings", () => collectEverywhere(Object.values(portmapFeatures(getDrivers(args.env, args.scope.lockWaiter))), conf.name, keep));
+    annotate("failed to garbage-collect port mappings", () => collectEverywhere(Object.values(portmapFeatures(deps.drivers(args))), conf.name, keep));
   }
 
   return { name: "portmap", versions: ALL_VERSIONS, add, del, check, gc, status: () => undefined };
 }
 
-export const portmapPlugin: PluginSpec = makePortmapPlugin();
+export const portmapPlugin: PluginSpec = makePortmapPlugin(systemFirewallPluginDeps);

@@ -21,8 +21,8 @@ import { delegateToIpam, ipamStep, IPAM_STEP } from "../../shared/cni/ipam-deleg
 import type { CmdArgs, Interface, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { annotate } from "../../shared/error/annotate.ts";
-import { lockOf, systemFirewallDrivers } from "../../shared/firewall/backend.ts";
-import { parseMasqBackend, setupIPMasq, teardownIPMasq } from "../../shared/firewall/ipmasq.ts";
+import { lockOf, systemFirewallPluginDeps, type FirewallDrivers, type FirewallPluginDeps } from "../../shared/firewall/backend.ts";
+import { masqBackendOf, masqueradeTeardownStep, setupMasquerade } from "../../shared/firewall/ipmasq-steps.ts";
 import { configureIface } from "../../shared/iface/configure.ts";
 import {
   CONTAINER_LINK_STEP,
@@ -88,7 +88,6 @@ function validateCombination(conf: BridgeConf): void {
 }
 
 const SPOOFCHECK_STEP = "spoof-check rules";
-const MASQUERADE_STEP = "masquerade rules";
 
 /**
  * What bridge removes, in DEL's order: the IPAM lease (first, while the container link exists, so a
@@ -102,157 +101,142 @@ const MASQUERADE_STEP = "masquerade rules";
  * for the kernel longer, instead of delaying a plugin process's exit (shared/netlink/
  * netfilter-release.ts).
  */
-function teardownSteps(conf: BridgeConf, args: CmdArgs, created?: CreatedLink): TeardownStep[] {
+function teardownSteps(conf: BridgeConf, args: CmdArgs, d: FirewallDrivers, created?: CreatedLink): TeardownStep[] {
   const attachment = { containerID: args.containerID, ifName: args.ifName };
-  const d = systemFirewallDrivers(args.env, args.scope.lockWaiter);
   const spoofcheck = (): void => lockOf(d).whileDeleting({ network: conf.name, ...attachment }, () => teardownSpoofCheck(attachment, d.nftables));
-  const masquerade = (): void => {
-    const ips = containerAddressHint(args, created);
-    teardownIPMasq({ network: conf.name, ...attachment, backend: conf.ipMasqBackend, ...(ips.length > 0 ? { ips } : {}) }, d);
-  };
   return [
     ipamStep(conf.ipamType, args),
-    { name: MASQUERADE_STEP, run: () => (conf.ipMasq ? masquerade() : undefined) },
+    masqueradeTeardownStep(conf, args, d, () => containerAddressHint(args, created)),
     { name: CONTAINER_LINK_STEP, run: () => void deleteContainerLink(args, created) },
     { name: SPOOFCHECK_STEP, run: () => (conf.macspoofchk ? spoofcheck() : undefined) },
   ];
 }
 
-async function add(args: CmdArgs): Promise<Result> {
-  const conf = loadBridgeConf(args);
-  validateCombination(conf);
-  const masqBackend = conf.ipMasq ? parseMasqBackend(conf.ipMasqBackend) : undefined;
+/** bridge, writing its spoof-check and masquerade rules through `deps` (shared/firewall/backend.ts). */
+export function makeBridgePlugin(deps: FirewallPluginDeps): PluginSpec {
+  async function add(args: CmdArgs): Promise<Result> {
+    const conf = loadBridgeConf(args);
+    validateCombination(conf);
+    const masqBackend = masqBackendOf(conf);
+    const d = deps.drivers(args);
 
-  using hostNs = NetNS.current();
-  using hostNl = Handle.open();
-  let br = ensureBridge(hostNl, {
-    name: conf.bridge,
-    mtu: conf.mtu,
-    promisc: conf.promiscMode,
-    vlanFiltering: wantsVlanFiltering(conf),
-  });
-
-  using ns = openContainerNetns(args.netns);
-  using contNl = Handle.open(ns);
-  const created: CreatedLink = { nl: contNl };
-  const undo = new Undo(teardownSteps(conf, args, created), args.stderr);
-  try {
-    const veth = setupVeth({
-      containerNl: contNl,
-      hostNl,
-      hostNs,
-      ifName: args.ifName,
-      ...(conf.mtu > 0 ? { mtu: conf.mtu } : {}),
-      ...(conf.mac !== undefined ? { mac: conf.mac } : {}),
-      onCreated: (index) => {
-        created.index = index;
-        undo.reached(CONTAINER_LINK_STEP);
-      },
-    });
-    attachPort(hostNl, veth.host, br, {
-      hairpin: conf.hairpinMode,
-      isolated: conf.portIsolation,
-      vlan: conf.vlan,
-      trunk: conf.vlanTrunk ?? [],
-      preserveDefaultVlan: conf.preserveDefaultVlan,
+    using hostNs = NetNS.current();
+    using hostNl = Handle.open();
+    let br = ensureBridge(hostNl, {
+      name: conf.bridge,
+      mtu: conf.mtu,
+      promisc: conf.promiscMode,
+      vlanFiltering: wantsVlanFiltering(conf),
     });
 
-    // The MTU the plugin set on both veth ends (a 1.1.0 result's interfaces carry it).
-    const mtu = v11InterfaceFields(conf.cniVersion, { mtu: conf.mtu });
-    const hostIface: Interface = { name: veth.host.name, mac: veth.host.mac, ...mtu };
-    const brIface: Interface = linkSummary(br);
-    const contIface: Interface = { name: veth.container.name, mac: veth.container.mac, sandbox: args.netns, ...mtu };
-    const result: Result = { interfaces: [brIface, hostIface, contIface] };
+    using ns = openContainerNetns(args.netns);
+    using contNl = Handle.open(ns);
+    const created: CreatedLink = { nl: contNl };
+    const undo = new Undo(teardownSteps(conf, args, d, created), args.stderr);
+    try {
+      const veth = setupVeth({
+        containerNl: contNl,
+        hostNl,
+        hostNs,
+        ifName: args.ifName,
+        ...(conf.mtu > 0 ? { mtu: conf.mtu } : {}),
+        ...(conf.mac !== undefined ? { mac: conf.mac } : {}),
+        onCreated: (index) => {
+          created.index = index;
+          undo.reached(CONTAINER_LINK_STEP);
+        },
+      });
+      attachPort(hostNl, veth.host, br, {
+        hairpin: conf.hairpinMode,
+        isolated: conf.portIsolation,
+        vlan: conf.vlan,
+        trunk: conf.vlanTrunk ?? [],
+        preserveDefaultVlan: conf.preserveDefaultVlan,
+      });
 
-    if (conf.macspoofchk) {
-      undo.reached(SPOOFCHECK_STEP);
-      const spoofcheck = { hostVeth: veth.host.name, containerMac: veth.container.mac, containerID: args.containerID, ifName: args.ifName };
-      const d = systemFirewallDrivers(args.env, args.scope.lockWaiter);
-      lockOf(d).whileAdding({ network: conf.name, ...spoofcheck }, () => setupSpoofCheck(spoofcheck, d.nftables));
-    }
+      // The MTU the plugin set on both veth ends (a 1.1.0 result's interfaces carry it).
+      const mtu = v11InterfaceFields(conf.cniVersion, { mtu: conf.mtu });
+      const hostIface: Interface = { name: veth.host.name, mac: veth.host.mac, ...mtu };
+      const brIface: Interface = linkSummary(br);
+      const contIface: Interface = { name: veth.container.name, mac: veth.container.mac, sandbox: args.netns, ...mtu };
+      const result: Result = { interfaces: [brIface, hostIface, contIface] };
 
-    if (conf.ipamType !== "") {
-      const ipam = await args.delegate.add(conf.ipamType);
-      undo.reached(IPAM_STEP);
-      result.ips = ipam.ips ?? [];
-      if (ipam.routes) result.routes = ipam.routes;
-      if (ipam.dns) result.dns = ipam.dns;
-      if (result.ips.length === 0) throw new InternalError("IPAM plugin returned missing IP config");
-      const gws = calcGateways(result, conf);
-
-      const dad: [string, string][] = conf.enabledad
-        ? [[`net/ipv6/conf/${args.ifName}/enhanced_dad`, "1"], [`net/ipv6/conf/${args.ifName}/accept_dad`, "1"]]
-        : [[`net/ipv6/conf/${args.ifName}/accept_dad`, "0"]];
-      setSysctlsQuietly(ns, dad);
-      enableNeighbourNotify(ns, args.ifName, { ndisc: false });
-      configureIface({ nl: contNl, ns, ifName: args.ifName, result, warn: args.stderr });
-
-      if (conf.isGateway) {
-        let target = br;
-        if (conf.vlan !== 0 && gws[4].length + gws[6].length > 0) {
-          target = ensureVlanGateway(hostNl, hostNs, br, conf);
-          result.interfaces!.push(linkSummary(target));
-        }
-        const what = target === br ? "failed to set bridge addr" : "failed to set vlan interface for bridge with addr";
-        for (const family of [4, 6] as const) {
-          for (const gw of gws[family]) annotate(what, () => ensureAddr(hostNl, target, gw, conf.forceAddress));
-        }
-        annotate("failed to enable forwarding", () => enableIPForward({ v4: gws[4].length > 0, v6: gws[6].length > 0 }));
+      if (conf.macspoofchk) {
+        undo.reached(SPOOFCHECK_STEP);
+        const spoofcheck = { hostVeth: veth.host.name, containerMac: veth.container.mac, containerID: args.containerID, ifName: args.ifName };
+        lockOf(d).whileAdding({ network: conf.name, ...spoofcheck }, () => setupSpoofCheck(spoofcheck, d.nftables));
       }
 
-      if (conf.ipMasq) {
-        undo.reached(MASQUERADE_STEP);
-        setupIPMasq(
-          { network: conf.name, containerID: args.containerID, ifName: args.ifName, ips: result.ips.map((i) => i.address) },
-          masqBackend,
-          systemFirewallDrivers(args.env, args.scope.lockWaiter),
-        );
+      if (conf.ipamType !== "") {
+        const ipam = await args.delegate.add(conf.ipamType);
+        undo.reached(IPAM_STEP);
+        result.ips = ipam.ips ?? [];
+        if (ipam.routes) result.routes = ipam.routes;
+        if (ipam.dns) result.dns = ipam.dns;
+        if (result.ips.length === 0) throw new InternalError("IPAM plugin returned missing IP config");
+        const gws = calcGateways(result, conf);
+
+        const dad: [string, string][] = conf.enabledad
+          ? [[`net/ipv6/conf/${args.ifName}/enhanced_dad`, "1"], [`net/ipv6/conf/${args.ifName}/accept_dad`, "1"]]
+          : [[`net/ipv6/conf/${args.ifName}/accept_dad`, "0"]];
+        setSysctlsQuietly(ns, dad);
+        enableNeighbourNotify(ns, args.ifName, { ndisc: false });
+        configureIface({ nl: contNl, ns, ifName: args.ifName, result, warn: args.stderr });
+
+        if (conf.isGateway) {
+          let target = br;
+          if (conf.vlan !== 0 && gws[4].length + gws[6].length > 0) {
+            target = ensureVlanGateway(hostNl, hostNs, br, conf);
+            result.interfaces!.push(linkSummary(target));
+          }
+          const what = target === br ? "failed to set bridge addr" : "failed to set vlan interface for bridge with addr";
+          for (const family of [4, 6] as const) {
+            for (const gw of gws[family]) annotate(what, () => ensureAddr(hostNl, target, gw, conf.forceAddress));
+          }
+          annotate("failed to enable forwarding", () => enableIPForward({ v4: gws[4].length > 0, v6: gws[6].length > 0 }));
+        }
+
+        setupMasquerade(conf, args, result.ips, masqBackend, d, undo);
+      } else if (!conf.disableContainerInterface) {
+        annotate(`failed to set ${JSON.stringify(args.ifName)} up`, () => contNl.linkSetUp(veth.container.index));
       }
-    } else if (!conf.disableContainerInterface) {
-      annotate(`failed to set ${JSON.stringify(args.ifName)} up`, () => contNl.linkSetUp(veth.container.index));
-    }
 
-    const host = conf.disableContainerInterface ? hostNl.linkByIndex(veth.host.index) : waitPortUp(hostNl, veth.host.index);
-    if (host.mac) hostIface.mac = host.mac;
-    br = bridgeByName(hostNl, conf.bridge);
-    if (br.mac) brIface.mac = br.mac;
+      const host = conf.disableContainerInterface ? hostNl.linkByIndex(veth.host.index) : waitPortUp(hostNl, veth.host.index);
+      if (host.mac) hostIface.mac = host.mac;
+      br = bridgeByName(hostNl, conf.bridge);
+      if (br.mac) brIface.mac = br.mac;
 
-    if (conf.dnsOverride) {
-      if (conf.dns) result.dns = conf.dns;
-      else delete result.dns;
+      if (conf.dnsOverride) {
+        if (conf.dns) result.dns = conf.dns;
+        else delete result.dns;
+      }
+      return result;
+    } catch (err) {
+      return await undo.rollback(err);
     }
-    return result;
-  } catch (err) {
-    return await undo.rollback(err);
   }
+
+  async function del(args: CmdArgs): Promise<void> {
+    await teardown(teardownSteps(loadBridgeConf(args, { lenient: true }), args, deps.drivers(args)));
+  }
+
+  async function check(args: CmdArgs): Promise<void> {
+    const conf = loadBridgeConf(args);
+    using ns = openContainerNetns(args.netns);
+    if (conf.ipamType !== "") await args.delegate.run(conf.ipamType, "CHECK");
+    checkBridge(args, conf, ns, deps.drivers(args));
+  }
+
+  async function status(args: CmdArgs): Promise<void> {
+    const conf = loadBridgeConf(args, { lenient: true });
+    await interfaceStatus(args, { ipamType: conf.ipamType, hostLinks: (nl) => bridgeStatus(nl, conf.bridge) });
+  }
+
+  async function gc(args: CmdArgs): Promise<void> {
+    await collectGarbage(loadBridgeConf(args, { lenient: true }), args, deps.drivers(args));
+  }
+
+  return { name: "bridge", versions: ALL_VERSIONS, add, check, del, status, gc };
 }
 
-async function del(args: CmdArgs): Promise<void> {
-  await teardown(teardownSteps(loadBridgeConf(args, { lenient: true }), args));
-}
-
-async function check(args: CmdArgs): Promise<void> {
-  const conf = loadBridgeConf(args);
-  using ns = openContainerNetns(args.netns);
-  if (conf.ipamType !== "") await args.delegate.run(conf.ipamType, "CHECK");
-  checkBridge(args, conf, ns);
-}
-
-async function status(args: CmdArgs): Promise<void> {
-  const conf = loadBridgeConf(args, { lenient: true });
-  await interfaceStatus(args, { ipamType: conf.ipamType, hostLinks: (nl) => bridgeStatus(nl, conf.bridge) });
-}
-
-async function gc(args: CmdArgs): Promise<void> {
-  await collectGarbage(loadBridgeConf(args, { lenient: true }), args);
-}
-
-export const bridgePlugin: PluginSpec = {
-  name: "bridge",
-  versions: ALL_VERSIONS,
-  add,
-  check,
-  del,
-  status,
-  gc,
-};
+export const bridgePlugin: PluginSpec = makeBridgePlugin(systemFirewallPluginDeps);

@@ -11,8 +11,8 @@ import { Handle, type Link } from "../../shared/netlink/index.ts";
 import { IFF_PROMISC } from "../../shared/netlink/constants/if-link.ts";
 import type { NetNS } from "../../shared/netns/index.ts";
 import { requirePrevResult, validateExpectedInterfaceIPs, validateExpectedRoutes } from "../../shared/iface/check.ts";
-import { systemFirewallDrivers } from "../../shared/firewall/backend.ts";
-import { checkIPMasq, parseMasqBackend } from "../../shared/firewall/ipmasq.ts";
+import type { FirewallDrivers } from "../../shared/firewall/backend.ts";
+import { checkMasquerade } from "../../shared/firewall/ipmasq-steps.ts";
 import type { BridgeConf } from "./config.ts";
 
 interface Found {
@@ -68,8 +68,11 @@ function checkHostVeth(nl: Handle, intf: Interface, br: Found, cont: Found): Fou
   return { found: true, index: link.index, peerIndex: link.parentIndex, masterIndex: link.masterIndex ?? 0 };
 }
 
-/** Validates the attachment described by prevResult against the kernel (host and container). */
-export function checkBridge(args: CmdArgs, conf: BridgeConf, ns: NetNS): void {
+/**
+ * Validates the attachment described by prevResult against the kernel (host and container), and its
+ * masquerade rules through `d`.
+ */
+export function checkBridge(args: CmdArgs, conf: BridgeConf, ns: NetNS, d: FirewallDrivers): void {
   const prev = requirePrevResult(args);
   const interfaces = prev.interfaces ?? [];
   let brMap: Interface = { name: "" };
@@ -102,11 +105,5 @@ export function checkBridge(args: CmdArgs, conf: BridgeConf, ns: NetNS): void {
 
   // Beyond upstream: the masquerade rules of this attachment must be in place too.
   const ips = (prev.ips ?? []).map((i) => i.address);
-  if (conf.ipMasq && conf.ipamType !== "" && ips.length > 0) {
-    checkIPMasq(
-      { network: conf.name, containerID: args.containerID, ifName: args.ifName, ips },
-      parseMasqBackend(conf.ipMasqBackend),
-      systemFirewallDrivers(args.env, args.scope.lockWaiter),
-    );
-  }
+  if (conf.ipamType !== "" && ips.length > 0) checkMasquerade(conf, args, ips, d);
 }

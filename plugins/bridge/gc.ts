@@ -8,8 +8,8 @@
 import { delegateToIpam } from "../../shared/cni/ipam-delegation.ts";
 import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
 import type { CmdArgs } from "../../shared/cni/types.ts";
-import { systemFirewallDrivers } from "../../shared/firewall/backend.ts";
-import { gcIPMasq } from "../../shared/firewall/ipmasq.ts";
+import type { FirewallDrivers } from "../../shared/firewall/backend.ts";
+import { collectMasquerade, MASQUERADE_STEP } from "../../shared/firewall/ipmasq-steps.ts";
 import { Handle } from "../../shared/netlink/index.ts";
 import { teardown, type TeardownStep } from "../../shared/undo/teardown.ts";
 import type { BridgeConf } from "./config.ts";
@@ -23,8 +23,8 @@ function portOfBridgeOrGone(bridge: string): (hostVeth: string) => boolean {
   return (veth) => !masters.has(veth) || (bridgeIndex !== undefined && masters.get(veth) === bridgeIndex);
 }
 
-/** GC for `conf` with the runtime's `args` (see module doc). */
-export async function collectGarbage(conf: BridgeConf, args: CmdArgs): Promise<void> {
+/** GC for `conf` with the runtime's `args`, the rules read and removed through `d` (see module doc). */
+export async function collectGarbage(conf: BridgeConf, args: CmdArgs, d: FirewallDrivers): Promise<void> {
   const keep = validAttachmentsOf(args.config);
   const steps: TeardownStep[] = [
     {
@@ -34,8 +34,7 @@ export async function collectGarbage(conf: BridgeConf, args: CmdArgs): Promise<v
       },
     },
   ];
-  const d = systemFirewallDrivers(args.env, args.scope.lockWaiter);
-  if (keep !== undefined && conf.ipMasq) steps.push({ name: "masquerade rules", run: () => gcIPMasq(conf.name, keep, d) });
+  if (keep !== undefined && conf.ipMasq) steps.push({ name: MASQUERADE_STEP, run: () => collectMasquerade(conf, keep, d) });
   if (keep !== undefined && conf.macspoofchk) {
     steps.push({ name: "spoof-check rules", run: () => gcSpoofCheck(keep, portOfBridgeOrGone(conf.bridge), d.nftables) });
   }

@@ -5,7 +5,8 @@
  */
 import { InternalError } from "../../shared/cni/errors.ts";
 import type { Result } from "../../shared/cni/types.ts";
-import { ipMasqPart, parseMasqBackend } from "../../shared/firewall/ipmasq.ts";
+import { ipMasqPart } from "../../shared/firewall/ipmasq.ts";
+import { masqBackendOf } from "../../shared/firewall/ipmasq-steps.ts";
 import type { AnyFirewallPart, FirewallPartsOf } from "../../shared/firewall/reapply.ts";
 import { loadBridgeConf } from "./config.ts";
 import { checkSpoofCheck, setupSpoofCheck, type SpoofCheckSetup } from "./spoofcheck.ts";
@@ -28,7 +29,7 @@ export const bridgeFirewallParts: FirewallPartsOf = (args, result, d) => {
   }
   if (conf.ipMasq && conf.ipamType !== "") {
     const t = { network: conf.name, containerID: args.containerID, ifName: args.ifName, ips: (result.ips ?? []).map((i) => i.address) };
-    const masq = ipMasqPart(t, parseMasqBackend(conf.ipMasqBackend), d);
+    const masq = ipMasqPart(t, masqBackendOf(conf), d);
     if (masq !== undefined) parts.push(masq);
   }
   return parts;

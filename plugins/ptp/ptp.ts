@@ -12,7 +12,7 @@
  * and the masquerade rules when `ipMasq` is set.
  * DEL: IPAM DEL, the link if the netns still exists, the masquerade rules — every step attempted,
  * failures reported together. STATUS delegates to IPAM; GC too, then collects the stale
- * masquerade rules (masq.ts).
+ * masquerade rules (shared/firewall/ipmasq-steps.ts, as bridge).
  *
  * Deliberate differences from upstream: DIFFERENCES.md.
  */
@@ -24,6 +24,8 @@ import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { annotate, annotateError } from "../../shared/error/annotate.ts";
+import { systemFirewallPluginDeps, type FirewallDrivers, type FirewallPluginDeps } from "../../shared/firewall/backend.ts";
+import { checkMasquerade, collectMasquerade, masqBackendOf, masqueradeTeardownStep, setupMasquerade } from "../../shared/firewall/ipmasq-steps.ts";
 import { checkContainerLink } from "../../shared/iface/check.ts";
 import { configureIface } from "../../shared/iface/configure.ts";
 import { CONTAINER_LINK_STEP, containerAddressHint, deleteContainerLink, type CreatedLink } from "../../shared/iface/container-link.ts";
@@ -36,7 +38,6 @@ import { Handle, isExists } from "../../shared/netlink/index.ts";
 import { NetNS } from "../../shared/netns/index.ts";
 import { teardown, Undo, type TeardownStep } from "../../shared/undo/teardown.ts";
 import { loadPtpConfig, type PtpConfig } from "./config.ts";
-import { checkMasq, gcMasq, masqBackendOf, setupMasq, teardownMasq } from "./masq.ts";
 import { ptpAddress, type PtpAddress } from "./routes.ts";
 
 /** Index of the container interface in the result (host veth is 0). */
@@ -83,114 +84,105 @@ function setupHostVeth(nl: Handle, host: LinkInfo, addrs: readonly PtpAddress[])
 
 // ---- verbs -----------------------------------------------------------------------------------
 
-const MASQUERADE_STEP = "masquerade rules";
-
 /**
  * What ptp removes, in DEL's order: the IPAM lease, the masquerade rules (keyed by network and
  * container; the addresses the link carries only help with legacy rule forms), the container link
  * (the pair; `created` on a rolled-back ADD). The rules go before the link, as in bridge (see its
  * teardownSteps).
  */
-function teardownSteps(conf: PtpConfig, args: CmdArgs, created?: CreatedLink): TeardownStep[] {
+function teardownSteps(conf: PtpConfig, args: CmdArgs, d: FirewallDrivers, created?: CreatedLink): TeardownStep[] {
   return [
     ipamStep(conf.ipamType, args),
-    { name: MASQUERADE_STEP, run: () => (conf.ipMasq ? teardownMasq(conf, args, containerAddressHint(args, created)) : undefined) },
+    masqueradeTeardownStep(conf, args, d, () => containerAddressHint(args, created)),
     { name: CONTAINER_LINK_STEP, run: () => void deleteContainerLink(args, created) },
   ];
 }
 
-async function add(args: CmdArgs): Promise<Result> {
-  const conf = loadPtpConfig(args);
-  // Refuse an unknown ipMasqBackend before anything is allocated.
-  const backend = conf.ipMasq ? masqBackendOf(conf) : undefined;
-  const mac = runtimeContainerMac(args, conf.runtimeMac);
-  using ns = openContainerNetns(args.netns);
-  using hostNs = NetNS.current();
-  using containerNl = Handle.open(ns);
-  using hostNl = Handle.open(hostNs);
-  const created: CreatedLink = { nl: containerNl };
-  const undo = new Undo(teardownSteps(conf, args, created), args.stderr);
-  try {
-    const result = await args.delegate.add(conf.ipamType);
-    undo.reached(IPAM_STEP);
-    const ips = result.ips ?? [];
-    if (ips.length === 0) throw new InternalError("IPAM plugin returned missing IP config");
-    const addrs: PtpAddress[] = [];
-    for (const ipc of ips) {
-      const a = ptpAddress(ipc.address, ipc.gateway);
-      if (typeof a === "string") throw new InternalError(a);
-      addrs.push(a);
-    }
-    annotate("Could not enable IP forwarding", () => enableIPForward(forwardFamiliesOf(ips)));
+/** ptp, writing its masquerade rules through `deps` (shared/firewall/backend.ts). */
+export function makePtpPlugin(deps: FirewallPluginDeps): PluginSpec {
+  async function add(args: CmdArgs): Promise<Result> {
+    const conf = loadPtpConfig(args);
+    // Refuse an unknown ipMasqBackend before anything is allocated.
+    const backend = masqBackendOf(conf);
+    const mac = runtimeContainerMac(args, conf.runtimeMac);
+    const d = deps.drivers(args);
+    using ns = openContainerNetns(args.netns);
+    using hostNs = NetNS.current();
+    using containerNl = Handle.open(ns);
+    using hostNl = Handle.open(hostNs);
+    const created: CreatedLink = { nl: containerNl };
+    const undo = new Undo(teardownSteps(conf, args, d, created), args.stderr);
+    try {
+      const result = await args.delegate.add(conf.ipamType);
+      undo.reached(IPAM_STEP);
+      const ips = result.ips ?? [];
+      if (ips.length === 0) throw new InternalError("IPAM plugin returned missing IP config");
+      const addrs: PtpAddress[] = [];
+      for (const ipc of ips) {
+        const a = ptpAddress(ipc.address, ipc.gateway);
+        if (typeof a === "string") throw new InternalError(a);
+        addrs.push(a);
+      }
+      annotate("Could not enable IP forwarding", () => enableIPForward(forwardFamiliesOf(ips)));
 
-    const veth = setupVeth({
-      containerNl,
-      hostNl,
-      hostNs,
-      ifName: args.ifName,
-      ...(conf.mtu > 0 ? { mtu: conf.mtu } : {}),
-      ...(mac !== undefined ? { mac } : {}),
-      onCreated: (index) => {
-        created.index = index;
-        undo.reached(CONTAINER_LINK_STEP);
-      },
+      const veth = setupVeth({
+        containerNl,
+        hostNl,
+        hostNs,
+        ifName: args.ifName,
+        ...(conf.mtu > 0 ? { mtu: conf.mtu } : {}),
+        ...(mac !== undefined ? { mac } : {}),
+        onCreated: (index) => {
+          created.index = index;
+          undo.reached(CONTAINER_LINK_STEP);
+        },
+      });
+      for (const ipc of ips) ipc.interface = CONTAINER_IFACE;
+      const mtu = v11InterfaceFields(args.cniVersion, { mtu: conf.mtu });
+      result.interfaces = [
+        { name: veth.host.name, mac: veth.host.mac, ...mtu },
+        { name: veth.container.name, mac: veth.container.mac, sandbox: args.netns, ...mtu },
+      ];
+      configureIface({ nl: containerNl, ns, ifName: args.ifName, result, warn: args.stderr });
+      routeThroughGateway(containerNl, args.ifName, veth.container.index, addrs);
+      setupHostVeth(hostNl, veth.host, addrs);
+      setupMasquerade(conf, args, ips, backend, d, undo);
+      if (conf.dns !== undefined) result.dns = conf.dns;
+      return result;
+    } catch (err) {
+      return await undo.rollback(err);
+    }
+  }
+
+  async function check(args: CmdArgs): Promise<void> {
+    const conf = loadPtpConfig(args);
+    using ns = openContainerNetns(args.netns);
+    using nl = Handle.open(ns);
+    const prev = await checkContainerLink(args, nl, {
+      ipamType: conf.ipamType,
+      kind: "veth",
+      kindLabel: "veth/p2p",
+      wording: { prevResultPrefix: "ptp: ", linkPrefix: "ptp: " },
     });
-    for (const ipc of ips) ipc.interface = CONTAINER_IFACE;
-    const mtu = v11InterfaceFields(args.cniVersion, { mtu: conf.mtu });
-    result.interfaces = [
-      { name: veth.host.name, mac: veth.host.mac, ...mtu },
-      { name: veth.container.name, mac: veth.container.mac, sandbox: args.netns, ...mtu },
-    ];
-    configureIface({ nl: containerNl, ns, ifName: args.ifName, result, warn: args.stderr });
-    routeThroughGateway(containerNl, args.ifName, veth.container.index, addrs);
-    setupHostVeth(hostNl, veth.host, addrs);
-    if (conf.ipMasq) {
-      undo.reached(MASQUERADE_STEP);
-      setupMasq(conf, args, ips, backend);
-    }
-    if (conf.dns !== undefined) result.dns = conf.dns;
-    return result;
-  } catch (err) {
-    return await undo.rollback(err);
+    checkMasquerade(conf, args, (prev.ips ?? []).map((i) => i.address), deps.drivers(args));
   }
-}
 
-async function check(args: CmdArgs): Promise<void> {
-  const conf = loadPtpConfig(args);
-  using ns = openContainerNetns(args.netns);
-  using nl = Handle.open(ns);
-  const prev = await checkContainerLink(args, nl, {
-    ipamType: conf.ipamType,
-    kind: "veth",
-    kindLabel: "veth/p2p",
-    wording: { prevResultPrefix: "ptp: ", linkPrefix: "ptp: " },
-  });
-  if (conf.ipMasq) checkMasq(conf, args, (prev.ips ?? []).map((i) => i.address));
-}
+  async function del(args: CmdArgs): Promise<void> {
+    await teardown(teardownSteps(loadPtpConfig(args), args, deps.drivers(args)));
+  }
 
-async function del(args: CmdArgs): Promise<void> {
-  await teardown(teardownSteps(loadPtpConfig(args), args));
-}
+  async function status(args: CmdArgs): Promise<void> {
+    await delegateToIpam(loadPtpConfig(args).ipamType, args, "STATUS");
+  }
 
-async function status(args: CmdArgs): Promise<void> {
-  await delegateToIpam(loadPtpConfig(args).ipamType, args, "STATUS");
-}
-
-async function gc(args: CmdArgs): Promise<void> {
-  const conf = loadPtpConfig(args);
-  await delegateToIpam(conf.ipamType, args, "GC");
-  if (conf.ipMasq) {
+  async function gc(args: CmdArgs): Promise<void> {
+    const conf = loadPtpConfig(args);
+    await delegateToIpam(conf.ipamType, args, "GC");
     const keep = validAttachmentsOf(args.config);
-    if (keep !== undefined) gcMasq(conf, args, keep);
+    if (keep !== undefined) collectMasquerade(conf, keep, deps.drivers(args));
   }
+
+  return { name: "ptp", versions: ALL_VERSIONS, add, check, del, status, gc };
 }
 
-export const ptpPlugin: PluginSpec = {
-  name: "ptp",
-  versions: ALL_VERSIONS,
-  add,
-  check,
-  del,
-  status,
-  gc,
-};
+export const ptpPlugin: PluginSpec = makePtpPlugin(systemFirewallPluginDeps);

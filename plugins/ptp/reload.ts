@@ -3,9 +3,9 @@
  * masquerade rules (`ipMasq`) for the addresses of its result, with ADD's own setup.
  */
 import { ipMasqPart } from "../../shared/firewall/ipmasq.ts";
+import { masqBackendOf } from "../../shared/firewall/ipmasq-steps.ts";
 import type { FirewallPartsOf } from "../../shared/firewall/reapply.ts";
 import { loadPtpConfig } from "./config.ts";
-import { masqBackendOf } from "./masq.ts";
 
 export const ptpFirewallParts: FirewallPartsOf = (args, result, d) => {
   const conf = loadPtpConfig(args);

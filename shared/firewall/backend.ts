@@ -16,6 +16,7 @@
  */
 import { annotateError } from "../error/annotate.ts";
 import type { ValidAttachment } from "../cni/netconf.ts";
+import type { CmdArgs } from "../cni/types.ts";
 import type { LockWaiter } from "../sys/fd-lock.ts";
 import { TeardownError } from "../undo/teardown.ts";
 import { attachmentLock, UNCOORDINATED, type AttachmentLock } from "./attachment-lock.ts";
@@ -44,6 +45,22 @@ export interface FirewallDrivers {
 export function systemFirewallDrivers(env: ToolEnv, waiter?: LockWaiter): FirewallDrivers {
   return { iptables: systemIptables(env), nftables: systemNft(env), lock: attachmentLock(undefined, waiter) };
 }
+
+/**
+ * What every plugin that writes firewall rules (bridge, ptp, portmap, firewall) is made with: how
+ * one call gets its drivers. A verb asks once and hands the drivers to every step that reads or
+ * writes rules; they probe nothing (no tool run, no variant detection, no lock) until a rule is
+ * read or written. Tests pass fakes (iptables/fake.ts, nftables/fake.ts).
+ */
+export interface FirewallPluginDeps {
+  /** The drivers of one call, from its environment and its scope's lock waiter. */
+  drivers(args: Pick<CmdArgs, "env" | "scope">): FirewallDrivers;
+}
+
+/** The host's tools for each call ({@link systemFirewallDrivers}). */
+export const systemFirewallPluginDeps: FirewallPluginDeps = {
+  drivers: (args) => systemFirewallDrivers(args.env, args.scope.lockWaiter),
+};
 
 /** The attachment lock of `d` (none for fakes). */
 export function lockOf(d: FirewallDrivers): AttachmentLock {
