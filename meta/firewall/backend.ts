@@ -21,12 +21,8 @@ export interface FirewallTarget {
 /** The plugin in the iptables or nftables backend. */
 export type FirewallRules = FirewallFeature<FirewallTarget>;
 
-/** The plugin in the firewalld backend: the same operations, over D-Bus (hence asynchronous). */
-export interface FirewalldBackend {
-  readonly backend: "firewalld";
-  setup(t: FirewallTarget): Promise<void>;
-  check(t: FirewallTarget): Promise<string[]>;
-  teardown(t: FirewallTarget, expected: boolean): Promise<void>;
-}
+/** The plugin in the firewalld backend: the same operations, answered over D-Bus. */
+export type FirewalldRules = FirewallFeature<FirewallTarget, FirewallTarget, void, "firewalld">;
 
-export type FirewallBackend = FirewallRules | FirewalldBackend;
+/** The plugin in any of its backends. */
+export type FirewallBackend = FirewallRules | FirewalldRules;

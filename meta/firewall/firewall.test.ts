@@ -5,12 +5,13 @@ import { join } from "node:path";
 import type { CmdArgs, Command } from "../../shared/cni/types.ts";
 import { FakeIptables } from "../../shared/firewall/iptables/fake.ts";
 import { FakeNft } from "../../shared/firewall/nftables/fake.ts";
-import type { FirewalldBackend, FirewallTarget } from "./backend.ts";
+import type { FirewalldRules, FirewallTarget } from "./backend.ts";
 import { makeFirewallPlugin, type FirewallDeps } from "./firewall.ts";
 import { busSocketsMissing } from "./firewalld-backend.ts";
 import { instanceComment, NFT_PRIV, NFT_TABLE } from "./nftables-backend.ts";
 import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
 import { withDelegate } from "../../shared/cni/delegate.ts";
+import { attachmentLock, deletionMarkTime, tryLockFirewall } from "../../shared/firewall/attachment-lock.ts";
 
 const PREV = {
   cniVersion: "1.0.0",
@@ -61,14 +62,16 @@ function setup(opts: { iptables?: boolean; nft?: boolean; firewalld?: boolean } 
   const nft = new FakeNft();
   (nft as { installed?: boolean }).installed = opts.nft ?? true;
   const fwd: FakeFirewalld = { calls: [], running: opts.firewalld ?? false };
-  const fwdBackend = (address: string): FirewalldBackend => ({
+  const fwdBackend = (address: string): FirewalldRules => ({
     backend: "firewalld",
+    available: () => true,
     setup: async (t: FirewallTarget) => void fwd.calls.push(...t.addrs.map((a) => `${address} add ${t.conf.zone} ${a.host}`)),
     check: async (t: FirewallTarget) => {
       fwd.calls.push(...t.addrs.map((a) => `check ${t.conf.zone} ${a.host}`));
       return [];
     },
     teardown: async (t: FirewallTarget) => void fwd.calls.push(...t.addrs.map((a) => `del ${t.conf.zone} ${a.host}`)),
+    gc: async () => {},
   });
   /** Addresses "configured in some namespace of the node" for GC. */
   const configured = new Map<string, string>();
@@ -190,6 +193,33 @@ describe("firewall plugin (fakes)", () => {
     expect(fwd.calls.length).toBe(2);
     expect(filterLines(ipt, 4)).toContain('-A CNI-ISOLATION-STAGE-2 -o cni-br0 -m comment --comment "CNI firewall plugin rules (ingressPolicy: same-bridge|isolated)" -j DROP');
     expect(filterLines(ipt, 4).some((l) => l.includes("CNI-FORWARD -s"))).toBe(false);
+  });
+
+  test("firewalld: the firewall lock is free while D-Bus answers; ADD clears the deletion mark first, DEL leaves it first", async () => {
+    const lockDir = recordDir();
+    const key = { network: "net1", containerID: "ctr1", ifName: "eth0" };
+    const lockFree = (): boolean => {
+      const held = tryLockFirewall(lockDir);
+      held?.[Symbol.dispose]();
+      return held !== undefined;
+    };
+    const seen: string[] = [];
+    const answer = async (op: string): Promise<void> => {
+      await Promise.resolve(); // the bus answers later
+      seen.push(`${op}: lock ${lockFree() ? "free" : "held"}, mark ${deletionMarkTime(key, lockDir) === undefined ? "none" : "left"}`);
+    };
+    const fake = setup({ firewalld: true });
+    const deps: FirewallDeps = {
+      ...fake.deps,
+      drivers: () => ({ iptables: fake.ipt, nftables: fake.nft, lock: attachmentLock(lockDir) }),
+      firewalld: () => ({ backend: "firewalld", available: () => true, setup: () => answer("ADD"), check: async () => [], teardown: () => answer("DEL"), gc: async () => {} }),
+    };
+    attachmentLock(lockDir).whileDeleting(key, () => {});
+    const plugin = makeFirewallPlugin(deps);
+    await plugin.add(cmd("ADD", { backend: "firewalld", ingressPolicy: "same-bridge", prevResult: PREV }));
+    await plugin.del(cmd("DEL", { backend: "firewalld", prevResult: PREV }));
+    expect(seen).toEqual(["ADD: lock free, mark none", "DEL: lock free, mark left"]);
+    expect(filterLines(fake.ipt, 4)).toContain('-A CNI-ISOLATION-STAGE-2 -o cni-br0 -m comment --comment "CNI firewall plugin rules (ingressPolicy: same-bridge|isolated)" -j DROP');
   });
 
   test("nftables: rules tagged per attachment, CHECK, re-ADD replaces, DEL without prevResult, GC", async () => {

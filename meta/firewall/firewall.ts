@@ -20,7 +20,7 @@ import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { versionsFrom } from "../../shared/cni/version.ts";
 import type { AttachmentKey } from "../../shared/firewall/attachment-lock.ts";
 import { chooseBackend, lockOf, systemFirewallPluginDeps, type BackendName, type FirewallDrivers, type FirewallPluginDeps } from "../../shared/firewall/backend.ts";
-import type { FirewallBackend, FirewalldBackend, FirewallRules, FirewallTarget } from "./backend.ts";
+import type { FirewallBackend, FirewalldRules, FirewallRules, FirewallTarget } from "./backend.ts";
 import { loadFirewallConf, parseBackend, parseIngressPolicy, validateAdminChain, type FirewallBackendName, type FirewallConf } from "./config.ts";
 import { firewalldBackend, isFirewalldRunning, systemBusAddress } from "./firewalld-backend.ts";
 import { addIsolationIptables, iptablesFirewall } from "./iptables-backend.ts";
@@ -32,7 +32,7 @@ import { bridgeNameFor, hostAddresses, policyFamilies } from "./target.ts";
 /** What the plugin talks to besides the drivers of each call; tests pass fakes. */
 export interface FirewallDeps extends FirewallPluginDeps {
   /** The firewalld backend for a bus address. */
-  firewalld(address: string): FirewalldBackend;
+  firewalld(address: string): FirewalldRules;
   /** Upstream isFirewalldRunning. */
   firewalldRunning(address: string): Promise<boolean>;
   /** Where the iptables and firewalld backends record their attachments' addresses (records.ts). */
@@ -108,15 +108,10 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
       annotate(`failed to record the attachment under ${deps.stateDir}`, () => recordAttachment(deps.stateDir, record));
     }
     const lock = lockOf(d);
-    if (backend.backend !== "firewalld") {
-      lock.whileAdding(attachmentOf(conf, args), () => backend.setup(t));
-      return prev;
-    }
-    // D-Bus is asynchronous: the lock is never held across it (only the deletion mark is cleared).
-    lock.whileAdding(attachmentOf(conf, args), () => {});
-    await backend.setup(t);
+    // firewalld's setup holds the lock only until it starts waiting for D-Bus (attachment-lock.ts).
+    await lock.whileAdding(attachmentOf(conf, args), () => backend.setup(t));
     // As upstream, the ingress policy of the firewalld backend is enforced with iptables.
-    if (t.policy !== "open") lock.whileAdding(attachmentOf(conf, args), () => addIsolationIptables(d.iptables, t));
+    if (backend.backend === "firewalld" && t.policy !== "open") lock.whileAdding(attachmentOf(conf, args), () => addIsolationIptables(d.iptables, t));
     return prev;
   }
 
@@ -135,15 +130,9 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
     const t = target(conf, args, prevResultFrom(args), false);
     // Without prevResult, the addresses ADD recorded for this backend.
     if (t.addrs.length === 0 && record?.backend === backend.backend) t.addrs = record.addrs;
-    const lock = lockOf(d);
-    if (backend.backend === "firewalld") {
-      // D-Bus is asynchronous: the lock is never held across it (only the deletion mark is left).
-      lock.whileDeleting(attachmentOf(conf, args), () => {});
-      await backend.teardown(t, true);
-    } else {
-      // A backend whose tools are gone has nothing left to remove.
-      lock.whileDeleting(attachmentOf(conf, args), () => (backend.available() ? backend.teardown(t, true) : undefined));
-    }
+    // A backend whose tools are gone has nothing left to remove; firewalld's teardown holds the lock
+    // only until it starts waiting for D-Bus (attachment-lock.ts).
+    await lockOf(d).whileDeleting(attachmentOf(conf, args), () => (backend.available() ? backend.teardown(t, true) : undefined));
     forgetAttachment(deps.stateDir, conf.name, args.containerID, args.ifName);
   }
 
@@ -151,7 +140,7 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
     const conf = loadFirewallConf(args);
     const keep = validAttachmentsOf(args.config);
     if (keep === undefined) return; // absent or malformed: collect nothing
-    const firewalld = (): FirewalldBackend => deps.firewalld(systemBusAddress(args.env));
+    const firewalld = (): FirewalldRules => deps.firewalld(systemBusAddress(args.env));
     await collectFirewall(conf, keep, { features: firewallFeatures(deps.drivers(args)), firewalld, stateDir: deps.stateDir, nodeAddresses: deps.nodeAddresses });
   }
 

@@ -10,7 +10,7 @@
  */
 import { annotateError, messageOf } from "../../shared/error/annotate.ts";
 import { exists } from "../../shared/sys/file.ts";
-import type { FirewalldBackend, FirewallTarget } from "./backend.ts";
+import type { FirewalldRules, FirewallTarget } from "./backend.ts";
 import type { DBusConnection } from "./dbus-client.ts";
 
 /**
@@ -73,7 +73,8 @@ function zoneCall(conn: DBusConnection, member: string, zone: string, source: st
   return conn.call({ destination: FIREWALLD_NAME, path: FIREWALLD_PATH, interface: FIREWALLD_ZONE_INTERFACE, member, signature: "ss", body: [zone, source] });
 }
 
-export function firewalldBackend(address: string): FirewalldBackend {
+/** The plugin in the firewalld backend, on the bus at `address` (connected for each operation). */
+export function firewalldBackend(address: string): FirewalldRules {
   const withBus = async <T>(fn: (conn: DBusConnection) => Promise<T>): Promise<T> => {
     const conn = await connectBus(address);
     try {
@@ -84,6 +85,9 @@ export function firewalldBackend(address: string): FirewalldBackend {
   };
   return {
     backend: "firewalld",
+    // Whether the bus answers is known only by calling it; a teardown that cannot reach it removes
+    // nothing, as upstream.
+    available: () => true,
     async setup(t: FirewallTarget) {
       if (t.addrs.length === 0) return;
       await withBus(async (conn) => {
@@ -128,6 +132,9 @@ export function firewalldBackend(address: string): FirewalldBackend {
       } catch {
         // bus unreachable: nothing we can remove; DEL must not fail (upstream ignores these too)
       }
+    },
+    async gc() {
+      // The zone sources carry no owner: GC takes their addresses from ADD's records (gc.ts).
     },
   };
 }

@@ -15,7 +15,7 @@ import type { ValidAttachment } from "../../shared/cni/netconf.ts";
 import { collectEverywhere } from "../../shared/firewall/backend.ts";
 import type { BackendName } from "../../shared/firewall/backend.ts";
 import { teardown, type TeardownStep } from "../../shared/undo/teardown.ts";
-import type { FirewalldBackend, FirewallRules, FirewallTarget } from "./backend.ts";
+import type { FirewalldRules, FirewallRules, FirewallTarget } from "./backend.ts";
 import type { FirewallConf } from "./config.ts";
 import { allRecords, forgetAttachment, type AttachmentRecord } from "./records.ts";
 
@@ -34,7 +34,7 @@ export function staleRecords(records: readonly AttachmentRecord[], network: stri
 /** What GC works with: the rule-writing backends, firewalld (connected on first use), the records' directory. */
 export interface GcContext {
   features: Record<BackendName, FirewallRules>;
-  firewalld(): FirewalldBackend;
+  firewalld(): FirewalldRules;
   stateDir: string;
   /** Addresses configured in any network namespace of the node (shared/iface/node-addresses.ts). */
   nodeAddresses(): ReadonlyMap<string, string>;
@@ -61,8 +61,8 @@ export async function collectFirewall(conf: FirewallConf, keep: readonly ValidAt
     steps.push({
       name: `${record.backend} rules of ${record.containerID}/${record.ifName}`,
       run: async () => {
-        if (record.backend === "firewalld") await ctx.firewalld().teardown(t, false);
-        else if (ctx.features.iptables.available()) ctx.features.iptables.teardown(t, false);
+        const backend = record.backend === "firewalld" ? ctx.firewalld() : ctx.features.iptables;
+        if (backend.available()) await backend.teardown(t, false);
         forgetAttachment(ctx.stateDir, record.network, record.containerID, record.ifName);
       },
     });

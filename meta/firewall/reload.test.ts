@@ -11,7 +11,7 @@ import type { CmdArgs, Result } from "../../shared/cni/types.ts";
 import { FakeIptables } from "../../shared/firewall/iptables/fake.ts";
 import { FakeNft } from "../../shared/firewall/nftables/fake.ts";
 import type { AnyFirewallPart } from "../../shared/firewall/reapply.ts";
-import type { FirewalldBackend, FirewallTarget } from "./backend.ts";
+import type { FirewalldRules, FirewallTarget } from "./backend.ts";
 import { makeFirewallPlugin, type FirewallDeps } from "./firewall.ts";
 import { firewallPartsWith } from "./reload.ts";
 import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
@@ -38,11 +38,13 @@ function deps(running: boolean) {
   const nft = new FakeNft();
   const zone = new Set<string>();
   const calls: string[] = [];
-  const fwd: FirewalldBackend = {
+  const fwd: FirewalldRules = {
     backend: "firewalld",
+    available: () => true,
     setup: async (t: FirewallTarget) => t.addrs.forEach((a) => zone.add(a.host)),
     check: async (t: FirewallTarget) => t.addrs.filter((a) => !zone.has(a.host)).map((a) => `failed to find the address ${a.host} in ${t.conf.zone} zone`),
     teardown: async (t: FirewallTarget) => t.addrs.forEach((a) => void (calls.push(`remove ${a.host}`), zone.delete(a.host))),
+    gc: async () => {},
   };
   const stateDir = mkdtempSync(join(tmpdir(), "fw-reload-"));
   dirs.push(stateDir);

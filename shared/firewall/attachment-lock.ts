@@ -5,7 +5,9 @@
  * - The lock: an exclusive flock(2) on `<dir>/lock` (one per node), taken by ADD and DEL around
  *   their rule writes (ipMasq, portmap, the firewall plugin, bridge spoof-check) and by reload
  *   around its checks and writes. It is held only around synchronous work, never across an await,
- *   so two writers never plan against a table the other is changing (no rule is added twice).
+ *   so two writers never plan against a table the other is changing (no rule is added twice). A
+ *   writer that answers later (firewalld, over D-Bus: its work returns a Promise) has the lock only
+ *   until it returns, i.e. while it starts.
  * - The deletion mark: DEL, holding the lock, leaves
  *   `<dir>/deleted/<host netns inode>/<h16(network)>-<h16(containerID/ifName)>` (the attachment as
  *   JSON) BEFORE it removes anything; ADD removes it. Reload skips an attachment whose mark is newer
@@ -164,7 +166,10 @@ function writeMark(dir: string, a: AttachmentKey, nowMs: number): void {
   replaceFile(path, JSON.stringify({ network: a.network, containerID: a.containerID, ifName: a.ifName }), 0o600);
 }
 
-/** The writers' side of the lock and the marks, over one state directory. */
+/**
+ * The writers' side of the lock and the marks, over one state directory. The lock is released when
+ * `fn` returns: when that is a Promise, before anything it waits for (see the module doc).
+ */
 export interface AttachmentLock {
   /** ADD's firewall writes: `fn` under the lock, after removing a deletion mark of the same attachment. */
   whileAdding<T>(a: AttachmentKey, fn: () => T): T;

@@ -9,7 +9,9 @@
  *   installed, because the backend that ADD used may have been chosen differently (an older plugin,
  *   another config, iptables uninstalled since). A backend that turns out to be unsupported here is
  *   skipped; other failures are collected and reported together;
- * - {@link FirewallFeature}: what one feature implements once per backend.
+ * - {@link FirewallFeature}: what one feature implements once per backend — iptables and nftables
+ *   for every feature, and for the firewall plugin alone firewalld (meta/firewall), whose
+ *   operations answer later, over D-Bus.
  *
  * Errors are plain (the CNI code is chosen by shared/cni/errors.ts from the cause chain); callers add
  * their context with `annotate`.
@@ -24,7 +26,24 @@ import { CommandNotFoundError, type ToolEnv } from "./exec.ts";
 import { systemIptables, type IptablesDriver } from "./iptables/driver.ts";
 import { isNftUnsupported, systemNft, type NftDriver } from "./nftables/driver.ts";
 
+/** The backends every feature has (and {@link chooseBackend} picks from). */
 export type BackendName = "iptables" | "nftables";
+
+/**
+ * When each backend's operations answer: iptables and nftables at once (a tool run, a netlink
+ * request), firewalld later (D-Bus is asynchronous; never used inside a network namespace).
+ */
+interface AnswerTimes {
+  iptables: "now";
+  nftables: "now";
+  firewalld: "later";
+}
+
+/** Every backend a feature can have. */
+export type AnyBackendName = keyof AnswerTimes;
+
+/** What an operation of backend `B` returns for `T`: `T` itself, or a Promise of it. */
+export type Answer<T, B extends AnyBackendName> = AnswerTimes[B] extends "later" ? Promise<T> : T;
 
 /** The tools the backends talk to; tests pass fakes (iptables/fake.ts, nftables/fake.ts). */
 export interface FirewallDrivers {
@@ -79,24 +98,25 @@ export function isBackendUnsupported(err: unknown): boolean {
 }
 
 /**
- * One feature in one backend. `Target` is what ADD and CHECK act on, `DelTarget` what DEL knows
- * (usually less: no addresses), `Removed` what DEL reports back (e.g. the ports it unforwarded).
+ * One feature in one backend `B` (iptables or nftables unless named). `Target` is what ADD and
+ * CHECK act on, `DelTarget` what DEL knows (usually less: no addresses), `Removed` what DEL reports
+ * back (e.g. the ports it unforwarded). Each operation answers as its backend does ({@link Answer}).
  */
-export interface FirewallFeature<Target, DelTarget = Target, Removed = void> {
-  readonly backend: BackendName;
+export interface FirewallFeature<Target, DelTarget = Target, Removed = void, B extends AnyBackendName = BackendName> {
+  readonly backend: B;
   /** False when the backend's tools are not installed. */
   available(): boolean;
   /** Makes the rules for `t` exactly what they should be (idempotent). */
-  setup(t: Target): void;
+  setup(t: Target): Answer<void, B>;
   /** Reads only; the problems found (empty: everything is in place). */
-  check(t: Target): string[];
+  check(t: Target): Answer<string[], B>;
   /**
    * Removes the rules of `t`; idempotent, succeeds when they are already gone. `expected`: this is
    * the backend the config selects, so its rules are most likely there (a plan may start from that).
    */
-  teardown(t: DelTarget, expected: boolean): Removed;
+  teardown(t: DelTarget, expected: boolean): Answer<Removed, B>;
   /** Removes the rules of `network` that belong to no attachment in `keep` (where the rules tell). */
-  gc(network: string, keep: readonly ValidAttachment[]): void;
+  gc(network: string, keep: readonly ValidAttachment[]): Answer<void, B>;
 }
 
 /**
