@@ -5,74 +5,48 @@
  * bridge, shared/iface/status.ts; then the IPAM plugin's) and GC (IPAM, then this network's stale
  * masquerade and spoof-check rules: gc.ts).
  *
- * ADD creates the bridge when missing, the veth pair (container end CNI_IFNAME, host end
- * `veth<8 hex>` as a bridge port with the hairpin / isolated / VLAN settings), optional MAC
- * spoof-check rules, then — with IPAM — the addresses and routes in the container, the gateway
- * addresses on the bridge, forwarding and masquerading. Without IPAM (L2-only) it just brings the
- * container end up. A failure rolls back through the DEL steps it reached.
- * DEL: IPAM DEL, the container link, the spoof-check rules, the masquerade rules — every step
+ * ADD creates the bridge when missing, then runs its steps (add-steps.ts): the veth pair (container
+ * end CNI_IFNAME, host end `veth<8 hex>` as a bridge port with the hairpin / isolated / VLAN
+ * settings), optional MAC spoof-check rules, then — with IPAM — the addresses and routes in the
+ * container, the gateway addresses on the bridge, forwarding and masquerading. Without IPAM
+ * (L2-only) it just brings the container end up. A failure rolls back through the DEL steps it
+ * reached.
+ * DEL: IPAM DEL, the masquerade rules, the container link, the spoof-check rules — every step
  * attempted, failures reported together.
  *
  * Deliberate differences from upstream: DIFFERENCES.md.
  */
 import { openContainerNetns } from "../../shared/cni/container-netns.ts";
-import { InternalError, InvalidConfigError } from "../../shared/cni/errors.ts";
-import { delegateToIpam, ipamStep, IPAM_STEP } from "../../shared/cni/ipam-delegation.ts";
-import type { CmdArgs, Interface, PluginSpec, Result } from "../../shared/cni/types.ts";
+import { InvalidConfigError } from "../../shared/cni/errors.ts";
+import { ipamStep, IPAM_STEP } from "../../shared/cni/ipam-delegation.ts";
+import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
-import { annotate } from "../../shared/error/annotate.ts";
 import { lockOf, systemFirewallPluginDeps, type FirewallDrivers, type FirewallPluginDeps } from "../../shared/firewall/backend.ts";
-import { masqBackendOf, masqueradeTeardownStep, setupMasquerade } from "../../shared/firewall/ipmasq-steps.ts";
-import { configureIface } from "../../shared/iface/configure.ts";
-import {
-  CONTAINER_LINK_STEP,
-  containerAddressHint,
-  deleteContainerLink,
-  enableNeighbourNotify,
-  refuseL2ForOldVersions,
-  setSysctlsQuietly,
-  type CreatedLink,
-} from "../../shared/iface/container-link.ts";
-import { enableIPForward } from "../../shared/iface/forward.ts";
-import { v11InterfaceFields } from "../../shared/iface/interface-fields.ts";
-import { sleepSync } from "../../shared/iface/settle.ts";
+import { MASQUERADE_STEP, masqBackendOf, masqueradeTeardownStep } from "../../shared/firewall/ipmasq-steps.ts";
+import { CONTAINER_LINK_STEP, containerAddressHint, deleteContainerLink, refuseL2ForOldVersions, type CreatedLink } from "../../shared/iface/container-link.ts";
 import { interfaceStatus } from "../../shared/iface/status.ts";
-import { setupVeth } from "../../shared/iface/veth.ts";
-import { IF_OPER_UP } from "../../shared/netlink/constants/if-link.ts";
-import { Handle, type Link } from "../../shared/netlink/index.ts";
+import { Handle } from "../../shared/netlink/index.ts";
 import { NetNS } from "../../shared/netns/index.ts";
 import { teardown, Undo, type TeardownStep } from "../../shared/undo/teardown.ts";
+import {
+  allocateAddresses,
+  attachToBridge,
+  bringContainerLinkUp,
+  configureContainer,
+  createVethPair,
+  masquerade,
+  overrideDns,
+  readFinalMacs,
+  setupGateways,
+  setupSpoofCheckRules,
+  type AddStep,
+  type BridgeAdd,
+} from "./add-steps.ts";
 import { checkBridge } from "./check.ts";
 import { loadBridgeConf, wantsVlanFiltering, type BridgeConf } from "./config.ts";
-import { bridgeByName, bridgeStatus, ensureBridge } from "./ensure-bridge.ts";
+import { bridgeStatus, ensureBridge } from "./ensure-bridge.ts";
 import { collectGarbage } from "./gc.ts";
-import { calcGateways, ensureAddr } from "./gateway.ts";
-import { attachPort } from "./port.ts";
-import { setupSpoofCheck, teardownSpoofCheck } from "./spoofcheck.ts";
-import { ensureVlanGateway } from "./vlan-gateway.ts";
-
-/** Delays between polls of the host veth's oper state (upstream's schedule). */
-const PORT_STATE_POLLS_MS = [0, 50, 500, 1000, 1000];
-
-function linkSummary(l: Link): Interface {
-  return { name: l.name, ...(l.mac ? { mac: l.mac } : {}) };
-}
-
-/** Waits until the host veth is oper-UP, as upstream; returns it fresh. */
-function waitPortUp(nl: Handle, index: number): Link {
-  let link = nl.linkByIndex(index);
-  for (const [i, ms] of PORT_STATE_POLLS_MS.entries()) {
-    if (ms > 0) sleepSync(ms);
-    link = nl.linkByIndex(index);
-    if (link.operState === IF_OPER_UP) return link;
-    if (i === PORT_STATE_POLLS_MS.length - 1) throw new InternalError(`bridge port in error state: ${operStateName(link.operState)}`);
-  }
-  return link;
-}
-
-function operStateName(s: number | undefined): string {
-  return ["unknown", "not present", "down", "lower layer down", "testing", "dormant", "up"][s ?? 0] ?? `${s}`;
-}
+import { SPOOFCHECK_STEP, teardownSpoofCheck } from "./spoofcheck.ts";
 
 /** Options that cannot go together (code 7), checked before anything is created. */
 function validateCombination(conf: BridgeConf): void {
@@ -86,8 +60,6 @@ function validateCombination(conf: BridgeConf): void {
     throw new InvalidConfigError("cannot set hairpin mode and promiscuous mode at the same time");
   }
 }
-
-const SPOOFCHECK_STEP = "spoof-check rules";
 
 /**
  * What bridge removes, in DEL's order: the IPAM lease (first, while the container link exists, so a
@@ -112,6 +84,26 @@ function teardownSteps(conf: BridgeConf, args: CmdArgs, d: FirewallDrivers, crea
   ];
 }
 
+const withIpam = (a: BridgeAdd): boolean => a.conf.ipamType !== "";
+
+/**
+ * What bridge's ADD does once the bridge exists and the container netns is open, in order (each
+ * step: add-steps.ts); a failure rolls back through {@link teardownSteps}, as far as they were
+ * reached.
+ */
+const ADD_STEPS: readonly AddStep[] = [
+  { name: "veth pair", run: createVethPair },
+  { name: "bridge port", run: attachToBridge },
+  { name: SPOOFCHECK_STEP, when: (a) => a.conf.macspoofchk, run: setupSpoofCheckRules },
+  { name: IPAM_STEP, when: withIpam, run: allocateAddresses },
+  { name: "container addresses", when: withIpam, run: configureContainer },
+  { name: "gateway addresses", when: (a) => withIpam(a) && a.conf.isGateway, run: setupGateways },
+  { name: MASQUERADE_STEP, when: (a) => withIpam(a) && a.conf.ipMasq, run: masquerade },
+  { name: "container link up", when: (a) => !withIpam(a) && !a.conf.disableContainerInterface, run: bringContainerLinkUp },
+  { name: "final MACs", run: readFinalMacs },
+  { name: "DNS override", when: (a) => a.conf.dnsOverride, run: overrideDns },
+];
+
 /** bridge, writing its spoof-check and masquerade rules through `deps` (shared/firewall/backend.ts). */
 export function makeBridgePlugin(deps: FirewallPluginDeps): PluginSpec {
   async function add(args: CmdArgs): Promise<Result> {
@@ -119,98 +111,19 @@ export function makeBridgePlugin(deps: FirewallPluginDeps): PluginSpec {
     validateCombination(conf);
     const masqBackend = masqBackendOf(conf);
     const d = deps.drivers(args);
-
     using hostNs = NetNS.current();
     using hostNl = Handle.open();
-    let br = ensureBridge(hostNl, {
-      name: conf.bridge,
-      mtu: conf.mtu,
-      promisc: conf.promiscMode,
-      vlanFiltering: wantsVlanFiltering(conf),
-    });
-
+    const br = ensureBridge(hostNl, { name: conf.bridge, mtu: conf.mtu, promisc: conf.promiscMode, vlanFiltering: wantsVlanFiltering(conf) });
     using ns = openContainerNetns(args.netns);
     using contNl = Handle.open(ns);
     const created: CreatedLink = { nl: contNl };
     const undo = new Undo(teardownSteps(conf, args, d, created), args.stderr);
+    const a: BridgeAdd = { conf, args, d, masqBackend, hostNs, hostNl, ns, contNl, created, undo, br, result: {}, gateways: { 4: [], 6: [] } };
     try {
-      const veth = setupVeth({
-        containerNl: contNl,
-        hostNl,
-        hostNs,
-        ifName: args.ifName,
-        ...(conf.mtu > 0 ? { mtu: conf.mtu } : {}),
-        ...(conf.mac !== undefined ? { mac: conf.mac } : {}),
-        onCreated: (index) => {
-          created.index = index;
-          undo.reached(CONTAINER_LINK_STEP);
-        },
-      });
-      attachPort(hostNl, veth.host, br, {
-        hairpin: conf.hairpinMode,
-        isolated: conf.portIsolation,
-        vlan: conf.vlan,
-        trunk: conf.vlanTrunk ?? [],
-        preserveDefaultVlan: conf.preserveDefaultVlan,
-      });
-
-      // The MTU the plugin set on both veth ends (a 1.1.0 result's interfaces carry it).
-      const mtu = v11InterfaceFields(conf.cniVersion, { mtu: conf.mtu });
-      const hostIface: Interface = { name: veth.host.name, mac: veth.host.mac, ...mtu };
-      const brIface: Interface = linkSummary(br);
-      const contIface: Interface = { name: veth.container.name, mac: veth.container.mac, sandbox: args.netns, ...mtu };
-      const result: Result = { interfaces: [brIface, hostIface, contIface] };
-
-      if (conf.macspoofchk) {
-        undo.reached(SPOOFCHECK_STEP);
-        const spoofcheck = { hostVeth: veth.host.name, containerMac: veth.container.mac, containerID: args.containerID, ifName: args.ifName };
-        lockOf(d).whileAdding({ network: conf.name, ...spoofcheck }, () => setupSpoofCheck(spoofcheck, d.nftables));
+      for (const step of ADD_STEPS) {
+        if (step.when?.(a) ?? true) await step.run(a);
       }
-
-      if (conf.ipamType !== "") {
-        const ipam = await args.delegate.add(conf.ipamType);
-        undo.reached(IPAM_STEP);
-        result.ips = ipam.ips ?? [];
-        if (ipam.routes) result.routes = ipam.routes;
-        if (ipam.dns) result.dns = ipam.dns;
-        if (result.ips.length === 0) throw new InternalError("IPAM plugin returned missing IP config");
-        const gws = calcGateways(result, conf);
-
-        const dad: [string, string][] = conf.enabledad
-          ? [[`net/ipv6/conf/${args.ifName}/enhanced_dad`, "1"], [`net/ipv6/conf/${args.ifName}/accept_dad`, "1"]]
-          : [[`net/ipv6/conf/${args.ifName}/accept_dad`, "0"]];
-        setSysctlsQuietly(ns, dad);
-        enableNeighbourNotify(ns, args.ifName, { ndisc: false });
-        configureIface({ nl: contNl, ns, ifName: args.ifName, result, warn: args.stderr });
-
-        if (conf.isGateway) {
-          let target = br;
-          if (conf.vlan !== 0 && gws[4].length + gws[6].length > 0) {
-            target = ensureVlanGateway(hostNl, hostNs, br, conf);
-            result.interfaces!.push(linkSummary(target));
-          }
-          const what = target === br ? "failed to set bridge addr" : "failed to set vlan interface for bridge with addr";
-          for (const family of [4, 6] as const) {
-            for (const gw of gws[family]) annotate(what, () => ensureAddr(hostNl, target, gw, conf.forceAddress));
-          }
-          annotate("failed to enable forwarding", () => enableIPForward({ v4: gws[4].length > 0, v6: gws[6].length > 0 }));
-        }
-
-        setupMasquerade(conf, args, result.ips, masqBackend, d, undo);
-      } else if (!conf.disableContainerInterface) {
-        annotate(`failed to set ${JSON.stringify(args.ifName)} up`, () => contNl.linkSetUp(veth.container.index));
-      }
-
-      const host = conf.disableContainerInterface ? hostNl.linkByIndex(veth.host.index) : waitPortUp(hostNl, veth.host.index);
-      if (host.mac) hostIface.mac = host.mac;
-      br = bridgeByName(hostNl, conf.bridge);
-      if (br.mac) brIface.mac = br.mac;
-
-      if (conf.dnsOverride) {
-        if (conf.dns) result.dns = conf.dns;
-        else delete result.dns;
-      }
-      return result;
+      return a.result;
     } catch (err) {
       return await undo.rollback(err);
     }

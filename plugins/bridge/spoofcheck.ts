@@ -23,6 +23,9 @@ import type { NftDriver } from "../../shared/firewall/nftables/driver.ts";
 import { normalizeRule, type NftRuleRef } from "../../shared/firewall/nftables/state.ts";
 import { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
 
+/** Name of bridge's teardown step that removes the spoof-check rules. */
+export const SPOOFCHECK_STEP = "spoof-check rules";
+
 export const SPOOFCHECK_TABLE = "nat";
 export const SPOOFCHECK_BASE_CHAIN = "PREROUTING";
 const COMMENT_PREFIX = "macspoofchk-";
