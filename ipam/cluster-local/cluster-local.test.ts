@@ -75,7 +75,7 @@ const add = (c: Record<string, unknown>, id = "c1", extra: Partial<CmdArgs> = {}
 
 describe("config", () => {
   const load = (etcd: Record<string, unknown> | undefined, extra: Record<string, unknown> = {}) =>
-    loadClusterLocalConfig({ name: "n", cniVersion: "1.0.0", ipam: { type: "cluster-local", subnet: "10.1.0.0/24", ...extra, ...(etcd === undefined ? {} : { etcd }) } }, "");
+    loadClusterLocalConfig({ config: { name: "n", cniVersion: "1.0.0", ipam: { type: "cluster-local", subnet: "10.1.0.0/24", ...extra, ...(etcd === undefined ? {} : { etcd }) } }, args: "" });
   const refusal = (etcd: Record<string, unknown> | undefined, extra: Record<string, unknown> = {}) => {
     try {
       load(etcd, extra);
@@ -96,7 +96,7 @@ describe("config", () => {
   });
 
   test("host-local's fields are read as host-local reads them", () => {
-    const c = loadClusterLocalConfig({ name: "n", cniVersion: "1.0.0", ipam: { type: "cluster-local", ranges: [[{ subnet: "10.2.0.0/24", exclude: ["10.2.0.9"] }], [{ subnet: "fd00::/120" }]], routes: [{ dst: "0.0.0.0/0" }], etcd: { endpoints: ["h:1"] } }, args: { cni: { ips: ["10.2.0.7"] } } }, "");
+    const c = loadClusterLocalConfig({ config: { name: "n", cniVersion: "1.0.0", ipam: { type: "cluster-local", ranges: [[{ subnet: "10.2.0.0/24", exclude: ["10.2.0.9"] }], [{ subnet: "fd00::/120" }]], routes: [{ dst: "0.0.0.0/0" }], etcd: { endpoints: ["h:1"] } }, args: { cni: { ips: ["10.2.0.7"] } } }, args: "" });
     expect(c.rangeSets.length).toBe(2);
     expect(c.requestedIPs.length).toBe(1);
     expect(c.routes).toEqual([{ dst: "0.0.0.0/0" }]);

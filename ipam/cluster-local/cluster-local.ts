@@ -47,7 +47,7 @@ function withCleanup(err: unknown, note: string): CniError {
 }
 
 async function add(args: CmdArgs): Promise<Result> {
-  const conf = loadClusterLocalConfig(args.config, args.args);
+  const conf = loadClusterLocalConfig(args);
   const frame = resultFrame(conf);
   const plan = planRequests(conf);
   if (plan.unmatched.length > 0) throw unmatchedError(plan.unmatched);
@@ -70,12 +70,12 @@ async function add(args: CmdArgs): Promise<Result> {
 }
 
 async function del(args: CmdArgs): Promise<void> {
-  const conf = loadClusterLocalConfig(args.config, args.args);
+  const conf = loadClusterLocalConfig(args, { forDel: true });
   await releaseAttachment(new EtcdClient(conf.etcd), keysOf(conf), args.containerID, args.ifName);
 }
 
 async function check(args: CmdArgs): Promise<void> {
-  const conf = loadClusterLocalConfig(args.config, args.args);
+  const conf = loadClusterLocalConfig(args);
   const keys = keysOf(conf);
   const client = new EtcdClient(conf.etcd);
   const kv = (await client.range({ key: keys.owner(args.containerID, args.ifName) })).kvs[0];
@@ -85,7 +85,7 @@ async function check(args: CmdArgs): Promise<void> {
 }
 
 async function gc(args: CmdArgs): Promise<void> {
-  const conf = loadClusterLocalConfig(args.config, args.args);
+  const conf = loadClusterLocalConfig(args);
   const valid = validAttachmentsOf(args.config);
   if (valid === undefined) return;
   await collectStale(new EtcdClient(conf.etcd), keysOf(conf), conf.etcd.node, valid);
@@ -104,7 +104,7 @@ async function reservedAddresses(client: EtcdClient, conf: ClusterLocalConfig): 
 }
 
 async function status(args: CmdArgs): Promise<void> {
-  const conf = loadClusterLocalConfig(args.config, args.args);
+  const conf = loadClusterLocalConfig(args);
   let reserved: IPAddr[] | undefined;
   try {
     reserved = await reservedAddresses(new EtcdClient(conf.etcd), conf);

@@ -17,6 +17,8 @@
 import { decode, t } from "../../shared/cni/decode.ts";
 import { InvalidConfigError } from "../../shared/cni/errors.ts";
 import { GoDurationError, parseGoDuration } from "../../shared/cni/go-duration.ts";
+import type { LoadOptions } from "../../shared/cni/netconf.ts";
+import type { CmdArgs } from "../../shared/cni/types.ts";
 import { allocatorIpamFields, allocatorNetFields, goStruct, loadAllocatorConfig, pathField, type AllocatorConfig } from "../../shared/ipam/config.ts";
 import { readTextFile } from "../../shared/sys/file.ts";
 
@@ -140,10 +142,11 @@ function loadEtcdConfig(raw: ReturnType<typeof etcdSchema.decode> | undefined): 
 
 /**
  * Loads and validates the cluster-local configuration from the plugin's stdin object and CNI_ARGS
- * (code 7, or code 4 for CNI_ARGS).
+ * (code 7, or code 4 for CNI_ARGS). `forDel` relaxes nothing: DEL loads the config as ADD does, as
+ * host-local's.
  */
-export function loadClusterLocalConfig(config: Record<string, unknown>, cniArgs: string): ClusterLocalConfig {
-  const net = decode(netSchema, config);
-  const base = loadAllocatorConfig(net, net.ipam, cniArgs);
+export function loadClusterLocalConfig(args: Pick<CmdArgs, "config" | "args">, _opts: LoadOptions = {}): ClusterLocalConfig {
+  const net = decode(netSchema, args.config);
+  const base = loadAllocatorConfig(net, net.ipam, args.args);
   return { ...base, etcd: loadEtcdConfig(net.ipam?.etcd) };
 }

@@ -21,7 +21,7 @@ export interface ClusterLocalHolding {
 
 /** This node's reservations of `network`, given the plugin object that uses cluster-local. */
 export async function etcdReservations(network: NetworkConfigList, plugin: Record<string, unknown>): Promise<ClusterLocalHolding[]> {
-  const conf = loadClusterLocalConfig({ ...plugin, name: network.name, cniVersion: network.cniVersion }, "");
+  const conf = loadClusterLocalConfig({ config: { ...plugin, name: network.name, cniVersion: network.cniVersion }, args: "" });
   const keys = new NetworkKeys(conf.etcd.prefix, conf.name);
   const found = await nodeReservations(new EtcdClient(conf.etcd), keys, conf.etcd.node);
   const owners = found.owners.map(({ kv, record }) => ({ containerID: record.containerID, ifName: record.ifname, key: kv.key, ips: record.ips }));

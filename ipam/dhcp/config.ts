@@ -15,6 +15,8 @@ import { parseCniArgsLenient } from "../../shared/cni/args.ts";
 import { decode, t } from "../../shared/cni/decode.ts";
 import { CniError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
 import { goQuote } from "../../shared/cni/go-quote.ts";
+import type { LoadOptions } from "../../shared/cni/netconf.ts";
+import type { CmdArgs } from "../../shared/cni/types.ts";
 import {
   OPT_CLIENT_ID,
   OPT_DNS_SERVERS,
@@ -115,17 +117,20 @@ export function socketPathOf(config: Record<string, unknown>): string {
   }
 }
 
-/** Parses the whole dhcp config; `cniArgs` is the raw CNI_ARGS (for `provide[].fromArg`). */
-export function loadDhcpConfig(config: Record<string, unknown>, cniArgs: string): DhcpConfig {
+/**
+ * Parses the whole dhcp config; `args.args` is the raw CNI_ARGS (for `provide[].fromArg`). `forDel`
+ * relaxes nothing: DEL (a release by the daemon) does not read it.
+ */
+export function loadDhcpConfig(args: Pick<CmdArgs, "config" | "args">, _opts: LoadOptions = {}): DhcpConfig {
   let net;
   try {
-    net = decode(NetWire, config);
+    net = decode(NetWire, args.config);
   } catch (err) {
     if (err instanceof CniError) throw new InvalidConfigError(`error parsing netconf: ${err.message}`, { cause: err });
     throw err;
   }
   const ipam = net.ipam ?? {};
-  const args = parseCniArgsLenient(cniArgs);
+  const cniArgs = parseCniArgsLenient(args.args);
   const provide = new Map<number, Uint8Array>();
   for (const p of ipam.provide ?? []) {
     const name = p.option ?? "";
@@ -135,7 +140,7 @@ export function loadDhcpConfig(config: Record<string, unknown>, cniArgs: string)
     const values: { value: string; from: string }[] = [];
     if (p.value !== undefined && p.value !== "") values.push({ value: p.value, from: "" });
     if (p.fromArg !== undefined && p.fromArg !== "") {
-      const v = Object.hasOwn(args, p.fromArg) ? args[p.fromArg] : undefined;
+      const v = Object.hasOwn(cniArgs, p.fromArg) ? cniArgs[p.fromArg] : undefined;
       if (v !== undefined && v !== "") values.push({ value: v, from: ` from CNI_ARGS ${goQuote(p.fromArg)}` });
     }
     for (const { value, from } of values) {

@@ -101,14 +101,14 @@ describe("DNS and MTU options", () => {
 
 describe("config", () => {
   test("ours: ipFamilies, ipv6PrefixLength, applyMtu (requests option 26)", () => {
-    const d = loadDhcpConfig({ name: "n", ipam: {} }, "");
+    const d = loadDhcpConfig({ config: { name: "n", ipam: {} }, args: "" });
     expect(d).toMatchObject({ families: [4], ipv6PrefixLength: 128, applyMtu: false });
     expect(d.request).toEqual([3, 1, 6, 15, 119]);
-    const c = loadDhcpConfig({ name: "n", ipam: { ipFamilies: ["IPv6", "ipv4"], ipv6PrefixLength: 64, applyMtu: true } }, "");
+    const c = loadDhcpConfig({ config: { name: "n", ipam: { ipFamilies: ["IPv6", "ipv4"], ipv6PrefixLength: 64, applyMtu: true } }, args: "" });
     expect(c).toMatchObject({ families: [4, 6], ipv6PrefixLength: 64, applyMtu: true });
     expect(c.request).toContain(26);
-    expect(() => loadDhcpConfig({ name: "n", ipam: { ipFamilies: ["ipx"] } }, "")).toThrow('ipam.ipFamilies: unknown family "ipx"');
-    expect(() => loadDhcpConfig({ name: "n", ipam: { ipv6PrefixLength: 129 } }, "")).toThrow("ipam.ipv6PrefixLength: 129");
+    expect(() => loadDhcpConfig({ config: { name: "n", ipam: { ipFamilies: ["ipx"] } }, args: "" })).toThrow('ipam.ipFamilies: unknown family "ipx"');
+    expect(() => loadDhcpConfig({ config: { name: "n", ipam: { ipv6PrefixLength: 129 } }, args: "" })).toThrow("ipam.ipv6PrefixLength: 129");
   });
   test("option names (upstream TestParseOptionName)", () => {
     expect(parseOptionName("host-name")).toBe(12);
@@ -117,16 +117,16 @@ describe("config", () => {
     expect(() => parseOptionName("256")).toThrow("value out of range");
   });
   test("provide/request, fromArg wins, defaults unless skipDefault", () => {
-    const c = loadDhcpConfig(
-      { name: "n", ipam: { type: "dhcp", provide: [{ option: "host-name", value: "a", fromArg: "POD" }], request: [{ option: "121" }, { option: "121" }] } },
-      "IgnoreUnknown=1;POD=web",
-    );
+    const c = loadDhcpConfig({
+      config: { name: "n", ipam: { type: "dhcp", provide: [{ option: "host-name", value: "a", fromArg: "POD" }], request: [{ option: "121" }, { option: "121" }] } },
+      args: "IgnoreUnknown=1;POD=web",
+    });
     expect(new TextDecoder().decode(c.provide.get(12))).toBe("web");
     expect(c.request).toEqual([121, 3, 1, 6, 15, 119]);
     expect(c.socketPath).toBe("/run/cni/dhcp.sock");
-    const skip = loadDhcpConfig({ name: "n", ipam: { request: [{ skipDefault: true }] } }, "");
+    const skip = loadDhcpConfig({ config: { name: "n", ipam: { request: [{ skipDefault: true }] } }, args: "" });
     expect(skip.request).toEqual([]);
-    expect(() => loadDhcpConfig({ name: "n", ipam: { provide: [{ option: "12", value: "x".repeat(256) }] } }, "")).toThrow("value too long");
+    expect(() => loadDhcpConfig({ config: { name: "n", ipam: { provide: [{ option: "12", value: "x".repeat(256) }] } }, args: "" })).toThrow("value too long");
     expect(socketPathOf({ name: "n" })).toBe("/run/cni/dhcp.sock");
     expect(() => socketPathOf({ name: "n", ipam: { daemonSocketPath: 5 } })).toThrow("error obtaining socketPath");
     expect(() => socketPathOf({ name: "n", ipam: { daemonSocketPath: "/run/\0x" } })).toThrow(

@@ -87,7 +87,7 @@ const familyNames = (fs: readonly (4 | 6)[]): string => fs.map((f) => `IPv${f}`)
  * `ipam.ipFamilies` (it leases IPv4 only), so its lease is released again and ADD fails.
  */
 async function add(args: CmdArgs): Promise<Result> {
-  const want = loadDhcpConfig(args.config, args.args).families;
+  const want = loadDhcpConfig(args).families;
   try {
     return await withDaemon(socketPathOf(args.config), args.scope, async (c) => {
       const result = resultFromGob(await call(c, METHOD_ALLOCATE, args));
@@ -108,7 +108,7 @@ async function add(args: CmdArgs): Promise<Result> {
 
 /** Read-only DHCP.Check; a Go daemon lacks it, so it gets upstream's CHECK (DHCP.Allocate). */
 async function check(args: CmdArgs): Promise<void> {
-  loadDhcpConfig(args.config, args.args);
+  loadDhcpConfig(args);
   try {
     await withDaemon(socketPathOf(args.config), args.scope, (c) => callOurs(c, METHOD_CHECK, args, () => call(c, METHOD_ALLOCATE, args)));
   } catch (err) {

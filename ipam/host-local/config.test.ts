@@ -4,10 +4,10 @@ import { CniError } from "../../shared/cni/errors.ts";
 import { formatIP } from "../../shared/ip/addr.ts";
 import { formatRange } from "../../shared/ipam/range.ts";
 import { resultRoutes } from "../../shared/ipam/config.ts";
-import { loadIPAMConfig, type IPAMConfig } from "./config.ts";
+import { loadHostLocalConfig, type IPAMConfig } from "./config.ts";
 
 function load(conf: Record<string, unknown>, args = ""): IPAMConfig {
-  return loadIPAMConfig(conf, args);
+  return loadHostLocalConfig({ config: conf, args });
 }
 
 function loadError(conf: Record<string, unknown>, args = ""): { code: number; msg: string } {
@@ -29,7 +29,7 @@ function net(ipam: Record<string, unknown>, top: Record<string, unknown> = {}): 
   return { cniVersion: "0.3.1", name: "mynet", ipam: { type: "host-local", ...ipam }, ...top };
 }
 
-describe("loadIPAMConfig", () => {
+describe("loadHostLocalConfig", () => {
   test("config parses an old-style (single range) config", () => {
     const c = load(
       net({ subnet: "10.1.2.0/24", rangeStart: "10.1.2.9", rangeEnd: "10.1.2.20", gateway: "10.1.2.30", dataDir: "/tmp/x" }),

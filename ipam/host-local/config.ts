@@ -4,6 +4,8 @@
  * upstream's messages) is the shared allocator configuration, shared/ipam/config.ts.
  */
 import { decode, t } from "../../shared/cni/decode.ts";
+import type { LoadOptions } from "../../shared/cni/netconf.ts";
+import type { CmdArgs } from "../../shared/cni/types.ts";
 import { allocatorIpamFields, allocatorNetFields, goStruct, loadAllocatorConfig, pathField, type AllocatorConfig } from "../../shared/ipam/config.ts";
 import { DEFAULT_DATA_DIR } from "./store/disk.ts";
 
@@ -19,9 +21,10 @@ const netSchema = t.object("Net", { ...allocatorNetFields, ipam: ipamSchema });
 /**
  * Loads and validates the host-local configuration from the plugin's stdin object and CNI_ARGS.
  * Throws InvalidConfigError (code 7) with upstream's messages, or InvalidEnvError for CNI_ARGS.
+ * `forDel` relaxes nothing: upstream's DEL loads the config as strictly.
  */
-export function loadIPAMConfig(config: Record<string, unknown>, cniArgs: string): IPAMConfig {
-  const net = decode(netSchema, config);
-  const base = loadAllocatorConfig(net, net.ipam, cniArgs);
+export function loadHostLocalConfig(args: Pick<CmdArgs, "config" | "args">, _opts: LoadOptions = {}): IPAMConfig {
+  const net = decode(netSchema, args.config);
+  const base = loadAllocatorConfig(net, net.ipam, args.args);
   return { ...base, dataDir: pathField("dataDir", net.ipam?.dataDir) ?? DEFAULT_DATA_DIR };
 }

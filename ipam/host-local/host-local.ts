@@ -23,12 +23,12 @@ import { hasFreeAddress } from "../../shared/ipam/free.ts";
 import { formatRangeSet } from "../../shared/ipam/range-set.ts";
 import { planRequests, rangeSetFailure, resultFrame, unmatchedError, withAddresses } from "../../shared/ipam/result.ts";
 import { IPAllocator } from "./allocator/allocator.ts";
-import { loadIPAMConfig } from "./config.ts";
+import { loadHostLocalConfig } from "./config.ts";
 import { collectGarbage, parseValidAttachments } from "./gc.ts";
 import { DiskStore } from "./store/disk.ts";
 
 function add(args: CmdArgs): Result {
-  const conf = loadIPAMConfig(args.config, args.args);
+  const conf = loadHostLocalConfig(args);
   const frame = resultFrame(conf);
   const plan = planRequests(conf);
   const store = DiskStore.open(conf.name, conf.dataDir, { lockWaiter: args.scope.lockWaiter });
@@ -65,7 +65,7 @@ function add(args: CmdArgs): Result {
 }
 
 function check(args: CmdArgs): void {
-  const conf = loadIPAMConfig(args.config, args.args);
+  const conf = loadHostLocalConfig(args);
   const store = DiskStore.open(conf.name, conf.dataDir, { lockWaiter: args.scope.lockWaiter });
   let found: boolean;
   try {
@@ -82,7 +82,7 @@ function check(args: CmdArgs): void {
 }
 
 function del(args: CmdArgs): void {
-  const conf = loadIPAMConfig(args.config, args.args);
+  const conf = loadHostLocalConfig(args, { forDel: true });
   const store = DiskStore.open(conf.name, conf.dataDir, { lockWaiter: args.scope.lockWaiter });
   const errors: string[] = [];
   try {
@@ -103,7 +103,7 @@ function del(args: CmdArgs): void {
 }
 
 function status(args: CmdArgs): void {
-  const conf = loadIPAMConfig(args.config, args.args);
+  const conf = loadHostLocalConfig(args);
   const store = DiskStore.openExisting(conf.name, conf.dataDir, { lockWaiter: args.scope.lockWaiter });
   if (store === null) return; // nothing reserved yet
   try {
@@ -124,7 +124,7 @@ function status(args: CmdArgs): void {
 }
 
 function gc(args: CmdArgs): void {
-  const conf = loadIPAMConfig(args.config, args.args);
+  const conf = loadHostLocalConfig(args);
   const valid = parseValidAttachments(args.config);
   if (valid === undefined) return;
   const store = DiskStore.openExisting(conf.name, conf.dataDir, { lockWaiter: args.scope.lockWaiter });

@@ -23,7 +23,8 @@ import {
   routeSchema,
   type CanonicalCIDR,
 } from "../../shared/cni/result/index.ts";
-import type { DNS, Route } from "../../shared/cni/types.ts";
+import type { LoadOptions } from "../../shared/cni/netconf.ts";
+import type { CmdArgs, DNS, Route } from "../../shared/cni/types.ts";
 import { versionGte } from "../../shared/cni/version.ts";
 import { containsIP, formatIP, ipEqual, maskToPrefix, parseIP, type IPAddr } from "../../shared/ip/ip.ts";
 
@@ -95,16 +96,17 @@ interface GoAddressFields {
 /**
  * Loads and validates static's config from the plugin config and the raw CNI_ARGS string. Config
  * errors are code 7 with upstream's text; CNI_ARGS syntax errors are code 4 (from parseCniArgs).
+ * `forDel` relaxes nothing: static's DEL, like upstream's, reads no config.
  */
-export function loadStaticConfig(config: Record<string, unknown>, cniArgs: string): StaticConfig {
-  const net = decodeNet(config);
+export function loadStaticConfig(args: Pick<CmdArgs, "config" | "args">, _opts: LoadOptions = {}): StaticConfig {
+  const net = decodeNet(args.config);
   const ipam = net.ipam;
   if (ipam === undefined) throw new InvalidConfigError("IPAM config missing 'ipam' key");
 
   let candidates: Candidate[] = (ipam.addresses ?? []).map((a, i) => configCandidate(a, i));
 
-  if (cniArgs !== "") {
-    const env = parseCniArgs(cniArgs, CNI_ARGS_KEYS);
+  if (args.args !== "") {
+    const env = parseCniArgs(args.args, CNI_ARGS_KEYS);
     if (env.IP) candidates.push(...env.IP.split(",").map(cniArgsCandidate));
     if (env.GATEWAY) applyGateways(candidates, env.GATEWAY);
   }

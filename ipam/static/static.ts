@@ -20,7 +20,7 @@ import { ipEqual, parseIP } from "../../shared/ip/ip.ts";
 import { loadStaticConfig } from "./config.ts";
 
 function add(args: CmdArgs): Result {
-  const conf = loadStaticConfig(args.config, args.args);
+  const conf = loadStaticConfig(args);
   const result: Result = {};
   if (conf.addresses.length > 0) {
     result.ips = conf.addresses.map((a) => {
@@ -49,7 +49,7 @@ const NetConfWire = t.object("NetConf", {
 });
 
 function check(args: CmdArgs): void {
-  const conf = loadStaticConfig(args.config, args.args);
+  const conf = loadStaticConfig(args);
   try {
     decode(NetConfWire, args.config);
   } catch (err) {

@@ -85,7 +85,7 @@ describe("subnet lists (extension; upstream v1.5 keys and messages)", () => {
     expect(bad.message).toBe('bad subnet "10.0.0.0/33" provided, details invalid CIDR address: 10.0.0.0/33');
     expect(errorOf(() => loadBandwidthConfig(args({ shapedSubnets: ["10.0.0.1"] }))).message).toContain("bad subnet");
     expect(errorOf(() => loadBandwidthConfig(args({ shapedSubnets: "10.0.0.0/8" }))).code).toBe(7);
-    expect(loadBandwidthConfig(args({ shapedSubnets: ["x"], unshapedSubnets: ["y"] }), false).subnets).toBeUndefined();
+    expect(loadBandwidthConfig(args({ shapedSubnets: ["x"], unshapedSubnets: ["y"] }), { forDel: true }).subnets).toBeUndefined();
   });
   test("HTB quantum: rate / 10 within the kernel's bounds", () => {
     expect(quantumFor(1000)).toBe(1000);

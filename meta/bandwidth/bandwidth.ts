@@ -154,7 +154,7 @@ function check(args: CmdArgs): void {
  * together.
  */
 async function del(args: CmdArgs): Promise<void> {
-  const conf = loadBandwidthConfig(args, false);
+  const conf = loadBandwidthConfig(args, { forDel: true });
   using hostNl = Handle.open();
   using ns = openNetnsForDel(args.netns);
   using containerNl = ns === undefined ? undefined : Handle.open(ns);
@@ -179,7 +179,7 @@ async function del(args: CmdArgs): Promise<void> {
 }
 
 async function gc(args: CmdArgs): Promise<void> {
-  const conf = loadBandwidthConfig(args, false);
+  const conf = loadBandwidthConfig(args, { forDel: true });
   const valid = validAttachmentsOf(args.config);
   if (valid === undefined) return; // absent or malformed: collect nothing
   using hostNl = Handle.open();

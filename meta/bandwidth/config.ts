@@ -12,7 +12,7 @@
  */
 import { t } from "../../shared/cni/decode.ts";
 import { InvalidConfigError } from "../../shared/cni/errors.ts";
-import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
+import { lenientForDel, loadNetConf, netConfFields, type LoadOptions } from "../../shared/cni/netconf.ts";
 import type { CmdArgs } from "../../shared/cni/types.ts";
 import { parseSubnetLists, type SubnetSelection } from "./subnets.ts";
 
@@ -73,9 +73,10 @@ const KEYS = ["ingressRate", "ingressBurst", "egressRate", "egressBurst"] as con
 
 /**
  * Decodes and validates the config. The limits are validated on every command (as upstream); the
- * subnet lists only when `validateSubnets` (ADD, CHECK), so a DEL always cleans up.
+ * subnet lists not when loading for DEL (`forDel`: DEL, GC; invalid lists then count as none), so a
+ * DEL always cleans up.
  */
-export function loadBandwidthConfig(args: CmdArgs, validateSubnets = true): BandwidthConfig {
+export function loadBandwidthConfig(args: CmdArgs, opts: LoadOptions = {}): BandwidthConfig {
   const c = loadNetConf(bandwidthSchema, args);
   // Go: the embedded *BandwidthEntry is allocated as soon as one of its keys is present; only
   // otherwise is runtimeConfig.bandwidth used.
@@ -90,13 +91,7 @@ export function loadBandwidthConfig(args: CmdArgs, validateSubnets = true): Band
   validateRateAndBurst(v.ingressRate, v.ingressBurst);
   validateRateAndBurst(v.egressRate, v.egressBurst);
   const lists = c.unshapedSubnets !== undefined || c.shapedSubnets !== undefined ? c : c.runtimeConfig?.bandwidth;
-  let subnets: SubnetSelection | undefined;
-  try {
-    subnets = parseSubnetLists(lists?.unshapedSubnets ?? [], lists?.shapedSubnets ?? []);
-  } catch (err) {
-    if (validateSubnets) throw err;
-    subnets = undefined;
-  }
+  const subnets = lenientForDel<SubnetSelection | undefined>(opts, undefined, () => parseSubnetLists(lists?.unshapedSubnets ?? [], lists?.shapedSubnets ?? []));
   return {
     name: c.name ?? "",
     bandwidth: {

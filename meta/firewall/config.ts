@@ -3,13 +3,12 @@
  * NetConf plus `backend`, `iptablesAdminChainName`, `firewalldZone` and `ingressPolicy`, with
  * upstream's defaults (`CNI-ADMIN`, `trusted`, `open`).
  *
- * The raw `backend` and `ingressPolicy` strings are kept; {@link parseBackend} and
- * {@link parseIngressPolicy} validate them, so DEL can stay lenient where ADD is strict (a bad
- * value must not block pod deletion).
+ * An unknown `backend` is refused, except when loading for DEL (a bad value must not block pod
+ * deletion). The raw `ingressPolicy` is kept: only ADD applies it ({@link parseIngressPolicy}).
  */
 import { t } from "../../shared/cni/decode.ts";
 import { InternalError, InvalidConfigError } from "../../shared/cni/errors.ts";
-import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
+import { lenientForDel, loadNetConf, netConfFields, type LoadOptions } from "../../shared/cni/netconf.ts";
 import type { CmdArgs } from "../../shared/cni/types.ts";
 
 export const DEFAULT_ADMIN_CHAIN = "CNI-ADMIN";
@@ -29,20 +28,23 @@ export type IngressPolicy = "open" | "same-bridge" | "isolated";
 export interface FirewallConf {
   /** Network name (identifies our nftables rules together with container ID and ifname). */
   name: string;
-  /** Raw `backend` ("" when unset). */
-  backend: string;
+  /** The requested backend; undefined = choose automatically. */
+  backend: FirewallBackendName | undefined;
   adminChain: string;
   zone: string;
   /** Raw `ingressPolicy` ("" when unset). */
   ingressPolicy: string;
 }
 
-/** Decodes the config (`failed to load netconf: …`, code 7, on type errors) and applies defaults. */
-export function loadFirewallConf(args: CmdArgs): FirewallConf {
+/**
+ * Decodes the config (`failed to load netconf: …`, code 7, on type errors) and applies defaults.
+ * `forDel` (DEL, GC): an unknown backend counts as none (choose automatically).
+ */
+export function loadFirewallConfig(args: CmdArgs, opts: LoadOptions = {}): FirewallConf {
   const c = loadNetConf(firewallSchema, args);
   return {
     name: c.name ?? "",
-    backend: c.backend ?? "",
+    backend: lenientForDel(opts, undefined, () => parseBackend(c.backend ?? "")),
     adminChain: c.iptablesAdminChainName || DEFAULT_ADMIN_CHAIN,
     zone: c.firewalldZone || DEFAULT_FIREWALLD_ZONE,
     ingressPolicy: c.ingressPolicy ?? "",
@@ -51,12 +53,11 @@ export function loadFirewallConf(args: CmdArgs): FirewallConf {
 
 /**
  * The requested backend; undefined = choose automatically. An unknown name is refused (upstream
- * silently falls back to auto-detection); `lenient` (DEL) treats it as "choose automatically".
+ * silently falls back to auto-detection).
  */
-export function parseBackend(raw: string, lenient = false): FirewallBackendName | undefined {
+function parseBackend(raw: string): FirewallBackendName | undefined {
   if (raw === "") return undefined;
   if (raw === "iptables" || raw === "firewalld" || raw === "nftables") return raw;
-  if (lenient) return undefined;
   throw new InvalidConfigError(`unknown firewall backend ${JSON.stringify(raw)} (want "iptables", "nftables" or "firewalld")`);
 }
 

@@ -21,7 +21,7 @@ import { versionsFrom } from "../../shared/cni/version.ts";
 import type { AttachmentKey } from "../../shared/firewall/attachment-lock.ts";
 import { chooseBackend, lockOf, systemFirewallPluginDeps, type BackendName, type FirewallDrivers, type FirewallPluginDeps } from "../../shared/firewall/backend.ts";
 import type { FirewallBackend, FirewalldRules, FirewallRules, FirewallTarget } from "./backend.ts";
-import { loadFirewallConf, parseBackend, parseIngressPolicy, validateAdminChain, type FirewallBackendName, type FirewallConf } from "./config.ts";
+import { loadFirewallConfig, parseIngressPolicy, validateAdminChain, type FirewallBackendName, type FirewallConf } from "./config.ts";
 import { firewalldBackend, isFirewalldRunning, systemBusAddress } from "./firewalld-backend.ts";
 import { addIsolationIptables, iptablesFirewall } from "./iptables-backend.ts";
 import { collectFirewall } from "./gc.ts";
@@ -88,20 +88,19 @@ export function target(conf: FirewallConf, args: CmdArgs, prev: Result | undefin
 
 export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
   /** The validated config and prevResult of ADD and CHECK. */
-  function load(args: CmdArgs): { conf: FirewallConf; requested: FirewallBackendName | undefined; prev: Result } {
-    const conf = loadFirewallConf(args);
-    const requested = parseBackend(conf.backend);
+  function load(args: CmdArgs): { conf: FirewallConf; prev: Result } {
+    const conf = loadFirewallConfig(args);
     validateAdminChain(conf.adminChain);
     const prev = prevResultFrom(args);
     if (prev === undefined) throw new InternalError("missing prevResult from earlier plugin");
-    return { conf, requested, prev };
+    return { conf, prev };
   }
 
   async function add(args: CmdArgs): Promise<Result> {
-    const { conf, requested, prev } = load(args);
+    const { conf, prev } = load(args);
     const t = target(conf, args, prev, true);
     const d = deps.drivers(args);
-    const backend = await selectBackend(requested, args, deps, d);
+    const backend = await selectBackend(conf.backend, args, deps, d);
     // Recorded first: a setup that half-applies leaves rules GC can still attribute.
     if (backend.backend !== "nftables" && t.addrs.length > 0) {
       const record = { network: conf.name, containerID: args.containerID, ifName: args.ifName, backend: backend.backend, zone: conf.zone, addrs: t.addrs };
@@ -116,16 +115,16 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
   }
 
   async function check(args: CmdArgs): Promise<void> {
-    const { conf, requested, prev } = load(args);
-    const backend = await selectBackend(requested, args, deps, deps.drivers(args));
+    const { conf, prev } = load(args);
+    const backend = await selectBackend(conf.backend, args, deps, deps.drivers(args));
     const problems = await backend.check(target(conf, args, prev, false));
     if (problems.length > 0) throw new InternalError(problems.join("; "));
   }
 
   async function del(args: CmdArgs): Promise<void> {
-    const conf = loadFirewallConf(args);
+    const conf = loadFirewallConfig(args, { forDel: true });
     const d = deps.drivers(args);
-    const backend = await selectBackend(parseBackend(conf.backend, true), args, deps, d);
+    const backend = await selectBackend(conf.backend, args, deps, d);
     const record = recordOf(deps.stateDir, conf.name, args.containerID, args.ifName);
     const t = target(conf, args, prevResultFrom(args), false);
     // Without prevResult, the addresses ADD recorded for this backend.
@@ -137,7 +136,7 @@ export function makeFirewallPlugin(deps: FirewallDeps): PluginSpec {
   }
 
   async function gc(args: CmdArgs): Promise<void> {
-    const conf = loadFirewallConf(args);
+    const conf = loadFirewallConfig(args, { forDel: true });
     const keep = validAttachmentsOf(args.config);
     if (keep === undefined) return; // absent or malformed: collect nothing
     const firewalld = (): FirewalldRules => deps.firewalld(systemBusAddress(args.env));

@@ -9,7 +9,7 @@
 import { prevResultFrom } from "../../shared/cni/netconf.ts";
 import { annotate } from "../../shared/error/annotate.ts";
 import type { AnyFirewallPart, FirewallPartsOf } from "../../shared/firewall/reapply.ts";
-import { loadFirewallConf, parseBackend, validateAdminChain } from "./config.ts";
+import { loadFirewallConfig, validateAdminChain } from "./config.ts";
 import { systemBusAddress } from "./firewalld-backend.ts";
 import { backendName, firewallFeatures, target, type FirewallDeps } from "./firewall.ts";
 import { addIsolationIptables, checkIsolationIptables } from "./iptables-backend.ts";
@@ -17,8 +17,8 @@ import { recordOf } from "./records.ts";
 
 export function firewallPartsWith(deps: FirewallDeps): FirewallPartsOf {
   return async (args, result, d) => {
-    const conf = loadFirewallConf(args);
-    const requested = parseBackend(conf.backend);
+    const conf = loadFirewallConfig(args);
+    const requested = conf.backend;
     validateAdminChain(conf.adminChain);
     const t = target(conf, args, prevResultFrom(args) ?? result, true);
     const recorded = requested === undefined ? recordOf(deps.stateDir, conf.name, args.containerID, args.ifName)?.backend : undefined;

@@ -5,7 +5,7 @@
  * names, host IPs must parse).
  */
 import { InvalidConfigError } from "../../shared/cni/errors.ts";
-import { loadNetConf, netConfFields, prevResultFrom } from "../../shared/cni/netconf.ts";
+import { loadNetConf, netConfFields, prevResultFrom, type LoadOptions } from "../../shared/cni/netconf.ts";
 import { t } from "../../shared/cni/decode.ts";
 import type { CmdArgs, Result } from "../../shared/cni/types.ts";
 import type { BackendName } from "../../shared/firewall/backend.ts";
@@ -122,8 +122,11 @@ export function validateMapping(raw: { hostPort?: number; containerPort?: number
   return { hostPort, containerPort, protocol: proto as PortProtocol, hostIP, hostAddr };
 }
 
-/** Decodes and validates the config (errors: code 7 `failed to parse config: …`). */
-export function loadPortmapConfig(args: CmdArgs): PortmapConfig {
+/**
+ * Decodes and validates the config (errors: code 7 `failed to parse config: …`); `forDel` relaxes
+ * nothing: upstream's DEL parses the config as strictly.
+ */
+export function loadPortmapConfig(args: CmdArgs, _opts: LoadOptions = {}): PortmapConfig {
   const w = loadNetConf(schema, args);
   if (w.markMasqBit !== undefined && w.externalSetMarkChain !== undefined) fail("Cannot specify externalSetMarkChain and markMasqBit");
   const markMasqBit = w.markMasqBit ?? DEFAULT_MARK_BIT;

@@ -87,7 +87,7 @@ export function makePortmapPlugin(deps: FirewallPluginDeps): PluginSpec {
   }
 
   function del(args: CmdArgs): void {
-    const conf = loadPortmapConfig(args);
+    const conf = loadPortmapConfig(args, { forDel: true });
     const target: PortmapDelTarget = { network: conf.name, containerID: args.containerID, conf };
     // A prevResult with the container's addresses names its families: ADD only wrote those. One
     // without (missing, `{}`, no `ips`: SPEC.md "DEL") says nothing, and both families are cleaned.

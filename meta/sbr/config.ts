@@ -5,7 +5,7 @@
  */
 import { decode, t, type Infer } from "../../shared/cni/decode.ts";
 import { CniError, InternalError, InvalidConfigError } from "../../shared/cni/errors.ts";
-import { netConfFields } from "../../shared/cni/netconf.ts";
+import { netConfFields, type LoadOptions } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, IPConfig, Result } from "../../shared/cni/types.ts";
 import { formatIP, parseCIDR, parseIP, type CIDR, type IPAddr } from "../../shared/ip/ip.ts";
 
@@ -34,8 +34,11 @@ function decodeWire(args: CmdArgs): Infer<typeof sbrSchema> {
   }
 }
 
-/** Decodes and validates the config (`failed to parse network configuration: …` on type errors). */
-export function loadSbrConfig(args: CmdArgs): SbrConfig {
+/**
+ * Decodes and validates the config (`failed to parse network configuration: …` on type errors);
+ * `forDel` relaxes nothing: upstream's DEL parses the config as strictly.
+ */
+export function loadSbrConfig(args: CmdArgs, _opts: LoadOptions = {}): SbrConfig {
   const c = decodeWire(args);
   const conf: SbrConfig = { table: c.table, gateway4: undefined, gateway6: undefined, addSourceHints: c.addSourceHints ?? false };
   const gws = (c.gateways ?? []).filter((g): g is string => g !== undefined);

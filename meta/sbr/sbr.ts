@@ -72,7 +72,7 @@ function resultAddresses(args: CmdArgs): SbrAddress[] {
 }
 
 function del(args: CmdArgs): void {
-  const conf = loadSbrConfig(args);
+  const conf = loadSbrConfig(args, { forDel: true });
   const ns = openNetnsForDel(args.netns);
   if (ns === undefined) return;
   using owned = ns;

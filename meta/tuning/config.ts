@@ -6,7 +6,7 @@
 import { parseCniArgs } from "../../shared/cni/args.ts";
 import { t } from "../../shared/cni/decode.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
-import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
+import { loadNetConf, netConfFields, type LoadOptions } from "../../shared/cni/netconf.ts";
 import type { CmdArgs } from "../../shared/cni/types.ts";
 import { invalidMacMessage, parseMacAddress } from "../../shared/ip/mac-address.ts";
 
@@ -66,9 +66,10 @@ export function requireMac(mac: string): string {
 /**
  * Upstream parseConf: decode (`failed to load netconf: …`), default dataDir, then MAC from
  * CNI_ARGS `MAC`, then runtimeConfig.mac, then args.cni (which also overrides sysctl entries,
- * promisc, mtu, allmulti, txQLen).
+ * promisc, mtu, allmulti, txQLen). `forDel` relaxes nothing: upstream's DEL parses the config as
+ * strictly.
  */
-export function loadTuningConfig(args: CmdArgs): TuningConfig {
+export function loadTuningConfig(args: CmdArgs, _opts: LoadOptions = {}): TuningConfig {
   const c = loadNetConf(tuningSchema, args);
   const conf: TuningConfig = {
     network: c.name ?? "",

@@ -267,7 +267,7 @@ async function restoreFrom(args: CmdArgs, backup: LinkBackup): Promise<void> {
 }
 
 async function del(args: CmdArgs): Promise<void> {
-  const conf = loadTuningConfig(args);
+  const conf = loadTuningConfig(args, { forDel: true });
   const file = backupPath(conf.dataDir, args.containerID, args.ifName);
   try {
     const backup = readBackup(file);

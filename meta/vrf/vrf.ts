@@ -11,7 +11,7 @@
 import { t } from "../../shared/cni/decode.ts";
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
 import { InternalError, InvalidConfigError } from "../../shared/cni/errors.ts";
-import { loadNetConf, netConfFields, prevResultFrom } from "../../shared/cni/netconf.ts";
+import { loadNetConf, netConfFields, prevResultFrom, type LoadOptions } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { versionsFrom } from "../../shared/cni/version.ts";
 import { annotate } from "../../shared/error/annotate.ts";
@@ -31,7 +31,8 @@ interface VrfConfig {
 /** How long ADD waits for the interface's IPv6 addresses to leave DAD after enslaving. */
 const IPV6_SETTLE_MS = 10_000;
 
-function loadVrfConfig(args: CmdArgs): VrfConfig {
+/** Decodes and validates the config; `forDel` relaxes nothing: upstream's DEL parses the config as strictly. */
+function loadVrfConfig(args: CmdArgs, _opts: LoadOptions = {}): VrfConfig {
   const c = loadNetConf(vrfSchema, args);
   const vrfName = c.vrfname ?? "";
   if (vrfName === "") throw new InvalidConfigError("configuration is expected to have a valid vrf name");
@@ -146,7 +147,7 @@ function check(args: CmdArgs): void {
 }
 
 function del(args: CmdArgs): void {
-  const conf = loadVrfConfig(args);
+  const conf = loadVrfConfig(args, { forDel: true });
   const ns = openNetnsForDel(args.netns);
   if (ns === undefined) return;
   using owned = ns;

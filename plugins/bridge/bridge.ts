@@ -43,7 +43,7 @@ import {
   type BridgeAdd,
 } from "./add-steps.ts";
 import { checkBridge } from "./check.ts";
-import { loadBridgeConf, wantsVlanFiltering, type BridgeConf } from "./config.ts";
+import { loadBridgeConfig, wantsVlanFiltering, type BridgeConf } from "./config.ts";
 import { bridgeStatus, ensureBridge } from "./ensure-bridge.ts";
 import { collectGarbage } from "./gc.ts";
 import { SPOOFCHECK_STEP, teardownSpoofCheck } from "./spoofcheck.ts";
@@ -107,7 +107,7 @@ const ADD_STEPS: readonly AddStep[] = [
 /** bridge, writing its spoof-check and masquerade rules through `deps` (shared/firewall/backend.ts). */
 export function makeBridgePlugin(deps: FirewallPluginDeps): PluginSpec {
   async function add(args: CmdArgs): Promise<Result> {
-    const conf = loadBridgeConf(args);
+    const conf = loadBridgeConfig(args);
     validateCombination(conf);
     const masqBackend = masqBackendOf(conf);
     const d = deps.drivers(args);
@@ -130,23 +130,23 @@ export function makeBridgePlugin(deps: FirewallPluginDeps): PluginSpec {
   }
 
   async function del(args: CmdArgs): Promise<void> {
-    await teardown(teardownSteps(loadBridgeConf(args, { lenient: true }), args, deps.drivers(args)));
+    await teardown(teardownSteps(loadBridgeConfig(args, { forDel: true }), args, deps.drivers(args)));
   }
 
   async function check(args: CmdArgs): Promise<void> {
-    const conf = loadBridgeConf(args);
+    const conf = loadBridgeConfig(args);
     using ns = openContainerNetns(args.netns);
     if (conf.ipamType !== "") await args.delegate.run(conf.ipamType, "CHECK");
     checkBridge(args, conf, ns, deps.drivers(args));
   }
 
   async function status(args: CmdArgs): Promise<void> {
-    const conf = loadBridgeConf(args, { lenient: true });
+    const conf = loadBridgeConfig(args, { forDel: true });
     await interfaceStatus(args, { ipamType: conf.ipamType, hostLinks: (nl) => bridgeStatus(nl, conf.bridge) });
   }
 
   async function gc(args: CmdArgs): Promise<void> {
-    await collectGarbage(loadBridgeConf(args, { lenient: true }), args, deps.drivers(args));
+    await collectGarbage(loadBridgeConfig(args, { forDel: true }), args, deps.drivers(args));
   }
 
   return { name: "bridge", versions: ALL_VERSIONS, add, check, del, status, gc };

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { CNI_ERROR_CODES, CniError } from "../../shared/cni/errors.ts";
 import type { CmdArgs } from "../../shared/cni/types.ts";
-import { hasPortVlans, loadBridgeConf, wantsVlanFiltering } from "./config.ts";
+import { hasPortVlans, loadBridgeConfig, wantsVlanFiltering } from "./config.ts";
 import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
 import { withDelegate } from "../../shared/cni/delegate.ts";
 
@@ -35,9 +35,9 @@ function errorOf(fn: () => unknown): CniError {
   throw new Error("expected an error");
 }
 
-describe("loadBridgeConf", () => {
+describe("loadBridgeConfig", () => {
   test("defaults", () => {
-    const c = loadBridgeConf(argsFor(base));
+    const c = loadBridgeConfig(argsFor(base));
     expect(c).toMatchObject({
       bridge: "cni0",
       isGateway: false,
@@ -54,44 +54,44 @@ describe("loadBridgeConf", () => {
   });
 
   test("isDefaultGateway implies isGateway", () => {
-    expect(loadBridgeConf(argsFor({ ...base, isDefaultGateway: true })).isGateway).toBe(true);
+    expect(loadBridgeConfig(argsFor({ ...base, isDefaultGateway: true })).isGateway).toBe(true);
   });
 
   test("keys match case-insensitively (Go)", () => {
-    const c = loadBridgeConf(argsFor({ ...base, Bridge: "br9", ISGATEWAY: true, hairpinmode: true }));
+    const c = loadBridgeConfig(argsFor({ ...base, Bridge: "br9", ISGATEWAY: true, hairpinmode: true }));
     expect(c).toMatchObject({ bridge: "br9", isGateway: true, hairpinMode: true });
   });
 
   test("type mismatch names the field, code 7", () => {
-    const e = errorOf(() => loadBridgeConf(argsFor({ ...base, mtu: "1500" })));
+    const e = errorOf(() => loadBridgeConfig(argsFor({ ...base, mtu: "1500" })));
     expect(e.code).toBe(CNI_ERROR_CODES.InvalidNetworkConfig);
     expect(e.message).toContain("NetConf.mtu of type int");
   });
 
   test("mac precedence: CNI_ARGS MAC < args.cni.mac < runtimeConfig.mac", () => {
-    const envOnly = loadBridgeConf(argsFor(base, "MAC=0a:00:00:00:00:01"));
+    const envOnly = loadBridgeConfig(argsFor(base, "MAC=0a:00:00:00:00:01"));
     expect(envOnly.mac).toBe("0a:00:00:00:00:01");
-    const argsWin = loadBridgeConf(argsFor({ ...base, args: { cni: { mac: "0a:00:00:00:00:02" } } }, "MAC=0a:00:00:00:00:01"));
+    const argsWin = loadBridgeConfig(argsFor({ ...base, args: { cni: { mac: "0a:00:00:00:00:02" } } }, "MAC=0a:00:00:00:00:01"));
     expect(argsWin.mac).toBe("0a:00:00:00:00:02");
-    const runtimeWins = loadBridgeConf(
+    const runtimeWins = loadBridgeConfig(
       argsFor({ ...base, args: { cni: { mac: "0a:00:00:00:00:02" } }, runtimeConfig: { mac: "0A-00-00-00-00-03" } }, "MAC=0a:00:00:00:00:01"),
     );
     expect(runtimeWins.mac).toBe("0a:00:00:00:00:03");
   });
 
   test("unknown CNI_ARGS key is refused unless IgnoreUnknown", () => {
-    expect(() => loadBridgeConf(argsFor(base, "FOO=1"))).toThrow("unknown args");
-    expect(loadBridgeConf(argsFor(base, "IgnoreUnknown=1;FOO=1")).mac).toBeUndefined();
+    expect(() => loadBridgeConfig(argsFor(base, "FOO=1"))).toThrow("unknown args");
+    expect(loadBridgeConfig(argsFor(base, "IgnoreUnknown=1;FOO=1")).mac).toBeUndefined();
   });
 
   test("malformed MAC is a config error", () => {
-    expect(() => loadBridgeConf(argsFor({ ...base, runtimeConfig: { mac: "zz" } }))).toThrow('invalid MAC address "zz"');
+    expect(() => loadBridgeConfig(argsFor({ ...base, runtimeConfig: { mac: "zz" } }))).toThrow('invalid MAC address "zz"');
   });
 
   test("vlan range and trunk validation", () => {
-    expect(() => loadBridgeConf(argsFor({ ...base, vlan: 5000 }))).toThrow("invalid VLAN ID 5000 (must be between 0 and 4094)");
-    expect(() => loadBridgeConf(argsFor({ ...base, vlanTrunk: [{ minID: 5 }] }))).toThrow("maxID is missing");
-    const c = loadBridgeConf(argsFor({ ...base, vlan: 100, vlanTrunk: [{ id: 101 }, { minID: 200, maxID: 202 }] }));
+    expect(() => loadBridgeConfig(argsFor({ ...base, vlan: 5000 }))).toThrow("invalid VLAN ID 5000 (must be between 0 and 4094)");
+    expect(() => loadBridgeConfig(argsFor({ ...base, vlanTrunk: [{ minID: 5 }] }))).toThrow("maxID is missing");
+    const c = loadBridgeConfig(argsFor({ ...base, vlan: 100, vlanTrunk: [{ id: 101 }, { minID: 200, maxID: 202 }] }));
     expect(c.vlan).toBe(100);
     expect(c.vlanTrunk).toEqual([101, 200, 201, 202]);
     expect(wantsVlanFiltering(c)).toBe(true);
@@ -99,31 +99,31 @@ describe("loadBridgeConf", () => {
   });
 
   test("an empty vlanTrunk still asks for vlan_filtering but adds no port VLANs", () => {
-    const c = loadBridgeConf(argsFor({ ...base, vlanTrunk: [] }));
+    const c = loadBridgeConfig(argsFor({ ...base, vlanTrunk: [] }));
     expect(wantsVlanFiltering(c)).toBe(true);
     expect(hasPortVlans(c)).toBe(false);
   });
 
   test("negative MTU and over-long bridge names are refused up front", () => {
-    expect(() => loadBridgeConf(argsFor({ ...base, mtu: -1 }))).toThrow("invalid MTU -1");
-    expect(() => loadBridgeConf(argsFor({ ...base, bridge: "a-very-long-bridge" }))).toThrow("is too long");
-    expect(() => loadBridgeConf(argsFor({ ...base, bridge: "a/b" }))).toThrow("invalid bridge name");
+    expect(() => loadBridgeConfig(argsFor({ ...base, mtu: -1 }))).toThrow("invalid MTU -1");
+    expect(() => loadBridgeConfig(argsFor({ ...base, bridge: "a-very-long-bridge" }))).toThrow("is too long");
+    expect(() => loadBridgeConfig(argsFor({ ...base, bridge: "a/b" }))).toThrow("invalid bridge name");
   });
 
-  test("lenient (DEL) loading tolerates values that became invalid", () => {
-    const c = loadBridgeConf(argsFor({ ...base, vlan: 5000, mtu: -1, vlanTrunk: [{ minID: 9 }], runtimeConfig: { mac: "zz" } }), { lenient: true });
+  test("loading for DEL tolerates values that became invalid", () => {
+    const c = loadBridgeConfig(argsFor({ ...base, vlan: 5000, mtu: -1, vlanTrunk: [{ minID: 9 }], runtimeConfig: { mac: "zz" } }), { forDel: true });
     expect(c).toMatchObject({ vlan: 0, mtu: 0, vlanTrunk: undefined, mac: undefined });
   });
 
   test("config dns overrides when any field is set, even an empty list", () => {
-    expect(loadBridgeConf(argsFor({ ...base, dns: { nameservers: [] } })).dnsOverride).toBe(true);
-    expect(loadBridgeConf(argsFor({ ...base, dns: {} })).dnsOverride).toBe(false);
-    const c = loadBridgeConf(argsFor({ ...base, dns: { nameservers: ["10.0.0.53"], domain: "x" } }));
+    expect(loadBridgeConfig(argsFor({ ...base, dns: { nameservers: [] } })).dnsOverride).toBe(true);
+    expect(loadBridgeConfig(argsFor({ ...base, dns: {} })).dnsOverride).toBe(false);
+    const c = loadBridgeConfig(argsFor({ ...base, dns: { nameservers: ["10.0.0.53"], domain: "x" } }));
     expect(c.dns).toEqual({ nameservers: ["10.0.0.53"], domain: "x" });
   });
 
   test("ipam type decides L2 vs L3", () => {
-    expect(loadBridgeConf(argsFor({ ...base, ipam: {} })).ipamType).toBe("");
-    expect(loadBridgeConf(argsFor({ ...base, ipam: { type: "host-local" } })).ipamType).toBe("host-local");
+    expect(loadBridgeConfig(argsFor({ ...base, ipam: {} })).ipamType).toBe("");
+    expect(loadBridgeConfig(argsFor({ ...base, ipam: { type: "host-local" } })).ipamType).toBe("host-local");
   });
 });

@@ -9,7 +9,7 @@
 import { parseCniArgs } from "../../shared/cni/args.ts";
 import { getField, isObject, t, type Infer } from "../../shared/cni/decode.ts";
 import { InvalidConfigError } from "../../shared/cni/errors.ts";
-import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
+import { lenientForDel, loadNetConf, netConfFields, type LoadOptions } from "../../shared/cni/netconf.ts";
 import { dnsFromWire } from "../../shared/cni/result/index.ts";
 import { parseMacAddress } from "../../shared/ip/mac-address.ts";
 import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
@@ -120,37 +120,24 @@ function ipamTypeFrom(config: Record<string, unknown>): string {
   return typeof type === "string" ? type : "";
 }
 
-export interface LoadOptions {
-  /**
-   * DEL: tolerate semantic errors (VLAN ranges, MTU, MAC, name length) so that a config that became
-   * invalid can still be torn down; the offending values fall back to neutral ones.
-   */
-  lenient?: boolean;
-}
-
-/** Loads and validates the bridge config of this invocation. */
-export function loadBridgeConf(args: CmdArgs, opts: LoadOptions = {}): BridgeConf {
+/**
+ * Loads and validates the bridge config of this invocation. `forDel` (DEL, STATUS, GC): the VLAN
+ * ranges, MTU, MAC and bridge name may be invalid, so that a config that became invalid can still
+ * be torn down; the offending values fall back to neutral ones.
+ */
+export function loadBridgeConfig(args: CmdArgs, opts: LoadOptions = {}): BridgeConf {
   const wire = loadNetConf(bridgeConfSchema, args);
-  const lenient = opts.lenient === true;
-  const guard = <T>(fallback: T, fn: () => T): T => {
-    if (!lenient) return fn();
-    try {
-      return fn();
-    } catch {
-      return fallback;
-    }
-  };
 
   const bridge = wire.bridge === undefined || wire.bridge === "" ? DEFAULT_BRIDGE_NAME : wire.bridge;
-  guard(undefined, () => validateBridgeName(bridge));
+  lenientForDel(opts, undefined, () => validateBridgeName(bridge));
   const vlan = wire.vlan ?? 0;
-  guard(undefined, () => validateAccessVlan(vlan));
-  const vlanTrunk = guard(undefined, () => collectVlanTrunk(wire.vlanTrunk));
+  lenientForDel(opts, undefined, () => validateAccessVlan(vlan));
+  const vlanTrunk = lenientForDel(opts, undefined, () => collectVlanTrunk(wire.vlanTrunk));
   const mtu = wire.mtu ?? 0;
-  guard(undefined, () => {
+  lenientForDel(opts, undefined, () => {
     if (mtu < 0) throw new InvalidConfigError(`invalid MTU ${mtu} (must be 0 for the kernel default, or positive)`);
   });
-  const mac = guard(undefined, () => chooseMac(args, wire));
+  const mac = lenientForDel(opts, undefined, () => chooseMac(args, wire));
   const isDefaultGateway = wire.isDefaultGateway ?? false;
 
   const w = wire.dns;

@@ -8,7 +8,7 @@ import type { Result } from "../../shared/cni/types.ts";
 import { ipMasqPart } from "../../shared/firewall/ipmasq.ts";
 import { masqBackendOf } from "../../shared/firewall/ipmasq-steps.ts";
 import type { AnyFirewallPart, FirewallPartsOf } from "../../shared/firewall/reapply.ts";
-import { loadBridgeConf } from "./config.ts";
+import { loadBridgeConfig } from "./config.ts";
 import { checkSpoofCheck, setupSpoofCheck, type SpoofCheckSetup } from "./spoofcheck.ts";
 
 /** The host veth and container MAC ADD gave spoof-check, as its result records them ([bridge, host veth, container, …]). */
@@ -21,7 +21,7 @@ function spoofCheckOf(result: Result, containerID: string, ifName: string): Spoo
 }
 
 export const bridgeFirewallParts: FirewallPartsOf = (args, result, d) => {
-  const conf = loadBridgeConf(args);
+  const conf = loadBridgeConfig(args);
   const parts: AnyFirewallPart[] = [];
   if (conf.macspoofchk) {
     const s = spoofCheckOf(result, args.containerID, args.ifName);

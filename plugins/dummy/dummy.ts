@@ -14,7 +14,7 @@ import { openContainerNetns } from "../../shared/cni/container-netns.ts";
 import { t } from "../../shared/cni/decode.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
 import { delegateToIpam } from "../../shared/cni/ipam-delegation.ts";
-import { ipamTypeOf, loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
+import { ipamTypeOf, loadNetConf, netConfFields, type LoadOptions } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { checkContainerLink } from "../../shared/iface/check.ts";
@@ -24,14 +24,17 @@ import { Handle } from "../../shared/netlink/index.ts";
 
 const dummySchema = t.object("NetConf", { ...netConfFields });
 
-/** Parses the config (`failed to load netconf: …`) and returns the IPAM type. */
-function loadDummyConf(args: CmdArgs): { ipamType: string } {
+/**
+ * Parses the config (`failed to load netconf: …`) and returns the IPAM type; `forDel` relaxes
+ * nothing: upstream's DEL parses the config as strictly.
+ */
+function loadDummyConfig(args: CmdArgs, _opts: LoadOptions = {}): { ipamType: string } {
   loadNetConf(dummySchema, args);
   return { ipamType: ipamTypeOf(args) };
 }
 
 async function add(args: CmdArgs): Promise<Result> {
-  const { ipamType } = loadDummyConf(args);
+  const { ipamType } = loadDummyConfig(args);
   requireIpam("dummy", ipamType);
   using ns = openContainerNetns(args.netns);
   using nl = Handle.open(ns);
@@ -44,7 +47,7 @@ async function add(args: CmdArgs): Promise<Result> {
 }
 
 async function check(args: CmdArgs): Promise<void> {
-  const { ipamType } = loadDummyConf(args);
+  const { ipamType } = loadDummyConfig(args);
   requireIpam("dummy", ipamType);
   using ns = openContainerNetns(args.netns);
   using nl = Handle.open(ns);
@@ -59,17 +62,17 @@ async function check(args: CmdArgs): Promise<void> {
 }
 
 async function del(args: CmdArgs): Promise<void> {
-  await delContainerLink(args, loadDummyConf(args).ipamType);
+  await delContainerLink(args, loadDummyConfig(args, { forDel: true }).ipamType);
 }
 
 async function status(args: CmdArgs): Promise<void> {
-  const { ipamType } = loadDummyConf(args);
+  const { ipamType } = loadDummyConfig(args);
   requireIpam("dummy", ipamType);
   await delegateToIpam(ipamType, args, "STATUS");
 }
 
 async function gc(args: CmdArgs): Promise<void> {
-  await delegateToIpam(loadDummyConf(args).ipamType, args, "GC");
+  await delegateToIpam(loadDummyConfig(args).ipamType, args, "GC");
 }
 
 export const dummyPlugin: PluginSpec = {

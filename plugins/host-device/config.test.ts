@@ -1,4 +1,4 @@
-/** Config loading against a fake sysfs (no root): selectors, deviceID, DPDK mode, lenient DEL. */
+/** Config loading against a fake sysfs (no root): selectors, deviceID, DPDK mode, forDel (DEL). */
 import { afterEach, describe, expect, test } from "bun:test";
 import { CniError, deciding, toErrorJson } from "../../shared/cni/errors.ts";
 import type { CmdArgs } from "../../shared/cni/types.ts";
@@ -53,50 +53,50 @@ function failure(fn: () => unknown): { code: number; msg: string } {
 describe("loadHostDeviceConfig", () => {
   test("selectors and the safety switch are read (keys case-insensitive, as Go)", () => {
     const s = tree();
-    const c = loadHostDeviceConfig(args({ Device: "eth9", HWAddr: "aa:bb:cc:dd:ee:ff", allowunsafedevice: true, ipam: { type: "static" } }), s);
+    const c = loadHostDeviceConfig(args({ Device: "eth9", HWAddr: "aa:bb:cc:dd:ee:ff", allowunsafedevice: true, ipam: { type: "static" } }), { sysfs: s });
     expect(c).toMatchObject({ device: "eth9", hwaddr: "aa:bb:cc:dd:ee:ff", allowUnsafeDevice: true, ipamType: "static", dpdkMode: false });
   });
-  test("no selector: code 7 with upstream's text; lenient (DEL) accepts it", () => {
+  test("no selector: code 7 with upstream's text; loading for DEL accepts it", () => {
     const s = tree();
-    expect(failure(() => loadHostDeviceConfig(args({}), s))).toEqual({ code: 7, msg: NO_SELECTOR_MESSAGE });
-    expect(loadHostDeviceConfig(args({}), s, { lenient: true }).device).toBe("");
+    expect(failure(() => loadHostDeviceConfig(args({}), { sysfs: s }))).toEqual({ code: 7, msg: NO_SELECTOR_MESSAGE });
+    expect(loadHostDeviceConfig(args({}), { sysfs: s, forDel: true }).device).toBe("");
   });
   test("a wrongly typed field is a decode error", () => {
     const s = tree();
-    expect(failure(() => loadHostDeviceConfig(args({ device: 5 }), s)).msg).toStartWith("failed to load netconf: ");
+    expect(failure(() => loadHostDeviceConfig(args({ device: 5 }), { sysfs: s })).msg).toStartWith("failed to load netconf: ");
   });
   test("pciBusID with a userspace driver → DPDK mode; with a kernel driver → not", () => {
     const s = tree();
-    expect(loadHostDeviceConfig(args({ pciBusID: "0000:af:00.1" }), s).dpdkMode).toBe(true);
-    expect(loadHostDeviceConfig(args({ pciBusID: "0000:af:00.2" }), s).dpdkMode).toBe(false);
+    expect(loadHostDeviceConfig(args({ pciBusID: "0000:af:00.1" }), { sysfs: s }).dpdkMode).toBe(true);
+    expect(loadHostDeviceConfig(args({ pciBusID: "0000:af:00.2" }), { sysfs: s }).dpdkMode).toBe(false);
   });
   test("DPDKMode from the config stays when no PCI address is known (upstream quirk)", () => {
     const s = tree();
-    expect(loadHostDeviceConfig(args({ device: "x", dpdkmode: true }), s).dpdkMode).toBe(true);
-    expect(loadHostDeviceConfig(args({ pciBusID: "0000:af:00.2", DPDKMode: true }), s).dpdkMode).toBe(false);
+    expect(loadHostDeviceConfig(args({ device: "x", dpdkmode: true }), { sysfs: s }).dpdkMode).toBe(true);
+    expect(loadHostDeviceConfig(args({ pciBusID: "0000:af:00.2", DPDKMode: true }), { sysfs: s }).dpdkMode).toBe(false);
   });
   test("runtimeConfig.deviceID overrides pciBusID (PCI) or selects an auxiliary device", () => {
     const s = tree();
-    const pci = loadHostDeviceConfig(args({ pciBusID: "0000:af:00.2", runtimeConfig: { deviceID: "0000:af:00.1" } }), s);
+    const pci = loadHostDeviceConfig(args({ pciBusID: "0000:af:00.2", runtimeConfig: { deviceID: "0000:af:00.1" } }), { sysfs: s });
     expect(pci).toMatchObject({ pciAddr: "0000:af:00.1", auxDevice: "", dpdkMode: true });
-    const aux = loadHostDeviceConfig(args({ pciBusID: "0000:af:00.2", runtimeConfig: { deviceID: "mlx5_core.sf.4" } }), s);
+    const aux = loadHostDeviceConfig(args({ pciBusID: "0000:af:00.2", runtimeConfig: { deviceID: "mlx5_core.sf.4" } }), { sysfs: s });
     expect(aux).toMatchObject({ pciAddr: "", auxDevice: "mlx5_core.sf.4", dpdkMode: false });
   });
-  test("an unknown deviceID or a PCI function without driver fails; lenient DEL carries on", () => {
+  test("an unknown deviceID or a PCI function without driver fails; loading for DEL carries on", () => {
     const s = tree();
     s.addPci("0000:af:00.3", {});
-    expect(failure(() => loadHostDeviceConfig(args({ runtimeConfig: { deviceID: "0000:00:00.9" } }), s)).msg).toBe(
+    expect(failure(() => loadHostDeviceConfig(args({ runtimeConfig: { deviceID: "0000:00:00.9" } }), { sysfs: s })).msg).toBe(
       "runtime config DeviceID 0000:00:00.9 not found or unsupported",
     );
-    expect(failure(() => loadHostDeviceConfig(args({ pciBusID: "0000:af:00.3" }), s)).msg).toStartWith("error with host device: lstat ");
-    expect(failure(() => loadHostDeviceConfig(args({ pciBusID: "0000:00:00.7" }), s)).msg).toStartWith("error with host device: lstat ");
-    const lenient = loadHostDeviceConfig(args({ runtimeConfig: { deviceID: "0000:00:00.9" } }), s, { lenient: true });
+    expect(failure(() => loadHostDeviceConfig(args({ pciBusID: "0000:af:00.3" }), { sysfs: s })).msg).toStartWith("error with host device: lstat ");
+    expect(failure(() => loadHostDeviceConfig(args({ pciBusID: "0000:00:00.7" }), { sysfs: s })).msg).toStartWith("error with host device: lstat ");
+    const lenient = loadHostDeviceConfig(args({ runtimeConfig: { deviceID: "0000:00:00.9" } }), { sysfs: s, forDel: true });
     expect(lenient).toMatchObject({ pciAddr: "", auxDevice: "", dpdkMode: false });
-    expect(loadHostDeviceConfig(args({ pciBusID: "0000:af:00.3" }), s, { lenient: true }).dpdkMode).toBe(false);
+    expect(loadHostDeviceConfig(args({ pciBusID: "0000:af:00.3" }), { sysfs: s, forDel: true }).dpdkMode).toBe(false);
   });
   test("dns is kept only when set", () => {
     const s = tree();
-    expect(loadHostDeviceConfig(args({ device: "x", dns: { nameservers: ["192.0.2.53"] } }), s).dns).toEqual({ nameservers: ["192.0.2.53"] });
-    expect(loadHostDeviceConfig(args({ device: "x", dns: {} }), s).dns).toBeUndefined();
+    expect(loadHostDeviceConfig(args({ device: "x", dns: { nameservers: ["192.0.2.53"] } }), { sysfs: s }).dns).toEqual({ nameservers: ["192.0.2.53"] });
+    expect(loadHostDeviceConfig(args({ device: "x", dns: {} }), { sysfs: s }).dns).toBeUndefined();
   });
 });

@@ -4,14 +4,14 @@
  * the DPDK mode recomputed from the PCI function's driver, and this implementation's
  * `allowUnsafeDevice` (see safety.ts).
  *
- * For DEL the loader is lenient (beyond upstream): a deviceID or PCI function that has disappeared,
- * or a config without any selector, must not make DEL fail forever — DEL then works from the
- * container interface alone.
+ * Loading for DEL (`forDel`) is lenient (beyond upstream): a deviceID or PCI function that has
+ * disappeared, or a config without any selector, must not make DEL fail forever — DEL then works
+ * from the container interface alone.
  */
 import { t } from "../../shared/cni/decode.ts";
 import { CniError, InvalidConfigError } from "../../shared/cni/errors.ts";
 import { annotateError } from "../../shared/error/annotate.ts";
-import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
+import { lenientForDel, loadNetConf, netConfFields, type LoadOptions } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
 import { hasDpdkDriver, resolveDeviceID, type Sysfs } from "./sysfs.ts";
 
@@ -54,13 +54,13 @@ function dnsIfSet(d: DNS | undefined): DNS | undefined {
   return set ? d : undefined;
 }
 
-export interface LoadOptions {
-  /** DEL: sysfs lookups and the selector check may fail without failing the call. */
-  lenient?: boolean;
+/** How host-device's config is loaded: `forDel` (see the module doc), and the sysfs to look devices up in. */
+export interface HostDeviceLoadOptions extends LoadOptions {
+  sysfs: Sysfs;
 }
 
-/** Decodes and validates the config against `sysfs` (upstream `loadConf`). */
-export function loadHostDeviceConfig(args: CmdArgs, sysfs: Sysfs, opts: LoadOptions = {}): HostDeviceConfig {
+/** Decodes and validates the config against `opts.sysfs` (upstream `loadConf`). */
+export function loadHostDeviceConfig(args: CmdArgs, opts: HostDeviceLoadOptions): HostDeviceConfig {
   const c = loadNetConf(hostDeviceSchema, args);
   const conf: HostDeviceConfig = {
     cniVersion: c.cniVersion ?? args.cniVersion,
@@ -77,32 +77,31 @@ export function loadHostDeviceConfig(args: CmdArgs, sysfs: Sysfs, opts: LoadOpti
 
   const deviceID = c.runtimeConfig?.deviceID ?? "";
   if (deviceID !== "") {
-    try {
-      const target = resolveDeviceID(sysfs, deviceID);
+    lenientForDel(opts, undefined, () => {
+      const target = resolveDeviceID(opts.sysfs, deviceID);
       if (target.bus === "pci") {
         conf.pciAddr = target.id;
       } else {
         conf.pciAddr = "";
         conf.auxDevice = target.id;
       }
-    } catch (err) {
-      if (!opts.lenient) throw err;
-    }
+    });
   }
 
-  if (conf.device === "" && conf.hwaddr === "" && conf.kernelpath === "" && conf.pciAddr === "" && conf.auxDevice === "") {
-    if (!opts.lenient) throw new InvalidConfigError(NO_SELECTOR_MESSAGE);
-  }
+  lenientForDel(opts, undefined, () => {
+    if (conf.device === "" && conf.hwaddr === "" && conf.kernelpath === "" && conf.pciAddr === "" && conf.auxDevice === "") {
+      throw new InvalidConfigError(NO_SELECTOR_MESSAGE);
+    }
+  });
 
   if (conf.pciAddr !== "") {
-    try {
-      conf.dpdkMode = hasDpdkDriver(sysfs, conf.pciAddr);
-    } catch (err) {
-      if (!opts.lenient) {
-        if (err instanceof CniError) throw annotateError("error with host device", err);
-        throw err;
+    conf.dpdkMode = lenientForDel(opts, conf.dpdkMode, () => {
+      try {
+        return hasDpdkDriver(opts.sysfs, conf.pciAddr);
+      } catch (err) {
+        throw err instanceof CniError ? annotateError("error with host device", err) : err;
       }
-    }
+    });
   }
   return conf;
 }

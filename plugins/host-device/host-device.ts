@@ -107,7 +107,7 @@ function teardownSteps(conf: HostDeviceConfig, args: CmdArgs, moved?: Moved): Te
 
 function makeAdd(env: HostDeviceEnvironment) {
   return async function add(args: CmdArgs): Promise<Result> {
-    const conf = loadHostDeviceConfig(args, env.sysfs);
+    const conf = loadHostDeviceConfig(args, { sysfs: env.sysfs });
     using containerNs = openContainerNetns(args.netns);
     // A result without addresses cannot be printed in the 0.1.0/0.2.0 shape: say so before moving
     // anything (upstream moves the device first and then fails while printing).
@@ -152,13 +152,13 @@ function makeAdd(env: HostDeviceEnvironment) {
 
 function makeDel(env: HostDeviceEnvironment) {
   return async function del(args: CmdArgs): Promise<void> {
-    await teardown(teardownSteps(loadHostDeviceConfig(args, env.sysfs, { lenient: true }), args));
+    await teardown(teardownSteps(loadHostDeviceConfig(args, { sysfs: env.sysfs, forDel: true }), args));
   };
 }
 
 function makeCheck(env: HostDeviceEnvironment) {
   return async function check(args: CmdArgs): Promise<void> {
-    const conf = loadHostDeviceConfig(args, env.sysfs);
+    const conf = loadHostDeviceConfig(args, { sysfs: env.sysfs });
     using containerNs = openContainerNetns(args.netns);
     if (conf.dpdkMode) {
       // The device stays in the host: IPAM and the prevResult are all there is to check.

@@ -5,7 +5,7 @@
  */
 import { t } from "../../shared/cni/decode.ts";
 import { InternalError, InvalidConfigError } from "../../shared/cni/errors.ts";
-import { loadNetConf, netConfFields, prevResultFrom } from "../../shared/cni/netconf.ts";
+import { lenientForDel, loadNetConf, netConfFields, prevResultFrom, type LoadOptions } from "../../shared/cni/netconf.ts";
 import { dnsFromWire } from "../../shared/cni/result/index.ts";
 import type { CmdArgs, DNS, Result } from "../../shared/cni/types.ts";
 import { defaultRouteInterface } from "../../shared/iface/default-route.ts";
@@ -46,19 +46,19 @@ export function parseIpvlanMode(mode: string | undefined): IpvlanMode {
   }
 }
 
-/** Decodes the config without validating values (DEL, STATUS, GC). */
-export function parseIpvlanConf(args: CmdArgs): { ipamType: string; master: string; linkInContainer: boolean } {
+/**
+ * Decodes and validates the config, including the prevResult. `forDel` (DEL, STATUS, GC): the values
+ * are not validated (an unknown mode counts as l2, a bad prevResult is dropped, a negative MTU is
+ * kept).
+ */
+export function loadIpvlanConfig(args: CmdArgs, opts: LoadOptions = {}): IpvlanConf {
   const c = loadNetConf(ipvlanSchema, args);
-  return { ipamType: c.ipam?.type ?? "", master: c.master ?? "", linkInContainer: c.linkInContainer ?? false };
-}
-
-/** Decodes and validates the config (ADD, CHECK), including the prevResult. */
-export function loadIpvlanConf(args: CmdArgs): IpvlanConf {
-  const c = loadNetConf(ipvlanSchema, args);
-  const mode = parseIpvlanMode(c.mode);
+  const mode = lenientForDel<IpvlanMode>(opts, "l2", () => parseIpvlanMode(c.mode));
   const mtu = c.mtu ?? 0;
-  if (mtu < 0) throw new InvalidConfigError(`invalid MTU ${mtu}, must be [0, master MTU]`);
-  const prevResult = prevResultFrom(args);
+  lenientForDel(opts, undefined, () => {
+    if (mtu < 0) throw new InvalidConfigError(`invalid MTU ${mtu}, must be [0, master MTU]`);
+  });
+  const prevResult = lenientForDel(opts, undefined, () => prevResultFrom(args));
   return {
     master: c.master ?? "",
     mode,

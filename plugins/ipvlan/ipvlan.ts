@@ -26,13 +26,13 @@ import { defaultRouteInterface } from "../../shared/iface/default-route.ts";
 import { IPVLAN_MODE_L2, IPVLAN_MODE_L3, IPVLAN_MODE_L3S } from "../../shared/netlink/constants/if-link.ts";
 import { interfaceStatus, masterStatus } from "../../shared/iface/status.ts";
 import { Handle } from "../../shared/netlink/index.ts";
-import { ipvlanMasterName, loadIpvlanConf, parseIpvlanConf } from "./config.ts";
+import { ipvlanMasterName, loadIpvlanConfig } from "./config.ts";
 
 /** IPVLAN_MODE_* by mode name. */
 const MODE_VALUES = { l2: IPVLAN_MODE_L2, l3: IPVLAN_MODE_L3, l3s: IPVLAN_MODE_L3S } as const;
 
 async function add(args: CmdArgs): Promise<Result> {
-  const conf = loadIpvlanConf(args);
+  const conf = loadIpvlanConfig(args);
   const chained = conf.ipamType === "" && (conf.prevResult?.ips ?? []).length > 0 ? conf.prevResult : undefined;
   refuseL2ForOldVersions(conf.ipamType !== "" || chained !== undefined, args.cniVersion);
 
@@ -60,7 +60,7 @@ async function add(args: CmdArgs): Promise<Result> {
 }
 
 async function check(args: CmdArgs): Promise<void> {
-  const conf = loadIpvlanConf(args);
+  const conf = loadIpvlanConfig(args);
   using ns = openContainerNetns(args.netns);
   using nl = Handle.open(ns);
   using hostNl = Handle.open();
@@ -82,16 +82,16 @@ async function check(args: CmdArgs): Promise<void> {
 }
 
 async function del(args: CmdArgs): Promise<void> {
-  await delContainerLink(args, parseIpvlanConf(args).ipamType);
+  await delContainerLink(args, loadIpvlanConfig(args, { forDel: true }).ipamType);
 }
 
 async function status(args: CmdArgs): Promise<void> {
-  const conf = parseIpvlanConf(args);
+  const conf = loadIpvlanConfig(args, { forDel: true });
   await interfaceStatus(args, { ipamType: conf.ipamType, hostLinks: masterStatus(conf) });
 }
 
 async function gc(args: CmdArgs): Promise<void> {
-  await delegateToIpam(parseIpvlanConf(args).ipamType, args, "GC");
+  await delegateToIpam(loadIpvlanConfig(args, { forDel: true }).ipamType, args, "GC");
 }
 
 export const ipvlanPlugin: PluginSpec = {

@@ -10,7 +10,7 @@
 import { parseCniArgs } from "../../shared/cni/args.ts";
 import { t } from "../../shared/cni/decode.ts";
 import { InvalidConfigError } from "../../shared/cni/errors.ts";
-import { loadNetConf, netConfFields, prevResultFrom } from "../../shared/cni/netconf.ts";
+import { lenientForDel, loadNetConf, netConfFields, prevResultFrom, type LoadOptions } from "../../shared/cni/netconf.ts";
 import { dnsFromWire } from "../../shared/cni/result/index.ts";
 import type { CmdArgs, DNS, Result } from "../../shared/cni/types.ts";
 import { lookupMaster } from "../../shared/iface/container-link.ts";
@@ -61,20 +61,22 @@ export function parseMacvlanMode(mode: string | undefined): MacvlanPluginMode {
   return found;
 }
 
-/** Decodes the config only (no validation of values, no kernel lookups): enough for DEL, STATUS and GC. */
-export function parseMacvlanConf(args: CmdArgs): { ipamType: string; master: string; linkInContainer: boolean } {
+/**
+ * Decodes and validates the config; no kernel lookups. `forDel` (DEL, STATUS, GC): the values are not
+ * validated (an unknown mode counts as bridge; a bad MAC, CNI_ARGS or prevResult is dropped; a
+ * negative MTU is kept).
+ */
+export function loadMacvlanConfig(args: CmdArgs, opts: LoadOptions = {}): MacvlanConf {
   const c = loadNetConf(macvlanSchema, args);
-  return { ipamType: c.ipam?.type ?? "", master: c.master ?? "", linkInContainer: c.linkInContainer ?? false };
-}
-
-/** Decodes and validates the config for ADD and CHECK. */
-export function loadMacvlanConf(args: CmdArgs): MacvlanConf {
-  const c = loadNetConf(macvlanSchema, args);
-  const mode = parseMacvlanMode(c.mode);
-  const env = parseCniArgs(args.args, ["MAC"]);
-  const parsedMac = resolveContainerMac({ config: c.mac, cniArgs: env.MAC, runtimeConfig: c.runtimeConfig?.mac });
+  const mode = lenientForDel<MacvlanPluginMode>(opts, "bridge", () => parseMacvlanMode(c.mode));
+  const parsedMac = lenientForDel(opts, undefined, () => {
+    const env = parseCniArgs(args.args, ["MAC"]);
+    return resolveContainerMac({ config: c.mac, cniArgs: env.MAC, runtimeConfig: c.runtimeConfig?.mac });
+  });
   const mtu = c.mtu ?? 0;
-  if (mtu < 0) throw new InvalidConfigError(`invalid MTU ${mtu}, must be [0, master MTU]`);
+  lenientForDel(opts, undefined, () => {
+    if (mtu < 0) throw new InvalidConfigError(`invalid MTU ${mtu}, must be [0, master MTU]`);
+  });
   return {
     master: c.master ?? "",
     mode,
@@ -84,7 +86,7 @@ export function loadMacvlanConf(args: CmdArgs): MacvlanConf {
     bcQueueLen: c.bcqueuelen ?? 0,
     ipamType: c.ipam?.type ?? "",
     dns: dnsFromWire(c.dns),
-    prevResult: prevResultFrom(args),
+    prevResult: lenientForDel(opts, undefined, () => prevResultFrom(args)),
   };
 }
 

@@ -23,10 +23,10 @@ import { addContainerLink, delContainerLink, kernelModeName, refuseL2ForOldVersi
 import { interfaceStatus, masterStatus } from "../../shared/iface/status.ts";
 import { Handle } from "../../shared/netlink/index.ts";
 import { MACVLAN_MODE_BY_NAME } from "../../shared/netlink/link-add.ts";
-import { loadMacvlanConf, parseMacvlanConf, resolveMaster } from "./config.ts";
+import { loadMacvlanConfig, resolveMaster } from "./config.ts";
 
 async function add(args: CmdArgs): Promise<Result> {
-  const conf = loadMacvlanConf(args);
+  const conf = loadMacvlanConfig(args);
   refuseL2ForOldVersions(conf.ipamType !== "", args.cniVersion);
   using ns = openContainerNetns(args.netns);
   using nl = Handle.open(ns);
@@ -53,7 +53,7 @@ async function add(args: CmdArgs): Promise<Result> {
 }
 
 async function check(args: CmdArgs): Promise<void> {
-  const conf = loadMacvlanConf(args);
+  const conf = loadMacvlanConfig(args);
   using ns = openContainerNetns(args.netns);
   using nl = Handle.open(ns);
   using hostNl = Handle.open();
@@ -72,16 +72,16 @@ async function check(args: CmdArgs): Promise<void> {
 }
 
 async function del(args: CmdArgs): Promise<void> {
-  await delContainerLink(args, parseMacvlanConf(args).ipamType);
+  await delContainerLink(args, loadMacvlanConfig(args, { forDel: true }).ipamType);
 }
 
 async function status(args: CmdArgs): Promise<void> {
-  const conf = parseMacvlanConf(args);
+  const conf = loadMacvlanConfig(args, { forDel: true });
   await interfaceStatus(args, { ipamType: conf.ipamType, hostLinks: masterStatus(conf) });
 }
 
 async function gc(args: CmdArgs): Promise<void> {
-  await delegateToIpam(parseMacvlanConf(args).ipamType, args, "GC");
+  await delegateToIpam(loadMacvlanConfig(args, { forDel: true }).ipamType, args, "GC");
 }
 
 export const macvlanPlugin: PluginSpec = {

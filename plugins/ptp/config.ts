@@ -3,7 +3,7 @@
  * `ipMasqBackend` and `mtu`; beyond upstream (#492), `runtimeConfig.mac` (capability `mac`), read by
  * ADD with CNI_ARGS `MAC` ({@link runtimeContainerMac}).
  */
-import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
+import { loadNetConf, netConfFields, type LoadOptions } from "../../shared/cni/netconf.ts";
 import { t } from "../../shared/cni/decode.ts";
 import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
 
@@ -47,8 +47,12 @@ export function configuredDns(d: { nameservers?: string[]; domain?: string; sear
   return out;
 }
 
-/** Decodes the config (`failed to load netconf: …`, code 7, on type errors). */
-export function loadPtpConfig(args: CmdArgs): PtpConfig {
+/**
+ * Decodes the config (`failed to load netconf: …`, code 7, on type errors). It checks no values
+ * (ADD and CHECK check `ipMasqBackend`), so `forDel` has nothing to relax: upstream's DEL decodes
+ * the config as strictly.
+ */
+export function loadPtpConfig(args: CmdArgs, _opts: LoadOptions = {}): PtpConfig {
   const c = loadNetConf(ptpSchema, args);
   return {
     name: c.name ?? "",

@@ -168,7 +168,7 @@ export function makePtpPlugin(deps: FirewallPluginDeps): PluginSpec {
   }
 
   async function del(args: CmdArgs): Promise<void> {
-    await teardown(teardownSteps(loadPtpConfig(args), args, deps.drivers(args)));
+    await teardown(teardownSteps(loadPtpConfig(args, { forDel: true }), args, deps.drivers(args)));
   }
 
   async function status(args: CmdArgs): Promise<void> {

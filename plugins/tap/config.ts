@@ -6,7 +6,7 @@
 import { parseCniArgs } from "../../shared/cni/args.ts";
 import { t } from "../../shared/cni/decode.ts";
 import { InvalidConfigError } from "../../shared/cni/errors.ts";
-import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
+import { loadNetConf, netConfFields, type LoadOptions } from "../../shared/cni/netconf.ts";
 import { dnsFromWire } from "../../shared/cni/result/index.ts";
 import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
 import { resolveContainerMac } from "../../shared/cni/container-mac.ts";
@@ -37,8 +37,11 @@ export interface TapConf {
   dns: DNS | undefined;
 }
 
-/** Decodes and validates the config (CNI_ARGS included, as upstream does on every verb). */
-export function loadTapConf(args: CmdArgs): TapConf {
+/**
+ * Decodes and validates the config (CNI_ARGS included, as upstream does on every verb); `forDel`
+ * relaxes nothing: upstream's DEL loads the config as strictly.
+ */
+export function loadTapConfig(args: CmdArgs, _opts: LoadOptions = {}): TapConf {
   const c = loadNetConf(tapSchema, args);
   const env = parseCniArgs(args.args, ["MAC"]);
   const parsedMac = resolveContainerMac({ config: c.mac, cniArgs: env.MAC, runtimeConfig: c.runtimeConfig?.mac });

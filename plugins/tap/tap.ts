@@ -22,7 +22,7 @@ import { checkContainerLink } from "../../shared/iface/check.ts";
 import { addContainerLink, delContainerLink, refuseL2ForOldVersions } from "../../shared/iface/container-link.ts";
 import { Handle } from "../../shared/netlink/index.ts";
 import { tapAdd } from "../../shared/netlink/tuntap.ts";
-import { loadTapConf, type TapConf } from "./config.ts";
+import { loadTapConfig, type TapConf } from "./config.ts";
 
 /** MTU, MAC, bridge port and up for the renamed tap (upstream's order). */
 function configureTap(nl: Handle, index: number, conf: TapConf, ifName: string): void {
@@ -38,7 +38,7 @@ function configureTap(nl: Handle, index: number, conf: TapConf, ifName: string):
 }
 
 async function add(args: CmdArgs): Promise<Result> {
-  const conf = loadTapConf(args);
+  const conf = loadTapConfig(args);
   if (conf.selinuxContext !== "") throw new UnsupportedFieldError("selinuxContext is not supported by this implementation of tap");
   refuseL2ForOldVersions(conf.ipamType !== "", args.cniVersion);
   using ns = openContainerNetns(args.netns);
@@ -62,22 +62,22 @@ async function add(args: CmdArgs): Promise<Result> {
 }
 
 async function check(args: CmdArgs): Promise<void> {
-  const conf = loadTapConf(args);
+  const conf = loadTapConfig(args);
   using ns = openContainerNetns(args.netns);
   using nl = Handle.open(ns);
   await checkContainerLink(args, nl, { ipamType: conf.ipamType, kind: "tun", kindLabel: "tap" });
 }
 
 async function del(args: CmdArgs): Promise<void> {
-  await delContainerLink(args, loadTapConf(args).ipamType);
+  await delContainerLink(args, loadTapConfig(args, { forDel: true }).ipamType);
 }
 
 async function status(args: CmdArgs): Promise<void> {
-  await delegateToIpam(loadTapConf(args).ipamType, args, "STATUS");
+  await delegateToIpam(loadTapConfig(args).ipamType, args, "STATUS");
 }
 
 async function gc(args: CmdArgs): Promise<void> {
-  await delegateToIpam(loadTapConf(args).ipamType, args, "GC");
+  await delegateToIpam(loadTapConfig(args).ipamType, args, "GC");
 }
 
 export const tapPlugin: PluginSpec = {

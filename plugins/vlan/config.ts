@@ -6,7 +6,7 @@
 import { runtimeContainerMac } from "../../shared/cni/container-mac.ts";
 import { t } from "../../shared/cni/decode.ts";
 import { InvalidConfigError } from "../../shared/cni/errors.ts";
-import { loadNetConf, netConfFields } from "../../shared/cni/netconf.ts";
+import { lenientForDel, loadNetConf, netConfFields, type LoadOptions } from "../../shared/cni/netconf.ts";
 import { dnsFromWire } from "../../shared/cni/result/index.ts";
 import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
 
@@ -31,29 +31,31 @@ export interface VlanConf {
   dns: DNS | undefined;
 }
 
-/** Decodes the config without validating values (DEL, STATUS, GC). */
-export function parseVlanConf(args: CmdArgs): { ipamType: string; master: string; linkInContainer: boolean } {
-  const c = loadNetConf(vlanSchema, args);
-  return { ipamType: c.ipam?.type ?? "", master: c.master ?? "", linkInContainer: c.linkInContainer ?? false };
-}
-
-/** Decodes and validates the config (ADD, CHECK); no kernel lookups. */
-export function loadVlanConf(args: CmdArgs): VlanConf {
+/**
+ * Decodes and validates the config; no kernel lookups. `forDel` (DEL, STATUS, GC): the values are not
+ * validated (a missing master, a VLAN ID, MTU or MAC out of range does not fail the call; the MAC is
+ * then dropped).
+ */
+export function loadVlanConfig(args: CmdArgs, opts: LoadOptions = {}): VlanConf {
   const c = loadNetConf(vlanSchema, args);
   const master = c.master ?? "";
-  if (master === "") {
-    throw new InvalidConfigError('"master" field is required. It specifies the host interface name to create the VLAN for');
-  }
+  lenientForDel(opts, undefined, () => {
+    if (master === "") throw new InvalidConfigError('"master" field is required. It specifies the host interface name to create the VLAN for');
+  });
   const vlanId = c.vlanId ?? 0;
-  if (vlanId < 0 || vlanId > 4094) throw new InvalidConfigError(`invalid VLAN ID ${vlanId} (must be between 0 and 4094 inclusive)`);
+  lenientForDel(opts, undefined, () => {
+    if (vlanId < 0 || vlanId > 4094) throw new InvalidConfigError(`invalid VLAN ID ${vlanId} (must be between 0 and 4094 inclusive)`);
+  });
   const mtu = c.mtu ?? 0;
-  if (mtu < 0) throw new InvalidConfigError(`invalid MTU ${mtu}, must be [0, master MTU]`);
+  lenientForDel(opts, undefined, () => {
+    if (mtu < 0) throw new InvalidConfigError(`invalid MTU ${mtu}, must be [0, master MTU]`);
+  });
   return {
     master,
     vlanId,
     mtu,
     linkInContainer: c.linkInContainer ?? false,
-    mac: runtimeContainerMac(args, c.runtimeConfig?.mac),
+    mac: lenientForDel(opts, undefined, () => runtimeContainerMac(args, c.runtimeConfig?.mac)),
     ipamType: c.ipam?.type ?? "",
     dns: dnsFromWire(c.dns),
   };

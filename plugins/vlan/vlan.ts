@@ -22,10 +22,10 @@ import { checkContainerLink } from "../../shared/iface/check.ts";
 import { addContainerLink, delContainerLink, lookupMaster, refuseL2ForOldVersions } from "../../shared/iface/container-link.ts";
 import { interfaceStatus, masterStatus } from "../../shared/iface/status.ts";
 import { Handle } from "../../shared/netlink/index.ts";
-import { loadVlanConf, parseVlanConf } from "./config.ts";
+import { loadVlanConfig } from "./config.ts";
 
 async function add(args: CmdArgs): Promise<Result> {
-  const conf = loadVlanConf(args);
+  const conf = loadVlanConfig(args);
   refuseL2ForOldVersions(conf.ipamType !== "", args.cniVersion);
   using ns = openContainerNetns(args.netns);
   using nl = Handle.open(ns);
@@ -50,7 +50,7 @@ async function add(args: CmdArgs): Promise<Result> {
 }
 
 async function check(args: CmdArgs): Promise<void> {
-  const conf = loadVlanConf(args);
+  const conf = loadVlanConfig(args);
   using ns = openContainerNetns(args.netns);
   using nl = Handle.open(ns);
   using hostNl = Handle.open();
@@ -71,16 +71,16 @@ async function check(args: CmdArgs): Promise<void> {
 }
 
 async function del(args: CmdArgs): Promise<void> {
-  await delContainerLink(args, parseVlanConf(args).ipamType);
+  await delContainerLink(args, loadVlanConfig(args, { forDel: true }).ipamType);
 }
 
 async function status(args: CmdArgs): Promise<void> {
-  const conf = parseVlanConf(args);
+  const conf = loadVlanConfig(args, { forDel: true });
   await interfaceStatus(args, { ipamType: conf.ipamType, hostLinks: masterStatus(conf) });
 }
 
 async function gc(args: CmdArgs): Promise<void> {
-  await delegateToIpam(parseVlanConf(args).ipamType, args, "GC");
+  await delegateToIpam(loadVlanConfig(args, { forDel: true }).ipamType, args, "GC");
 }
 
 export const vlanPlugin: PluginSpec = {

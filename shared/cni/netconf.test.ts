@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { gcAttachmentList, validAttachmentsOf } from "./netconf.ts";
+import { gcAttachmentList, lenientForDel, validAttachmentsOf } from "./netconf.ts";
 
 const A = [{ containerID: "a", ifname: "eth0" }];
 const B = [{ containerID: "b", ifname: "net1" }];
@@ -29,5 +29,17 @@ describe("GC attachment list", () => {
     for (const bad of ["x", [null], [{ containerID: 5, ifname: "eth0" }], [{ containerID: "a" }], {}]) {
       expect(validAttachmentsOf({ "cni.dev/attachments": bad })).toBeUndefined();
     }
+  });
+});
+
+describe("lenientForDel", () => {
+  const refuse = (): string => {
+    throw new Error("invalid value");
+  };
+  test("checks as usual unless loading for DEL, where the fallback stands in for a refusal", () => {
+    expect(() => lenientForDel({}, "fallback", refuse)).toThrow("invalid value");
+    expect(() => lenientForDel({ forDel: false }, "fallback", refuse)).toThrow("invalid value");
+    expect(lenientForDel({ forDel: true }, "fallback", refuse)).toBe("fallback");
+    expect(lenientForDel({ forDel: true }, "fallback", () => "checked")).toBe("checked");
   });
 });

@@ -41,6 +41,26 @@ export function loadNetConf<T>(schema: Schema<T>, args: CmdArgs): T {
   }
 }
 
+/**
+ * How every plugin's config loader is called: `load<Plugin>Config(args, opts)`. `forDel`: for a verb
+ * that must work on a config that became invalid — DEL, and where the plugin says so STATUS and GC
+ * — the value checks that upstream's DEL does not make do not fail the call ({@link lenientForDel});
+ * decoding errors (a field of the wrong type, code 7) still do, as upstream.
+ */
+export interface LoadOptions {
+  forDel?: boolean;
+}
+
+/** `check()`; when loading for DEL, `fallback` in place of whatever it throws (see {@link LoadOptions}). */
+export function lenientForDel<T>(opts: LoadOptions, fallback: T, check: () => T): T {
+  if (opts.forDel !== true) return check();
+  try {
+    return check();
+  } catch {
+    return fallback;
+  }
+}
+
 /** The config's prevResult in the current type, or undefined when absent/null. */
 export function prevResultFrom(args: CmdArgs): Result | undefined {
   const raw = getField(args.config, "prevResult");

@@ -80,7 +80,7 @@ export class Lease4 extends Lease<DhcpMessage> {
   }
 
   static #clientConfig(req: LeaseRequest, deps: LeaseDeps, mac: string): ClientConfig {
-    const conf = loadDhcpConfig(JSON.parse(req.stdinData) as Record<string, unknown>, req.cniArgs);
+    const conf = loadDhcpConfig({ config: JSON.parse(req.stdinData) as Record<string, unknown>, args: req.cniArgs });
     const f = deps.flags;
     return {
       params: {

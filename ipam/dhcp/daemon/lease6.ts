@@ -60,7 +60,7 @@ export class Lease6 extends Lease<Dhcp6Message> {
   private constructor(req: LeaseRequest, deps: LeaseDeps, reply: Dhcp6Message, boundAt: number) {
     super(req, deps, reply, boundAt);
     this.#params = { duid: duidFor(req.key), iaid: iaidFor(req.ifName), timeoutMs: deps.flags.timeoutMs };
-    this.#prefixLength = loadDhcpConfig(JSON.parse(req.stdinData) as Record<string, unknown>, req.cniArgs).ipv6PrefixLength;
+    this.#prefixLength = loadDhcpConfig({ config: JSON.parse(req.stdinData) as Record<string, unknown>, args: req.cniArgs }).ipv6PrefixLength;
   }
 
   /** SOLICIT … REPLY for a new lease; persists it. Rejects after `-resendtimeout` without a REPLY. */

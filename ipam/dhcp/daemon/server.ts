@@ -112,7 +112,7 @@ export class LeaseManager {
    */
   async allocate(a: RpcArgs): Promise<Result> {
     const conf = configOf(a.stdinData);
-    const families = loadDhcpConfig(conf, a.args).families;
+    const families = loadDhcpConfig({ config: conf, args: a.args }).families;
     const key = keyOf(a, conf);
     const fresh = families.filter((f) => !this.#leases.has(slotOf(key, f)));
     const got = await Promise.allSettled(families.map((f) => this.#acquire(key, f, a)));
@@ -130,7 +130,7 @@ export class LeaseManager {
     const conf = configOf(a.stdinData);
     const key = keyOf(a, conf);
     const results: Result[] = [];
-    for (const f of loadDhcpConfig(conf, a.args).families) {
+    for (const f of loadDhcpConfig({ config: conf, args: a.args }).families) {
       const slot = slotOf(key, f);
       const lease = this.#leases.get(slot) ?? (await this.#pending.get(slot)?.lease.catch(() => undefined));
       if (lease === undefined) throw new LeaseRequestError(`no DHCP${f === 6 ? "v6" : ""} lease held for ${JSON.stringify(key)}`);
