@@ -319,3 +319,29 @@ describe("links", () => {
     expect(broken).toEqual([]);
   });
 });
+
+describe("architecture recipes", () => {
+  /** The file paths the recipes of docs/architecture.md name (backticked, with an extension). */
+  function recipePaths(): string[] {
+    const text = readFileSync(join(DOCS, "architecture.md"), "utf8");
+    const start = text.indexOf("\n## Recipes\n");
+    expect(start).toBeGreaterThan(0);
+    const end = text.indexOf("\n## ", start + 1);
+    const section = text.slice(start, end === -1 ? undefined : end);
+    return [...section.matchAll(/`([\w.<>/-]+\.(?:ts|md|sh|json|c))`/g)].map((m) => m[1]!);
+  }
+
+  /** What a recipe's placeholders stand for: a plugin of the registry, a firewall backend. */
+  const PLACEHOLDERS: Record<string, () => readonly string[]> = { "<name>": pluginNames, "<backend>": () => ["iptables", "nftables"] };
+
+  test("every file a recipe names exists (a pattern: for at least one plugin or backend it stands for)", () => {
+    const paths = recipePaths();
+    expect(paths.length).toBeGreaterThanOrEqual(20);
+    const expand = (p: string): string[] => {
+      const hole = Object.keys(PLACEHOLDERS).find((h) => p.includes(h));
+      return hole === undefined ? [p] : PLACEHOLDERS[hole]!().flatMap((v) => expand(p.replaceAll(hole, v)));
+    };
+    const missing = paths.filter((p) => !expand(p).some((c) => existsSync(join(ROOT, c))));
+    expect(missing).toEqual([]);
+  });
+});

@@ -3,7 +3,7 @@
  * - plugins/, ipam/, meta/ import only shared/ or their own folder;
  * - shared/ imports nothing from plugins/, ipam/, meta/ or build/;
  * - inside shared/, a module imports only modules of a lower rank (SHARED_RANK below; tests exempt),
- *   so the layers read bottom-up: error → ip, sys, undo → netns → netlink, sysctl → cni → firewall,
+ *   so the layers read bottom-up: error → ip, sys, undo → netns, dbus → netlink, sysctl → cni → firewall,
  *   ipam → iface, node-state;
  * - only shared/sys imports bun:ffi;
  * - only shared/cni/invoke.ts and shared/firewall/exec.ts spawn processes (test/ and build/ exempt);
@@ -31,6 +31,7 @@ const root = resolve(import.meta.dir, "..");
  * The order of shared/'s modules: each may import only modules of a strictly lower rank.
  * error: the annotate helper; ip: pure address math; sys: libc; undo: teardown steps and ADD's
  * rollback over them (generic: the firewall layer uses them without the CNI protocol engine); netns;
+ * dbus: the system bus (where it is, firewalld's names; the client loaded only when a bus is used);
  * netlink and sysctl: the kernel; cni: the protocol (config, results, errors → codes, delegation,
  * the IPAM teardown step); firewall: iptables/nftables; ipam: what the allocating IPAM plugins
  * share (ranges, candidates, their config and result); iface: configuring interfaces for plugins
@@ -41,6 +42,7 @@ const SHARED_RANK: Readonly<Record<string, number>> = {
   error: 0,
   ip: 1,
   sys: 1,
+  dbus: 2,
   undo: 1,
   netns: 2,
   netlink: 3,
@@ -67,8 +69,6 @@ const UPPER_FOLDERS: Readonly<Record<string, readonly string[]>> = {
 const EXTRA_IMPORTS: readonly (readonly [string, string])[] = [
   ["agent/", "ipam/dhcp/daemon/"], // the dhcp daemon, run inside the agent
   ["cli/", "ipam/dhcp/daemon/"], // `dhcp daemon`
-  ["operator/reload/", "meta/firewall/dbus-client.ts"], // firewalld's reload signal (moving to shared/)
-  ["operator/reload/", "meta/firewall/firewalld-backend.ts"],
 ];
 const problems: string[] = [];
 

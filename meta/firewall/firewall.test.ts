@@ -7,7 +7,7 @@ import { FakeIptables } from "../../shared/firewall/iptables/fake.ts";
 import { FakeNft } from "../../shared/firewall/nftables/fake.ts";
 import type { FirewalldRules, FirewallTarget } from "./backend.ts";
 import { makeFirewallPlugin, type FirewallDeps } from "./firewall.ts";
-import { busSocketsMissing } from "./firewalld-backend.ts";
+import { busSocketsMissing } from "../../shared/dbus/system-bus.ts";
 import { instanceComment, NFT_PRIV, NFT_TABLE } from "./nftables-backend.ts";
 import { PROCESS_SCOPE } from "../../shared/cni/call-scope.ts";
 import { withDelegate } from "../../shared/cni/delegate.ts";

@@ -9,42 +9,21 @@
  * else `/var/run/dbus/system_bus_socket` (godbus's rule).
  */
 import { annotateError, messageOf } from "../../shared/error/annotate.ts";
-import { exists } from "../../shared/sys/file.ts";
+import { busSocketsMissing, FIREWALLD_NAME, FIREWALLD_PATH, FIREWALLD_ZONE_INTERFACE } from "../../shared/dbus/system-bus.ts";
 import type { FirewalldRules, FirewallTarget } from "./backend.ts";
-import type { DBusConnection } from "./dbus-client.ts";
+import type { DBusConnection } from "../../shared/dbus/client.ts";
 
 /**
- * The D-Bus client (dbus-client.ts and the library under it, ten times the rest of this plugin),
+ * The D-Bus client (shared/dbus/client.ts and the library under it, ten times the rest of this plugin),
  * loaded only when a bus is actually contacted: a separate chunk of the build, so the usual
  * firewall call (no firewalld) never loads or maps it.
  */
 async function connectBus(address: string): Promise<DBusConnection> {
-  const client = await import("./dbus-client.ts");
+  const client = await import("../../shared/dbus/client.ts");
   return client.connectBus(address);
 }
 
-/** godbus's default system bus address. */
-export const DEFAULT_SYSTEM_BUS = "unix:path=/var/run/dbus/system_bus_socket";
-export const FIREWALLD_NAME = "org.fedoraproject.FirewallD1";
-export const FIREWALLD_PATH = "/org/fedoraproject/FirewallD1";
-export const FIREWALLD_ZONE_INTERFACE = "org.fedoraproject.FirewallD1.zone";
 const ZONE_ALREADY_SET = "ZONE_ALREADY_SET";
-
-/** The system bus address for an invocation's environment. */
-export function systemBusAddress(env: Readonly<Record<string, string | undefined>>): string {
-  return env.DBUS_SYSTEM_BUS_ADDRESS || DEFAULT_SYSTEM_BUS;
-}
-
-/**
- * True when no entry of a D-Bus address list can connect because each is a `unix:path=` socket
- * that does not exist — decided without loading the D-Bus client.
- */
-export function busSocketsMissing(address: string): boolean {
-  return address.split(";").every((entry) => {
-    const m = /^unix:(?:.*,)?path=([^,]+)/.exec(entry);
-    return m !== null && !exists(decodeURIComponent(m[1]!));
-  });
-}
 
 /** Upstream isFirewalldRunning: the bus answers GetNameOwner for firewalld's well-known name. */
 export async function isFirewalldRunning(address: string): Promise<boolean> {

@@ -10,7 +10,7 @@ import { prevResultFrom } from "../../shared/cni/netconf.ts";
 import { annotate } from "../../shared/error/annotate.ts";
 import type { AnyFirewallPart, FirewallPartsOf } from "../../shared/firewall/reapply.ts";
 import { loadFirewallConfig, validateAdminChain } from "./config.ts";
-import { systemBusAddress } from "./firewalld-backend.ts";
+import { systemBusAddress } from "../../shared/dbus/system-bus.ts";
 import { backendName, firewallFeatures, target, type FirewallDeps } from "./firewall.ts";
 import { addIsolationIptables, checkIsolationIptables } from "./iptables-backend.ts";
 import { recordOf } from "./records.ts";

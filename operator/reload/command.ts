@@ -7,7 +7,7 @@
  * work at all; 2 for a usage error.
  */
 import { readFileSync } from "node:fs";
-import { systemBusAddress } from "../../meta/firewall/firewalld-backend.ts";
+import { systemBusAddress } from "../../shared/dbus/system-bus.ts";
 import { messageOf } from "../../shared/error/annotate.ts";
 import { parseFlags, USAGE, UsageError, type OperatorFlags } from "../flags.ts";
 import { formatReloadReport } from "./format.ts";

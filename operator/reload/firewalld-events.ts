@@ -1,6 +1,6 @@
 /**
  * firewalld's side of `cni-plugins reload --watch`: a connection to the D-Bus system bus (the
- * firewall plugin's client, meta/firewall/dbus-client.ts) subscribed to firewalld's `Reloaded`
+ * firewall plugin's client, shared/dbus/client.ts) subscribed to firewalld's `Reloaded`
  * signal (`firewall-cmd --reload` drops the runtime zone sources the firewall plugin added, and
  * with firewalld's iptables backend every rule) and to the bus's `NameOwnerChanged` for firewalld's
  * name (a started or restarted firewalld begins from its permanent configuration).
@@ -14,8 +14,8 @@
  * new connection after the first reports a change too (firewalld may have restarted meanwhile).
  */
 import { messageOf } from "../../shared/error/annotate.ts";
-import type { DBusConnection, DBusSignal } from "../../meta/firewall/dbus-client.ts";
-import { busSocketsMissing, FIREWALLD_NAME, FIREWALLD_PATH } from "../../meta/firewall/firewalld-backend.ts";
+import type { DBusConnection, DBusSignal } from "../../shared/dbus/client.ts";
+import { busSocketsMissing, FIREWALLD_NAME, FIREWALLD_PATH } from "../../shared/dbus/system-bus.ts";
 
 const DBUS = { destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus" };
 const RELOADED_MATCH = `type='signal',sender='${FIREWALLD_NAME}',path='${FIREWALLD_PATH}',interface='${FIREWALLD_NAME}',member='Reloaded'`;
@@ -35,7 +35,7 @@ export interface FirewalldEventsDeps {
 }
 
 export const systemFirewalldEventsDeps: FirewalldEventsDeps = {
-  connect: async (address) => (await import("../../meta/firewall/dbus-client.ts")).connectBus(address),
+  connect: async (address) => (await import("../../shared/dbus/client.ts")).connectBus(address),
   busMissing: busSocketsMissing,
   sleep: (ms, signal) =>
     new Promise((resolve) => {

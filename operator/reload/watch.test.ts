@@ -6,7 +6,7 @@
  * reconnects (firewalld-events.ts).
  */
 import { describe, expect, test } from "bun:test";
-import type { DBusConnection, DBusSignal } from "../../meta/firewall/dbus-client.ts";
+import type { DBusConnection, DBusSignal } from "../../shared/dbus/client.ts";
 import { firewalldChange, watchFirewalld, type FirewalldEventsDeps } from "./firewalld-events.ts";
 import { relevantDeletion as relevantDeletionIn } from "./nftables-events.ts";
 import { watchedTables } from "./system.ts";

@@ -1,7 +1,8 @@
 /**
- * A minimal promise API over the D-Bus system bus for the firewalld backend, on the pure-JS
- * `@homebridge/dbus-native` client. firewalld-backend.ts imports this module dynamically, so the
- * build puts it and the library in a chunk of their own that only a call contacting a bus loads.
+ * A minimal promise API over the D-Bus system bus (the firewall plugin's firewalld backend, the
+ * reload watcher's firewalld signals), on the pure-JS `@homebridge/dbus-native` client. Its users
+ * import this module dynamically, so the build puts it and the library in a chunk of their own that
+ * only a call contacting a bus loads.
  * Every call has a timeout: a wedged bus must not hang a CNI call.
  */
 
