@@ -118,12 +118,4 @@ async function status(args: CmdArgs): Promise<void> {
   }
 }
 
-export const clusterLocalPlugin: PluginSpec = {
-  name: "cluster-local",
-  versions: ALL_VERSIONS,
-  add,
-  check,
-  del,
-  status,
-  gc,
-};
+export const clusterLocalPlugin: PluginSpec = { name: "cluster-local", versions: ALL_VERSIONS, add, check, del, status, gc };

@@ -152,12 +152,4 @@ async function status(args: CmdArgs): Promise<void> {
   }
 }
 
-export const dhcpPlugin: PluginSpec = {
-  name: "dhcp",
-  versions: ALL_VERSIONS,
-  add,
-  check,
-  del,
-  status,
-  gc,
-};
+export const dhcpPlugin: PluginSpec = { name: "dhcp", versions: ALL_VERSIONS, add, check, del, status, gc };

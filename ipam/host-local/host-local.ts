@@ -141,12 +141,4 @@ function gc(args: CmdArgs): void {
   }
 }
 
-export const hostLocalPlugin: PluginSpec = {
-  name: "host-local",
-  versions: ALL_VERSIONS,
-  add,
-  check,
-  del,
-  status,
-  gc,
-};
+export const hostLocalPlugin: PluginSpec = { name: "host-local", versions: ALL_VERSIONS, add, check, del, status, gc };

@@ -186,11 +186,4 @@ async function gc(args: CmdArgs): Promise<void> {
   await collectIfbs(hostNl, conf.name, valid);
 }
 
-export const bandwidthPlugin: PluginSpec = {
-  name: "bandwidth",
-  versions: versionsFrom("0.3.0"),
-  add,
-  check,
-  del,
-  gc,
-};
+export const bandwidthPlugin: PluginSpec = { name: "bandwidth", versions: versionsFrom("0.3.0"), add, check, del, gc };

@@ -84,12 +84,4 @@ function del(args: CmdArgs): void {
   removeRules(nl, conf.table, linkAddrs, resultAddresses(args).map((a) => a.cidr.ip));
 }
 
-export const sbrPlugin: PluginSpec = {
-  name: "sbr",
-  versions: ALL_VERSIONS,
-  add,
-  check,
-  del,
-  status: () => {},
-  gc: () => {},
-};
+export const sbrPlugin: PluginSpec = { name: "sbr", versions: ALL_VERSIONS, add, check, del, status: () => {}, gc: () => {} };

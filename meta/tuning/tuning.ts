@@ -293,12 +293,4 @@ async function gc(args: CmdArgs): Promise<void> {
   );
 }
 
-export const tuningPlugin: PluginSpec = {
-  name: "tuning",
-  versions: ALL_VERSIONS,
-  add,
-  check,
-  del,
-  status: () => {},
-  gc,
-};
+export const tuningPlugin: PluginSpec = { name: "tuning", versions: ALL_VERSIONS, add, check, del, status: () => {}, gc };

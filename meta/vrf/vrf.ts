@@ -162,12 +162,4 @@ function del(args: CmdArgs): void {
   if (members.length === 0) annotate(`failed deleting vrf ${conf.vrfName}`, () => nl.linkDel(vrf.index));
 }
 
-export const vrfPlugin: PluginSpec = {
-  name: "vrf",
-  versions: versionsFrom("0.3.1"),
-  add,
-  check,
-  del,
-  status: () => {},
-  gc: () => {},
-};
+export const vrfPlugin: PluginSpec = { name: "vrf", versions: versionsFrom("0.3.1"), add, check, del, status: () => {}, gc: () => {} };

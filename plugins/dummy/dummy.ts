@@ -75,12 +75,4 @@ async function gc(args: CmdArgs): Promise<void> {
   await delegateToIpam(loadDummyConfig(args).ipamType, args, "GC");
 }
 
-export const dummyPlugin: PluginSpec = {
-  name: "dummy",
-  versions: ALL_VERSIONS,
-  add,
-  check,
-  del,
-  status,
-  gc,
-};
+export const dummyPlugin: PluginSpec = { name: "dummy", versions: ALL_VERSIONS, add, check, del, status, gc };

@@ -94,12 +94,4 @@ async function gc(args: CmdArgs): Promise<void> {
   await delegateToIpam(loadIpvlanConfig(args, { forDel: true }).ipamType, args, "GC");
 }
 
-export const ipvlanPlugin: PluginSpec = {
-  name: "ipvlan",
-  versions: ALL_VERSIONS,
-  add,
-  check,
-  del,
-  status,
-  gc,
-};
+export const ipvlanPlugin: PluginSpec = { name: "ipvlan", versions: ALL_VERSIONS, add, check, del, status, gc };

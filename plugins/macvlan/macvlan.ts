@@ -84,12 +84,4 @@ async function gc(args: CmdArgs): Promise<void> {
   await delegateToIpam(loadMacvlanConfig(args, { forDel: true }).ipamType, args, "GC");
 }
 
-export const macvlanPlugin: PluginSpec = {
-  name: "macvlan",
-  versions: ALL_VERSIONS,
-  add,
-  check,
-  del,
-  status,
-  gc,
-};
+export const macvlanPlugin: PluginSpec = { name: "macvlan", versions: ALL_VERSIONS, add, check, del, status, gc };

@@ -80,12 +80,4 @@ async function gc(args: CmdArgs): Promise<void> {
   await delegateToIpam(loadTapConfig(args).ipamType, args, "GC");
 }
 
-export const tapPlugin: PluginSpec = {
-  name: "tap",
-  versions: ALL_VERSIONS,
-  add,
-  check,
-  del,
-  status,
-  gc,
-};
+export const tapPlugin: PluginSpec = { name: "tap", versions: ALL_VERSIONS, add, check, del, status, gc };

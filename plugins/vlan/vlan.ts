@@ -83,12 +83,4 @@ async function gc(args: CmdArgs): Promise<void> {
   await delegateToIpam(loadVlanConfig(args, { forDel: true }).ipamType, args, "GC");
 }
 
-export const vlanPlugin: PluginSpec = {
-  name: "vlan",
-  versions: ALL_VERSIONS,
-  add,
-  check,
-  del,
-  status,
-  gc,
-};
+export const vlanPlugin: PluginSpec = { name: "vlan", versions: ALL_VERSIONS, add, check, del, status, gc };
