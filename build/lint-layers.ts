@@ -20,6 +20,11 @@
  *   their process, PROCESS_OWNERS);
  * - the folders above the plugins import downwards only (UPPER_FOLDERS): cli → agent, operator →
  *   registry → plugins/, ipam/, meta/ → shared/;
+ * - each shared package declares its public face in its index.ts: from outside the package a file
+ *   imports only modules the index re-exports from, and only the names it re-exports; every other
+ *   file of the package is private to it (tests exempt). The public module is imported itself, never
+ *   the index: through a barrel, a call would load the whole package (measured: a standalone
+ *   loopback ADD 6-7 ms slower);
  * - test support modules (`testing.ts`) are imported only by tests.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -83,6 +88,54 @@ const STATIC_NODE_IMPORT_OK = [
   /^plugins\/host-device\/sysfs\.ts$/, // not converted yet
 ];
 
+/** The shared package a file belongs to (`shared/<package>`), or undefined outside shared/. */
+function packageOf(rel: string): string | undefined {
+  return rel.startsWith("shared/") ? rel.split("/").slice(0, 2).join("/") : undefined;
+}
+
+interface PublicFace {
+  /** Each public module: "all" when the index re-exports all of it (`export *`). */
+  modules: Map<string, Set<string> | "all">;
+  /** Every name the index re-exports. */
+  names: Set<string>;
+}
+const faceCache = new Map<string, PublicFace>();
+/**
+ * A package's public face, from its index.ts: the modules it re-exports from and the names it
+ * re-exports; every other file of the package is private.
+ */
+function publicFace(pkg: string): PublicFace {
+  let face = faceCache.get(pkg);
+  if (face === undefined) {
+    face = { modules: new Map(), names: new Set() };
+    let text = "";
+    try {
+      text = readFileSync(join(root, pkg, "index.ts"), "utf8");
+    } catch {
+      // no index.ts: nothing is public
+    }
+    for (const m of text.matchAll(/^export\s+(type\s+)?(\*(?:\s+as\s+\w+)?|\{[^}]*\})\s*from\s*"(\.[^"]+)"/gm)) {
+      const file = relative(root, resolve(join(root, pkg), m[3]!));
+      const known = face.modules.get(file);
+      if (m[2]!.startsWith("*") || known === "all") {
+        face.modules.set(file, "all");
+        continue;
+      }
+      const names = known ?? new Set<string>();
+      for (const item of m[2]!.slice(1, -1).split(",")) {
+        const name = item.trim().replace(/^type\s+/, "").split(/\s+as\s+/)[0]!;
+        if (name !== "") {
+          names.add(name);
+          face.names.add(name);
+        }
+      }
+      face.modules.set(file, names);
+    }
+    faceCache.set(pkg, face);
+  }
+  return face;
+}
+
 function walk(dir: string, out: string[] = []): string[] {
   for (const name of readdirSync(dir)) {
     if (name === "node_modules" || name.startsWith(".")) continue;
@@ -128,6 +181,22 @@ for (const top of ["plugins", "ipam", "meta", "shared", "agent", "registry", "cl
       const targetTop = target.split("/")[0]!;
       if (top === "shared" && ["plugins", "ipam", "meta", "build"].includes(targetTop)) {
         problems.push(`${rel}: shared/ must not import ${target}`);
+      }
+      const targetPackage = packageOf(target);
+      if (targetPackage !== undefined && packageOf(rel) !== targetPackage && !isTest && target === `${targetPackage}/index.ts`) {
+        problems.push(`${rel}: imports ${target}; import the public module that defines the names (through the index a call would load the whole package)`);
+      } else if (targetPackage !== undefined && packageOf(rel) !== targetPackage && !isTest) {
+        // Across packages: only a public module (one the package's index.ts re-exports from), and of
+        // it only the names the index re-exports. The module is imported itself, not through the
+        // index, so a call loads no more of the package than it uses.
+        const face = publicFace(targetPackage);
+        if (!face.modules.has(target)) problems.push(`${rel}: imports ${target}, private to ${targetPackage}/ (its index.ts does not re-export it)`);
+        else if (face.modules.get(target) !== "all" && m[1] !== undefined) {
+          const braces = /\{([^}]*)\}/.exec(m[0])?.[1] ?? "";
+          for (const item of braces.split(",").map((x) => x.trim().replace(/^type\s+/, "").split(/\s+as\s+/)[0]!).filter((x) => x !== "")) {
+            if (!face.names.has(item)) problems.push(`${rel}: imports ${item} of ${target}, which ${targetPackage}/index.ts does not re-export`);
+          }
+        }
       }
       if (top === "shared" && targetTop === "shared" && !isTest) {
         const from = rel.split("/")[1]!;

@@ -20,7 +20,7 @@ import { tokenize } from "../shared/firewall/iptables/save-format.ts";
 import { ruleComment } from "../shared/firewall/iptables/rule.ts";
 import { toolsFor } from "../shared/firewall/iptables/variant.ts";
 import { formatComment, masqInstanceHash } from "../shared/firewall/naming.ts";
-import { Handle } from "../shared/netlink/index.ts";
+import { Handle } from "../shared/netlink/handle.ts";
 import { namesIn, NetworkState, type Holding, type HostReaders } from "../shared/node-state/network-state.ts";
 import { ipamOf, type PluginOwnership, type StatePhase } from "../shared/node-state/ownership.ts";
 import { CacheEntryError, parseCacheEntry, resultAddresses, RESULTS_SUBDIR, type CacheEntry } from "./cache-entry.ts";

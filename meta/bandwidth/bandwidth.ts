@@ -29,7 +29,8 @@ import { prevResultFrom, validAttachmentsOf } from "../../shared/cni/netconf.ts"
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { versionsFrom } from "../../shared/cni/version.ts";
 import { annotate } from "../../shared/error/annotate.ts";
-import { Handle, type Link } from "../../shared/netlink/index.ts";
+import { Handle } from "../../shared/netlink/handle.ts";
+import type { Link } from "../../shared/netlink/link.ts";
 import { teardown, Undo } from "../../shared/undo/teardown.ts";
 import { loadBandwidthConfig, type BandwidthConfig } from "./config.ts";
 import { collectIfbs } from "./gc.ts";

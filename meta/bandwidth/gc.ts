@@ -12,7 +12,8 @@
  */
 import type { ValidAttachment } from "../../shared/cni/netconf.ts";
 import { annotate } from "../../shared/error/annotate.ts";
-import type { Handle, Link } from "../../shared/netlink/index.ts";
+import type { Handle } from "../../shared/netlink/handle.ts";
+import type { Link } from "../../shared/netlink/link.ts";
 import { teardown, type TeardownStep } from "../../shared/undo/teardown.ts";
 import { deleteIfb } from "./ifb.ts";
 import { ifbAttachment } from "./ifb-name.ts";

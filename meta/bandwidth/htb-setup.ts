@@ -15,7 +15,10 @@
  */
 import { InternalError } from "../../shared/cni/errors.ts";
 import { annotate } from "../../shared/error/annotate.ts";
-import type { Handle, Link, Qdisc, U32Key } from "../../shared/netlink/index.ts";
+import type { Handle } from "../../shared/netlink/handle.ts";
+import type { Link } from "../../shared/netlink/link.ts";
+import type { Qdisc } from "../../shared/netlink/tc/qdisc.ts";
+import type { U32Key } from "../../shared/netlink/tc/filter.ts";
 import { ETH_P_IP, ETH_P_IPV6 } from "../../shared/netlink/constants/pkt-cls.ts";
 import { parseHtbDefaultClass } from "../../shared/netlink/tc/htb.ts";
 import { formatTcHandle, tcHandle } from "../../shared/netlink/tc/msg.ts";

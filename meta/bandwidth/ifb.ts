@@ -4,7 +4,9 @@
  */
 import type { CmdArgs } from "../../shared/cni/types.ts";
 import { annotate } from "../../shared/error/annotate.ts";
-import { isNotFound, type Handle, type Link } from "../../shared/netlink/index.ts";
+import { isNotFound } from "../../shared/netlink/errors.ts";
+import type { Handle } from "../../shared/netlink/handle.ts";
+import type { Link } from "../../shared/netlink/link.ts";
 import { derivedIfbName, ifbAlias, ifbBelongsTo, upstreamIfbName } from "./ifb-name.ts";
 
 /** The IFB of (containerID, ifName) if it exists: the upstream name when it belongs to us, else the derived one. */

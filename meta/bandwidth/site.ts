@@ -24,7 +24,9 @@
 import { InvalidConfigError, UnsupportedFieldError } from "../../shared/cni/errors.ts";
 import type { Interface } from "../../shared/cni/types.ts";
 import { IPVLAN_MODE_L3S } from "../../shared/netlink/constants/if-link.ts";
-import { isNotFound, type Handle, type Link } from "../../shared/netlink/index.ts";
+import { isNotFound } from "../../shared/netlink/errors.ts";
+import type { Handle } from "../../shared/netlink/handle.ts";
+import type { Link } from "../../shared/netlink/link.ts";
 import { linkNameProblem } from "../../shared/netlink/link-name.ts";
 import type { Bandwidth, Limit } from "./config.ts";
 import type { PeerField } from "./htb-setup.ts";

@@ -12,7 +12,10 @@
  * Removal treats only not-found (the device is gone) as "nothing there"; any other error is thrown.
  */
 import { annotate } from "../../shared/error/annotate.ts";
-import { isExists, isNotFound, type Filter, type Handle, type Qdisc } from "../../shared/netlink/index.ts";
+import { isExists, isNotFound } from "../../shared/netlink/errors.ts";
+import type { Filter } from "../../shared/netlink/tc/filter.ts";
+import type { Handle } from "../../shared/netlink/handle.ts";
+import type { Qdisc } from "../../shared/netlink/tc/qdisc.ts";
 import { ETH_P_ALL } from "../../shared/netlink/constants/pkt-cls.ts";
 import { TC_H_MIN_INGRESS, TC_H_ROOT } from "../../shared/netlink/constants/pkt-sched.ts";
 import { TCA_EGRESS_REDIR } from "../../shared/netlink/constants/tc-act.ts";

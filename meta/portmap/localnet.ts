@@ -10,9 +10,9 @@
  * 127.0.0.0/8 services while the sysctl is on.
  */
 import { containsIP, parseIP, type IPAddr } from "../../shared/ip/ip.ts";
-import { Handle } from "../../shared/netlink/index.ts";
+import { Handle } from "../../shared/netlink/handle.ts";
 import { exists, joinPath, mkdirAll, readDir, readTextFile, replaceFile, stat, unlinkIfExists } from "../../shared/sys/file.ts";
-import { sysctlGet, sysctlSet } from "../../shared/sysctl/index.ts";
+import { sysctlGet, sysctlSet } from "../../shared/sysctl/sysctl.ts";
 
 export const LOCALNET_STATE_DIR = "/run/cni/portmap/localnet";
 

@@ -5,7 +5,10 @@
  */
 import { annotate, annotateError } from "../../shared/error/annotate.ts";
 import { containsIP, formatIP, networkAddress, parseIP, type IPAddr } from "../../shared/ip/ip.ts";
-import { isNotFound, routeSpecOf, ruleSpecOf, type Handle } from "../../shared/netlink/index.ts";
+import { isNotFound } from "../../shared/netlink/errors.ts";
+import { routeSpecOf } from "../../shared/netlink/route.ts";
+import { ruleSpecOf } from "../../shared/netlink/rule.ts";
+import type { Handle } from "../../shared/netlink/handle.ts";
 import { RT_SCOPE_LINK, RT_TABLE_MAIN, RT_TABLE_UNSPEC } from "../../shared/netlink/constants/rtnetlink.ts";
 import type { SbrAddress, SbrConfig } from "./config.ts";
 

@@ -16,7 +16,7 @@ import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { annotate } from "../../shared/error/annotate.ts";
 import { formatIP } from "../../shared/ip/ip.ts";
-import { Handle } from "../../shared/netlink/index.ts";
+import { Handle } from "../../shared/netlink/handle.ts";
 import { lockFd } from "../../shared/sys/fd-lock.ts";
 import { loadSbrConfig, relevantAddresses, type SbrAddress } from "./config.ts";
 import { addRulesOnly, removeRules, setupSourceRouting } from "./routing.ts";

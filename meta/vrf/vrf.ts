@@ -16,7 +16,10 @@ import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { versionsFrom } from "../../shared/cni/version.ts";
 import { annotate } from "../../shared/error/annotate.ts";
 import { settleIPv6, sleepSync } from "../../shared/iface/settle.ts";
-import { Handle, isExists, routeSpecOf, type Link } from "../../shared/netlink/index.ts";
+import { Handle } from "../../shared/netlink/handle.ts";
+import { isExists } from "../../shared/netlink/errors.ts";
+import { routeSpecOf } from "../../shared/netlink/route.ts";
+import type { Link } from "../../shared/netlink/link.ts";
 import { IFA_F_NODAD } from "../../shared/netlink/constants/if-addr.ts";
 import { RT_SCOPE_UNIVERSE, RT_TABLE_MAIN } from "../../shared/netlink/constants/rtnetlink.ts";
 

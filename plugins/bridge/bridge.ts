@@ -25,8 +25,8 @@ import { lockOf, systemFirewallPluginDeps, type FirewallDrivers, type FirewallPl
 import { MASQUERADE_STEP, masqBackendOf, masqueradeTeardownStep } from "../../shared/firewall/ipmasq-steps.ts";
 import { CONTAINER_LINK_STEP, containerAddressHint, deleteContainerLink, refuseL2ForOldVersions, type CreatedLink } from "../../shared/iface/container-link.ts";
 import { interfaceStatus } from "../../shared/iface/status.ts";
-import { Handle } from "../../shared/netlink/index.ts";
-import { NetNS } from "../../shared/netns/index.ts";
+import { Handle } from "../../shared/netlink/handle.ts";
+import { NetNS } from "../../shared/netns/netns.ts";
 import { teardown, Undo, type TeardownStep } from "../../shared/undo/teardown.ts";
 import {
   allocateAddresses,

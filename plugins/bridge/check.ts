@@ -7,9 +7,10 @@
  */
 import { InternalError } from "../../shared/cni/errors.ts";
 import type { CmdArgs, Interface } from "../../shared/cni/types.ts";
-import { Handle, type Link } from "../../shared/netlink/index.ts";
+import { Handle } from "../../shared/netlink/handle.ts";
+import type { Link } from "../../shared/netlink/link.ts";
 import { IFF_PROMISC } from "../../shared/netlink/constants/if-link.ts";
-import type { NetNS } from "../../shared/netns/index.ts";
+import type { NetNS } from "../../shared/netns/netns.ts";
 import { requirePrevResult, validateExpectedInterfaceIPs, validateExpectedRoutes } from "../../shared/iface/check.ts";
 import type { FirewallDrivers } from "../../shared/firewall/backend.ts";
 import { checkMasquerade } from "../../shared/firewall/ipmasq-steps.ts";

@@ -7,10 +7,12 @@
  * whose MAC is still kernel-chosen is pinned to its current MAC. Upstream pins only gateway bridges.
  */
 import { InternalError, messageOf } from "../../shared/cni/errors.ts";
-import { Handle, isExists, isNotFound, type Link } from "../../shared/netlink/index.ts";
+import { Handle } from "../../shared/netlink/handle.ts";
+import { isExists, isNotFound } from "../../shared/netlink/errors.ts";
+import type { Link } from "../../shared/netlink/link.ts";
 import { NetlinkError } from "../../shared/netlink/errors.ts";
 import { IFF_PROMISC } from "../../shared/netlink/constants/if-link.ts";
-import { sysctlSet } from "../../shared/sysctl/index.ts";
+import { sysctlSet } from "../../shared/sysctl/sysctl.ts";
 import { EOPNOTSUPP } from "../../shared/sys/errno.ts";
 
 export interface EnsureBridgeOptions {

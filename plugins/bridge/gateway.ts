@@ -8,7 +8,9 @@ import type { Result } from "../../shared/cni/types.ts";
 import { annotateError } from "../../shared/error/annotate.ts";
 import { formatIP, nextIP, parseIP, type IPFamily } from "../../shared/ip/addr.ts";
 import { containsIP, networkAddress, parseCIDR, type CIDR } from "../../shared/ip/cidr.ts";
-import { isExists, type Handle, type Link } from "../../shared/netlink/index.ts";
+import { isExists } from "../../shared/netlink/errors.ts";
+import type { Handle } from "../../shared/netlink/handle.ts";
+import type { Link } from "../../shared/netlink/link.ts";
 
 /** Gateway addresses (gw/prefix of the IP) to put on the bridge, per family. */
 export interface Gateways {

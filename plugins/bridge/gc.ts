@@ -10,7 +10,7 @@ import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
 import type { CmdArgs } from "../../shared/cni/types.ts";
 import type { FirewallDrivers } from "../../shared/firewall/backend.ts";
 import { collectMasquerade, MASQUERADE_STEP } from "../../shared/firewall/ipmasq-steps.ts";
-import { Handle } from "../../shared/netlink/index.ts";
+import { Handle } from "../../shared/netlink/handle.ts";
 import { teardown, type TeardownStep } from "../../shared/undo/teardown.ts";
 import type { BridgeConf } from "./config.ts";
 import { gcSpoofCheck } from "./spoofcheck.ts";

@@ -4,7 +4,7 @@
  * written, so a reused name never inherits stale flags), and the port's VLAN entries.
  */
 import { annotateError } from "../../shared/error/annotate.ts";
-import type { Handle } from "../../shared/netlink/index.ts";
+import type { Handle } from "../../shared/netlink/handle.ts";
 
 export interface PortOptions {
   hairpin: boolean;

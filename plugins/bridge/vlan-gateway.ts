@@ -5,8 +5,10 @@
  * containers of the network.
  */
 import { InternalError, messageOf } from "../../shared/cni/errors.ts";
-import { isNotFound, type Handle, type Link } from "../../shared/netlink/index.ts";
-import type { NetNS } from "../../shared/netns/index.ts";
+import { isNotFound } from "../../shared/netlink/errors.ts";
+import type { Handle } from "../../shared/netlink/handle.ts";
+import type { Link } from "../../shared/netlink/link.ts";
+import type { NetNS } from "../../shared/netns/netns.ts";
 import { setupVeth } from "../../shared/iface/veth.ts";
 import type { BridgeConf } from "./config.ts";
 import { attachPort } from "./port.ts";

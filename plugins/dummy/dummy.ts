@@ -20,7 +20,7 @@ import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { checkContainerLink } from "../../shared/iface/check.ts";
 import { addContainerLink, delContainerLink, requireIpam } from "../../shared/iface/container-link.ts";
 import { IFF_UP } from "../../shared/netlink/constants/if-link.ts";
-import { Handle } from "../../shared/netlink/index.ts";
+import { Handle } from "../../shared/netlink/handle.ts";
 
 const dummySchema = t.object("NetConf", { ...netConfFields });
 

@@ -10,8 +10,10 @@
  */
 import { annotate } from "../../shared/error/annotate.ts";
 import { IFF_UP } from "../../shared/netlink/constants/if-link.ts";
-import { Handle, type Link } from "../../shared/netlink/index.ts";
-import { createTempNetNS, type NetNS } from "../../shared/netns/index.ts";
+import { Handle } from "../../shared/netlink/handle.ts";
+import type { Link } from "../../shared/netlink/link.ts";
+import { createTempNetNS } from "../../shared/netns/temp.ts";
+import type { NetNS } from "../../shared/netns/netns.ts";
 import { Undo } from "../../shared/undo/teardown.ts";
 
 /** A temporary namespace and a Handle in it; dispose closes both (destroying the namespace). */

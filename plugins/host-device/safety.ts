@@ -8,7 +8,9 @@
  *   network config sets `"allowUnsafeDevice": true`.
  */
 import { InvalidConfigError } from "../../shared/cni/errors.ts";
-import type { Handle, Link, RouteEntry } from "../../shared/netlink/index.ts";
+import type { Handle } from "../../shared/netlink/handle.ts";
+import type { Link } from "../../shared/netlink/link.ts";
+import type { RouteEntry } from "../../shared/netlink/route.ts";
 import { IFF_LOOPBACK } from "../../shared/netlink/constants/if-link.ts";
 import { RT_TABLE_UNSPEC } from "../../shared/netlink/constants/rtnetlink.ts";
 

@@ -5,7 +5,8 @@
  */
 import { InternalError } from "../../shared/cni/errors.ts";
 import { invalidMacMessage, parseHardwareAddr } from "../../shared/ip/mac-address.ts";
-import type { Handle, Link } from "../../shared/netlink/index.ts";
+import type { Handle } from "../../shared/netlink/handle.ts";
+import type { Link } from "../../shared/netlink/link.ts";
 import type { HostDeviceConfig } from "./config.ts";
 import { auxiliaryNetDir, kernelPathNetDir, netdevNamesIn, pciNetDir, type Sysfs } from "./sysfs.ts";
 

@@ -9,7 +9,8 @@ import { lenientForDel, loadNetConf, netConfFields, prevResultFrom, type LoadOpt
 import { dnsFromWire } from "../../shared/cni/result/index.ts";
 import type { CmdArgs, DNS, Result } from "../../shared/cni/types.ts";
 import { defaultRouteInterface } from "../../shared/iface/default-route.ts";
-import type { Handle, IpvlanMode } from "../../shared/netlink/index.ts";
+import type { Handle } from "../../shared/netlink/handle.ts";
+import type { IpvlanMode } from "../../shared/netlink/link-add.ts";
 
 const ipvlanSchema = t.object("NetConf", {
   ...netConfFields,

@@ -25,7 +25,7 @@ import { addContainerLink, delContainerLink, kernelModeName, lookupMaster, refus
 import { defaultRouteInterface } from "../../shared/iface/default-route.ts";
 import { IPVLAN_MODE_L2, IPVLAN_MODE_L3, IPVLAN_MODE_L3S } from "../../shared/netlink/constants/if-link.ts";
 import { interfaceStatus, masterStatus } from "../../shared/iface/status.ts";
-import { Handle } from "../../shared/netlink/index.ts";
+import { Handle } from "../../shared/netlink/handle.ts";
 import { ipvlanMasterName, loadIpvlanConfig } from "./config.ts";
 
 /** IPVLAN_MODE_* by mode name. */

@@ -12,7 +12,7 @@ import { InternalError } from "../../shared/cni/errors.ts";
 import { parsePrevResult } from "../../shared/cni/result/index.ts";
 import { printAsIs, type CmdArgs, type IPConfig, type PluginSpec, type Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
-import { Handle } from "../../shared/netlink/index.ts";
+import { Handle } from "../../shared/netlink/handle.ts";
 import { IFF_UP } from "../../shared/netlink/constants/if-link.ts";
 
 const LOOPBACK_V4 = { first: 0x7f000000, last: 0x7fffffff };

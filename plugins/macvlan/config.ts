@@ -16,7 +16,8 @@ import type { CmdArgs, DNS, Result } from "../../shared/cni/types.ts";
 import { lookupMaster } from "../../shared/iface/container-link.ts";
 import { defaultRouteInterface } from "../../shared/iface/default-route.ts";
 import { resolveContainerMac } from "../../shared/cni/container-mac.ts";
-import type { Handle, Link } from "../../shared/netlink/index.ts";
+import type { Handle } from "../../shared/netlink/handle.ts";
+import type { Link } from "../../shared/netlink/link.ts";
 
 const macvlanSchema = t.object("NetConf", {
   ...netConfFields,

@@ -21,7 +21,7 @@ import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { checkContainerLink } from "../../shared/iface/check.ts";
 import { addContainerLink, delContainerLink, kernelModeName, refuseL2ForOldVersions } from "../../shared/iface/container-link.ts";
 import { interfaceStatus, masterStatus } from "../../shared/iface/status.ts";
-import { Handle } from "../../shared/netlink/index.ts";
+import { Handle } from "../../shared/netlink/handle.ts";
 import { MACVLAN_MODE_BY_NAME } from "../../shared/netlink/link-add.ts";
 import { loadMacvlanConfig, resolveMaster } from "./config.ts";
 

@@ -8,7 +8,7 @@
  */
 import { formatIP, parseIP, type IPAddr } from "../../shared/ip/addr.ts";
 import { networkAddress, parseCIDR } from "../../shared/ip/cidr.ts";
-import type { RoutePrefix } from "../../shared/netlink/index.ts";
+import type { RoutePrefix } from "../../shared/netlink/route.ts";
 
 /** The pieces of one IPAM address that ptp needs. */
 export interface PtpAddress {

@@ -20,7 +20,7 @@ import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { annotate } from "../../shared/error/annotate.ts";
 import { checkContainerLink } from "../../shared/iface/check.ts";
 import { addContainerLink, delContainerLink, refuseL2ForOldVersions } from "../../shared/iface/container-link.ts";
-import { Handle } from "../../shared/netlink/index.ts";
+import { Handle } from "../../shared/netlink/handle.ts";
 import { tapAdd } from "../../shared/netlink/tuntap.ts";
 import { loadTapConfig, type TapConf } from "./config.ts";
 

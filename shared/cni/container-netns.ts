@@ -3,7 +3,8 @@
  * or is not a network namespace is code 8 (upstream reports both as 999). DEL uses
  * {@link openNetnsForDel}, which treats a missing namespace as "already gone".
  */
-import { NetNS, NetnsNotFoundError, NotANetnsError } from "../netns/index.ts";
+import { NetNS } from "../netns/netns.ts";
+import { NetnsNotFoundError, NotANetnsError } from "../netns/errors.ts";
 import { InvalidNetnsError } from "./errors.ts";
 
 /** Opens the container's netns for ADD/CHECK; failures are code 8 naming the path. */

@@ -8,7 +8,9 @@
 import { InternalError, messageOf } from "../cni/errors.ts";
 import { prevResultFrom } from "../cni/netconf.ts";
 import type { CmdArgs, IPConfig, Interface, Result, Route } from "../cni/types.ts";
-import type { Handle, Link, RouteEntry } from "../netlink/index.ts";
+import type { Handle } from "../netlink/handle.ts";
+import type { Link } from "../netlink/link.ts";
+import type { RouteEntry } from "../netlink/route.ts";
 import { formatIP, parseIP } from "../ip/addr.ts";
 import { networkAddress, parseCIDR, type CIDR } from "../ip/cidr.ts";
 import { goIP, goRoute } from "./go-format.ts";

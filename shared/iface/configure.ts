@@ -11,10 +11,13 @@
 import { annotate, annotateError } from "../error/annotate.ts";
 import { InternalError, messageOf } from "../cni/errors.ts";
 import type { Result } from "../cni/types.ts";
-import { Handle, type Link, type RouteSpec } from "../netlink/index.ts";
+import { Handle } from "../netlink/handle.ts";
+import type { Link } from "../netlink/link.ts";
+import type { RouteSpec } from "../netlink/route.ts";
 import { RT_SCOPE_UNIVERSE } from "../netlink/constants/rtnetlink.ts";
-import { withNetNS, type NetNS } from "../netns/index.ts";
-import { sysctlGet, sysctlSet } from "../sysctl/index.ts";
+import { withNetNS } from "../netns/enter.ts";
+import type { NetNS } from "../netns/netns.ts";
+import { sysctlGet, sysctlSet } from "../sysctl/sysctl.ts";
 import { formatIP } from "../ip/addr.ts";
 import { networkAddress, parseCIDR, type CIDR } from "../ip/cidr.ts";
 import { goIP, goIPConfig, goIPNet, goScope } from "./go-format.ts";

@@ -5,7 +5,7 @@
  */
 import { annotateError } from "../error/annotate.ts";
 import { InternalError } from "../cni/errors.ts";
-import type { Handle } from "../netlink/index.ts";
+import type { Handle } from "../netlink/handle.ts";
 
 /** Name of the interface the first default route leaves through; throws `no default route interface found`. */
 export function defaultRouteInterface(nl: Handle): string {

@@ -6,7 +6,7 @@
  * Acts on the calling thread's netns (the host, for a plugin process).
  */
 import type { IPConfig } from "../cni/types.ts";
-import { sysctlSet } from "../sysctl/index.ts";
+import { sysctlSet } from "../sysctl/sysctl.ts";
 
 export const IPV4_FORWARD_SYSCTL = "net.ipv4.ip_forward";
 export const IPV6_FORWARD_SYSCTL = "net.ipv6.conf.all.forwarding";

@@ -8,8 +8,8 @@
  * this) — and as every process holds one (`/proc/<pid>/ns/net`); each namespace is read once.
  * Reading changes nothing; a namespace that goes away meanwhile is skipped.
  */
-import { Handle } from "../netlink/index.ts";
-import { NetNS } from "../netns/index.ts";
+import { Handle } from "../netlink/handle.ts";
+import { NetNS } from "../netns/netns.ts";
 import { readDir, readTextFile, stat } from "../sys/file.ts";
 
 /** Mount points of network namespace files in a mountinfo text (octal escapes decoded). */

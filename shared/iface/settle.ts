@@ -7,7 +7,7 @@
  * Synchronous: sleeps with Atomics.wait (no timers), so it can run with a handle in any netns.
  */
 import { InternalError } from "../cni/errors.ts";
-import type { Handle } from "../netlink/index.ts";
+import type { Handle } from "../netlink/handle.ts";
 import { IFA_F_DADFAILED, IFA_F_TENTATIVE } from "../netlink/constants/if-addr.ts";
 import { IF_OPER_UP } from "../netlink/constants/if-link.ts";
 

@@ -12,7 +12,7 @@ import { PluginUnavailableLimitedError } from "../cni/errors.ts";
 import { delegateToIpam } from "../cni/ipam-delegation.ts";
 import type { CmdArgs } from "../cni/types.ts";
 import { messageOf } from "../error/annotate.ts";
-import { Handle } from "../netlink/index.ts";
+import { Handle } from "../netlink/handle.ts";
 import { lookupMaster } from "./container-link.ts";
 
 /** What an interface plugin's STATUS looks at. */

@@ -10,8 +10,10 @@
  */
 import { InternalError } from "../cni/errors.ts";
 import { annotate, annotateError } from "../error/annotate.ts";
-import { Handle, isExists, type Link } from "../netlink/index.ts";
-import type { NetNS } from "../netns/index.ts";
+import { Handle } from "../netlink/handle.ts";
+import { isExists } from "../netlink/errors.ts";
+import type { Link } from "../netlink/link.ts";
+import type { NetNS } from "../netns/netns.ts";
 import { setSysctlsQuietly } from "./container-link.ts";
 import { randomVethName } from "./link-names.ts";
 

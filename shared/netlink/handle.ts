@@ -17,7 +17,8 @@
  * text), {@link LinkNotFoundError}; test them with `isNotFound` / `isExists`, never by message.
  */
 
-import { withNetNS, type NetNS } from "../netns/index.ts";
+import { withNetNS } from "../netns/enter.ts";
+import type { NetNS } from "../netns/netns.ts";
 import { addrAdd, addrDel, addrList, addrReplace, type Addr, type AddrFilter, type AddrSpec } from "./addr.ts";
 import { bridgeVlanAdd, bridgeVlanDel, bridgeVlanList, type BridgeVlanEntry, type BridgeVlanSpec } from "./bridge-vlan.ts";
 import { linkByIndex, linkByName, linkFind, linkList, type Link } from "./link.ts";

@@ -6,8 +6,9 @@
  */
 import { O_RDWR } from "../sys/constants.ts";
 import { open } from "../sys/file.ts";
-import { libc } from "../sys/index.ts";
-import { withNetNS, type NetNS } from "../netns/index.ts";
+import * as libc from "../sys/libc.ts";
+import { withNetNS } from "../netns/enter.ts";
+import type { NetNS } from "../netns/netns.ts";
 import {
   IFF_MULTI_QUEUE,
   IFF_NO_PI,

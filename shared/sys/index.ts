@@ -1,6 +1,20 @@
-/** The libc layer: syscalls, errno, owned fds and file locks. The only bun:ffi user. */
+/**
+ * The public face of shared/sys/, the libc layer: syscalls, errno, owned fds and file locks. The
+ * only bun:ffi user. Every file not re-exported here is private to the package; other packages import the modules named here, never this file (build/lint-layers.ts).
+ */
 export * from "./errno.ts";
 export { SyscallError, hasErrno } from "./errors.ts";
 export { OwnedFd } from "./fd.ts";
 export { FileLock } from "./flock.ts";
 export * as libc from "./libc.ts";
+export { AF_BRIDGE, AF_INET, AF_INET6, AF_NETLINK, AF_UNSPEC, CLONE_NEWNET, MSG_DONTWAIT, MSG_PEEK, MSG_TRUNC, NSFS_MAGIC, O_APPEND, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_RDWR, O_WRONLY, PROC_SUPER_MAGIC, SO_BINDTODEVICE, SO_BROADCAST, SO_RCVTIMEO, SO_REUSEADDR, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK, SOCK_RAW, SOL_SOCKET } from "./constants.ts";
+export { lockFd } from "./fd-lock.ts";
+export type { LockWaiter } from "./fd-lock.ts";
+export { absolutePath, createFresh, exists, fstat, joinPath, link, lstatAtIfExists, lstatIfExists, mkdirAll, open, readAll, readDir, readLinkText, readProcText, readTextFile, replaceFile, rmdir, stat, statIfExists, statWithMount, unlink, unlinkIfExists, utimes, writeAll, writeFile } from "./file.ts";
+export type { DirEntry, FileStat } from "./file.ts";
+export { bind, close, getsockname, recvfrom, sendto, setns, setsockopt, setsockoptInt, socket, statfs, unshare } from "./libc.ts";
+export { PathError } from "./path-error.ts";
+export { mark, phasesReport, spanEnd, spanStart } from "./phases.ts";
+export { blockSignals, chdirThread, CLONE_FS, dupAbove, execve, ignoreSignal, keepAcrossExec, listenUnix, peerCredentials, setUmask } from "./process.ts";
+export type { PeerCredentials } from "./process.ts";
+export { listenPrivately, SocketPathError } from "./socket-file.ts";

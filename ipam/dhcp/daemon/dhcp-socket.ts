@@ -7,8 +7,11 @@
  * Receiving never blocks the event loop: {@link DhcpSocket.receive} polls with MSG_DONTWAIT and
  * sleeps between polls, so many leases progress concurrently on the daemon's one thread.
  */
-import { NetNS, withNetNS } from "../../../shared/netns/index.ts";
-import { EAGAIN, SyscallError, libc } from "../../../shared/sys/index.ts";
+import { NetNS } from "../../../shared/netns/netns.ts";
+import { withNetNS } from "../../../shared/netns/enter.ts";
+import { EAGAIN } from "../../../shared/sys/errno.ts";
+import { SyscallError } from "../../../shared/sys/errors.ts";
+import * as libc from "../../../shared/sys/libc.ts";
 import {
   AF_INET,
   AF_INET6,

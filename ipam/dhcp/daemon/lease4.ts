@@ -6,7 +6,7 @@
  * lease.ts's. With `applyMtu`, option 26 is set on the interface at binding and each renewal.
  */
 import type { Result } from "../../../shared/cni/types.ts";
-import { NetNS } from "../../../shared/netns/index.ts";
+import { NetNS } from "../../../shared/netns/netns.ts";
 import { loadDhcpConfig } from "../config.ts";
 import { mtuFromAck, resultFromAck } from "../lease-result.ts";
 import { BROADCAST_IP, OPT_LEASE_TIME, OPT_REBINDING_TIME, OPT_RENEWAL_TIME, decodeMessage, encodeMessage, optionUint32, type DhcpMessage } from "../packet.ts";

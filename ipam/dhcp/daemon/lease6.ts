@@ -6,7 +6,7 @@
  * (RFC 8415 §21.4). The maintenance loop is lease.ts's; identities and exchanges client6.ts's.
  */
 import type { Result } from "../../../shared/cni/types.ts";
-import { NetNS } from "../../../shared/netns/index.ts";
+import { NetNS } from "../../../shared/netns/netns.ts";
 import { loadDhcpConfig } from "../config.ts";
 import { INFINITY, decodeMessage6, dns6, encodeMessage6, findIaNa, type Dhcp6Message } from "../packet6.ts";
 import { abortableRetries, withRetries } from "./client.ts";

@@ -5,9 +5,9 @@
  */
 import { messageOf } from "../../../shared/cni/errors.ts";
 import { goQuote } from "../../../shared/cni/go-quote.ts";
-import { Handle } from "../../../shared/netlink/index.ts";
+import { Handle } from "../../../shared/netlink/handle.ts";
 import { IFF_UP, IF_OPER_UNKNOWN, IF_OPER_UP } from "../../../shared/netlink/constants/if-link.ts";
-import { NetNS } from "../../../shared/netns/index.ts";
+import { NetNS } from "../../../shared/netns/netns.ts";
 
 /** RT_SCOPE_LINK from <linux/rtnetlink.h>. */
 const RT_SCOPE_LINK = 253;

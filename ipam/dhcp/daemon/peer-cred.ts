@@ -4,7 +4,7 @@
  * loosens its mode, passes a socket by activation, or shares it into a container.
  */
 import type { Socket } from "node:net";
-import { libc } from "../../../shared/sys/index.ts";
+import * as libc from "../../../shared/sys/libc.ts";
 import { SOL_SOCKET } from "../../../shared/sys/constants.ts";
 
 // <asm-generic/socket.h>
