@@ -22,7 +22,7 @@ import { CNITOOL, run, show, toolMissing } from "./lib/tools.ts";
 
 const NAMES = pluginNames();
 /** The systemd units in build/, shipped in the tarball's systemd/. */
-const UNITS = readdirSync(join(REPO_ROOT, "build")).filter((f) => /\.(service|socket)$/.test(f));
+const UNITS = readdirSync(join(REPO_ROOT, "deploy", "systemd")).filter((f) => /\.(service|socket)$/.test(f));
 const HOST_PORT = 38490;
 let tarball: string | undefined;
 
