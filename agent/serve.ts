@@ -14,6 +14,7 @@
  * too, on its own socket.
  */
 import type { Socket } from "bun";
+import { dhcpDaemon } from "../registry/registry.ts";
 import { pluginNameOf } from "../registry/run.ts";
 import { buildId } from "../registry/version.ts";
 import { writeAllSync } from "../shared/cni/stdio.ts";
@@ -75,7 +76,7 @@ function rssMiB(): number {
 
 /** Where the dhcp daemon's socket is, from its flags (`-hostprefix` + `-socketpath`). */
 async function dhcpSocketPath(dhcpArgs: readonly string[]): Promise<string> {
-  const { parseDaemonFlags } = await import("../ipam/dhcp/daemon/flags.ts");
+  const { parseDaemonFlags } = await dhcpDaemon.flags();
   const f = parseDaemonFlags(dhcpArgs);
   return f.hostPrefix + f.socketPath;
 }
@@ -183,7 +184,7 @@ export class Agent {
   }
 
   async #startDhcp(l: Listener, args: string[]): Promise<void> {
-    const { runDhcpDaemon } = await import("../ipam/dhcp/daemon/main.ts");
+    const { runDhcpDaemon } = await dhcpDaemon.load();
     let stop: (reason: string) => void = () => {};
     const stopped = new Promise<string>((resolve) => {
       stop = resolve;

@@ -12,7 +12,7 @@
  * for that plugin.
  */
 import { mark, phasesReport } from "../shared/sys/phases.ts";
-import { pluginEntry, pluginNames } from "../registry/registry.ts";
+import { dhcpDaemon, pluginEntry, pluginNames } from "../registry/registry.ts";
 import { runPluginCall } from "../registry/run.ts";
 import { buildVersion } from "../registry/version.ts";
 
@@ -75,7 +75,7 @@ async function dispatch(argv0Name: string): Promise<number> {
   switch (route.kind) {
     case "dhcp-daemon": {
       // `dhcp daemon [flags]`: the long-running lease daemon (ipam/dhcp/daemon), as upstream.
-      const daemon = require("../ipam/dhcp/daemon/main.ts") as typeof import("../ipam/dhcp/daemon/main.ts");
+      const daemon = await dhcpDaemon.load();
       return daemon.runDhcpDaemon(route.args, process.env);
     }
     case "serve": {

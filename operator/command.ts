@@ -13,7 +13,8 @@ import { parseFlags, USAGE, UsageError, type OperatorFlags } from "./flags.ts";
 import { runGc, type GcAttachment, type GcCall } from "./gc-run.ts";
 import { judge, systemNamespaceView, type NamespaceView, type Verdict } from "./liveness.ts";
 import { loadNetworks, type NetworkList } from "./networks.ts";
-import { readNetworkState, systemReaders, type Holding, type SourceReaders } from "./sources.ts";
+import type { Holding } from "../shared/node-state/network-state.ts";
+import { readNetworkState, systemReaders, type SourceReaders } from "./sources.ts";
 
 export interface AttachmentReport extends Verdict {
   containerID: string;

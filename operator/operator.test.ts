@@ -9,7 +9,8 @@ import { parseFlags, parseValidFile, UsageError, type OperatorFlags } from "./fl
 import { gcConfig } from "./gc-run.ts";
 import { judge, type NamespaceView } from "./liveness.ts";
 import { loadNetworks, parseNetworkFile } from "./networks.ts";
-import { NetworkState, readNetworkState, type SeenAttachment, type SourceReaders } from "./sources.ts";
+import { NetworkState, type SeenAttachment } from "../shared/node-state/network-state.ts";
+import { readNetworkState, type SourceReaders } from "./sources.ts";
 
 function tmp(): string {
   return mkdtempSync(join(tmpdir(), "cni-operator-test-"));

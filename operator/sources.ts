@@ -26,8 +26,6 @@ import { ipamOf, type PluginOwnership, type StatePhase } from "../shared/node-st
 import { CacheEntryError, parseCacheEntry, resultAddresses, RESULTS_SUBDIR, type CacheEntry } from "./cache-entry.ts";
 import type { NetworkList } from "./networks.ts";
 
-export { NetworkState, type Holding, type SeenAttachment } from "../shared/node-state/network-state.ts";
-
 /** Reads the environment touches: injectable for tests. */
 export interface SourceReaders extends HostReaders {
   /** `iptables-save -t <table>` text of one family, or undefined without iptables. */

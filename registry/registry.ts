@@ -111,6 +111,15 @@ export const PLUGINS: Readonly<Record<string, PluginEntry>> = {
   },
 };
 
+/**
+ * The dhcp plugin's lease daemon, which `dhcp daemon` (cli/dispatch.ts) and the agent's `--dhcp`
+ * host: its entry and its flags, loaded only by them.
+ */
+export const dhcpDaemon = {
+  load: () => import("../ipam/dhcp/daemon/main.ts"),
+  flags: () => import("../ipam/dhcp/daemon/flags.ts"),
+};
+
 /** Names of every plugin in this build, sorted. */
 export function pluginNames(): string[] {
   return Object.keys(PLUGINS).sort();
@@ -121,10 +130,17 @@ export function pluginEntry(name: string): PluginEntry | undefined {
   return Object.hasOwn(PLUGINS, name) ? PLUGINS[name] : undefined;
 }
 
+/** The descriptions, loaded once: they are constants of the build (no call's state). */
+let ownerships: Promise<ReadonlyMap<string, PluginOwnership>> | undefined;
+
 /** What each plugin of this build that owns something beyond a call owns, by CNI type. */
-export async function pluginOwnerships(): Promise<Map<string, PluginOwnership>> {
-  const owners = Object.entries(PLUGINS).filter(([, e]) => e.owns !== undefined);
-  return new Map(await Promise.all(owners.map(async ([name, e]) => [name, await e.owns!()] as const)));
+export function pluginOwnerships(): Promise<ReadonlyMap<string, PluginOwnership>> {
+  ownerships ??= Promise.all(
+    Object.entries(PLUGINS)
+      .filter(([, e]) => e.owns !== undefined)
+      .map(async ([name, e]) => [name, await e.owns!()] as const),
+  ).then((pairs) => new Map(pairs));
+  return ownerships;
 }
 
 /** The spec for a CNI type, or undefined when this build does not contain it. */

@@ -3,12 +3,12 @@
  * masquerade rules of `ipMasq` and the spoof-check rules of `macspoofchk`, which
  * `cni-plugins reload` puts back (reload.ts).
  */
-import { MASQ_TABLE } from "../../shared/firewall/ipmasq-nftables.ts";
+import { MASQUERADE_TABLES } from "../../shared/firewall/ipmasq-steps.ts";
 import type { PluginOwnership } from "../../shared/node-state/ownership.ts";
 import { bridgeFirewallParts } from "./reload.ts";
 import { SPOOFCHECK_TABLE } from "./spoofcheck.ts";
 
 export const bridgeOwnership: PluginOwnership = {
   firewallParts: bridgeFirewallParts,
-  nftTables: ["ip nat", "ip6 nat", `inet ${MASQ_TABLE}`, `bridge ${SPOOFCHECK_TABLE}`],
+  nftTables: [...MASQUERADE_TABLES, `bridge ${SPOOFCHECK_TABLE}`],
 };

@@ -10,8 +10,7 @@ export type { BackendName, FirewallDrivers, FirewallFeature, FirewallPluginDeps 
 export { cachingDrivers } from "./caching-drivers.ts";
 export type { CachingDrivers } from "./caching-drivers.ts";
 export { findExecutable, runCommand } from "./exec.ts";
-export { MASQ_TABLE } from "./ipmasq-nftables.ts";
-export { checkMasquerade, collectMasquerade, masqBackendOf, MASQUERADE_STEP, masqueradeTeardownStep, setupMasquerade } from "./ipmasq-steps.ts";
+export { checkMasquerade, collectMasquerade, masqBackendOf, MASQUERADE_STEP, MASQUERADE_TABLES, masqueradeTeardownStep, setupMasquerade } from "./ipmasq-steps.ts";
 export { ipMasqPart } from "./ipmasq.ts";
 export type { MasqBackendName } from "./ipmasq.ts";
 export type { IptablesPlan, IptRule } from "./iptables/chain.ts";

@@ -15,6 +15,14 @@ import type { CmdArgs, IPConfig } from "../cni/types.ts";
 import type { TeardownStep, Undo } from "../undo/teardown.ts";
 import type { FirewallDrivers } from "./backend.ts";
 import { checkIPMasq, gcIPMasq, parseMasqBackend, setupIPMasq, teardownIPMasq, type MasqBackendName } from "./ipmasq.ts";
+import { MASQ_TABLE } from "./ipmasq-nftables.ts";
+
+/**
+ * The nf_tables tables the masquerade rules are written to (`<family> <table>`): iptables-nft's
+ * `nat` of each family, and the nftables backend's own table. A plugin offering ipMasq names them
+ * among the tables it writes (its owns.ts).
+ */
+export const MASQUERADE_TABLES: readonly string[] = ["ip nat", "ip6 nat", `inet ${MASQ_TABLE}`];
 
 /** Name of the teardown step that removes the masquerade rules. */
 export const MASQUERADE_STEP = "masquerade rules";
