@@ -15,6 +15,7 @@ import { RELEASE_DELAY_MS } from "./deferred-close.ts";
 import { parseServeFlags } from "./flags.ts";
 import { createListener } from "./listeners.ts";
 import { encodeFrame, Frame, MAX_PAYLOAD } from "./protocol.ts";
+import { pluginNameOf } from "../registry/registry.ts";
 import { Agent } from "./serve.ts";
 
 const BUILD = "test-build";
@@ -24,7 +25,7 @@ async function startAgent(dir: string, extra: string[] = []): Promise<{ agent: A
   const path = join(dir, "agent.sock");
   const flags = parseServeFlags(["--socket", path, "--min-workers", "2", "--max-workers", "8", ...extra]);
   const listener = await createListener("agent", path, (l) => logLines.push(l));
-  const agent = new Agent(flags, {}, [listener], {
+  const agent = new Agent(flags, {}, [listener], pluginNameOf, {
     buildId: BUILD,
     spawnWorker: () => new Worker(new URL("./testing.ts", import.meta.url).href),
     log: (l) => logLines.push(l),

@@ -1,7 +1,6 @@
 /** agent/peer.ts: whom the agent serves, judged on /proc contents made up here (and once on its own). */
 import { describe, expect, test } from "bun:test";
-import { EACCES, EINVAL } from "../shared/sys/errno.ts";
-import { SyscallError } from "../shared/sys/errors.ts";
+import { EACCES, EINVAL, SyscallError } from "../shared/sys/errno.ts";
 import type { PeerCredentials } from "../shared/sys/process.ts";
 import { agentSelf, parsePrivilege, refusalFor, type Identity, type ProcFacts } from "./peer.ts";
 

@@ -22,8 +22,7 @@
  * of seccomp filters (so a caller under any filter is refused). A refusal is always safe: the shim
  * then runs the standalone executable, with exactly the caller's own privilege.
  */
-import { EINVAL, errnoName } from "../shared/sys/errno.ts";
-import { SyscallError } from "../shared/sys/errors.ts";
+import { EINVAL, errnoName, SyscallError } from "../shared/sys/errno.ts";
 import { readDir, readLinkText, readProcText, statWithMount } from "../shared/sys/file.ts";
 import { peerCredentials, type PeerCredentials } from "../shared/sys/process.ts";
 import { descendsFrom, lineageOf, type AgentLineage, type Lineage } from "./ancestry.ts";

@@ -29,7 +29,7 @@ import type { FromWorker, StdinError, ToWorker } from "./messages.ts";
 /** One call, as the pool sees it: its inputs, how it is answered, and where its stdin comes from. */
 export interface Job {
   argv: string[];
-  /** The plugin the call runs (registry/run.ts `pluginNameOf` of `argv`, worked out once by the agent). */
+  /** The plugin the call runs (registry/registry.ts `pluginNameOf` of `argv`, worked out once by the agent). */
   plugin: string;
   env: Record<string, string>;
   pid: number;

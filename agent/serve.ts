@@ -14,8 +14,7 @@
  * too, on its own socket.
  */
 import type { Socket } from "bun";
-import { dhcpDaemon } from "../registry/registry.ts";
-import { pluginNameOf } from "../registry/run.ts";
+import { dhcpDaemon } from "../registry/dhcp-daemon.ts";
 import { buildId } from "../registry/version.ts";
 import { writeAllSync } from "../shared/cni/stdio.ts";
 import { readTextFile } from "../shared/sys/file.ts";
@@ -94,6 +93,12 @@ function attachmentOf(env: Record<string, string>): string | undefined {
 
 type State = "serving" | "restarting" | "stopping";
 
+/**
+ * The plugin of this build a request's argv runs, or undefined when it is not a plugin call
+ * (registry/registry.ts `pluginNameOf`, which cli/dispatch.ts passes).
+ */
+export type PluginNameOf = (argv: readonly string[]) => string | undefined;
+
 /** What tests may replace; the command uses the defaults. */
 export interface AgentOptions {
   /** The build whose shims are served (default: this build's). */
@@ -109,6 +114,7 @@ export class Agent {
   readonly #env: Env;
   readonly #self: Self;
   readonly #build: string;
+  readonly #pluginNameOf: PluginNameOf;
   readonly #log: (line: string) => void;
   readonly #listeners: Listener[];
   readonly #pool: WorkerPool;
@@ -121,8 +127,9 @@ export class Agent {
   #ended: (how: { restart: boolean; reason: string }) => void = () => {};
   readonly ended: Promise<{ restart: boolean; reason: string }>;
 
-  constructor(flags: ServeFlags, env: Env, listeners: Listener[], opts: AgentOptions = {}) {
+  constructor(flags: ServeFlags, env: Env, listeners: Listener[], pluginNameOf: PluginNameOf, opts: AgentOptions = {}) {
     this.#flags = flags;
+    this.#pluginNameOf = pluginNameOf;
     this.#env = env;
     this.#listeners = listeners;
     this.#build = opts.buildId ?? buildId();
@@ -210,7 +217,7 @@ export class Agent {
     if (request.protocol !== PROTOCOL_VERSION) return refuse(`protocol ${request.protocol}, the agent speaks ${PROTOCOL_VERSION}`);
     if (request.buildId !== this.#build || this.#build === "") return refuse(`shim of build ${request.buildId}, the agent is ${this.#build || "unknown"}`);
     const argv0 = request.argv[0] ?? "";
-    const plugin = pluginNameOf(request.argv);
+    const plugin = this.#pluginNameOf(request.argv);
     if (plugin === undefined) return refuse(`not a plugin call: ${argv0}`);
     const why = refusalFor(fd, request.pid, this.#self);
     if (why !== "") return refuse(why);
@@ -347,7 +354,7 @@ function handleSignals(handle: (restart: boolean, reason: string) => void): void
 }
 
 /** `cni-plugins serve [flags]`; resolves with the exit status (never returns after a restart). */
-export async function runServeCommand(args: readonly string[], env: Env): Promise<number> {
+export async function runServeCommand(args: readonly string[], env: Env, pluginNameOf: PluginNameOf): Promise<number> {
   let flags: ServeFlags;
   try {
     flags = parseServeFlags(args);
@@ -394,7 +401,7 @@ export async function runServeCommand(args: readonly string[], env: Env): Promis
     for (const l of listeners) removeSocketFile(l);
     return 1;
   }
-  agent = new Agent(flags, env, listeners);
+  agent = new Agent(flags, env, listeners, pluginNameOf);
   agent.start();
   if (early !== undefined) void agent.end(...early);
   const how = await agent.ended;

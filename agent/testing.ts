@@ -14,7 +14,7 @@
  */
 import { serveCalls } from "./worker-loop.ts";
 import { NETLINK_NETFILTER } from "../shared/netlink/constants/nfnetlink.ts";
-import { NetlinkSocket } from "../shared/netlink/socket.ts";
+import { openNetlinkSocket } from "../shared/netlink/kernel-transport.ts";
 import { getcwd } from "../shared/sys/libc.ts";
 import { setUmask } from "../shared/sys/process.ts";
 
@@ -63,7 +63,7 @@ serveCalls(
         process.exit(3);
         return never;
       case "netfilter": {
-        const sock = NetlinkSocket.open(NETLINK_NETFILTER);
+        const sock = openNetlinkSocket(NETLINK_NETFILTER);
         io.stdout(String(sock.fd));
         sock.close();
         return 0;

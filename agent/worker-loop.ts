@@ -14,9 +14,9 @@
  * are closed after the call, not in it (deferred-close.ts).
  */
 import { toErrorJson } from "../shared/cni/errors.ts";
-import type { PluginIO } from "../shared/cni/skel.ts";
+import type { PluginIO } from "../shared/cni/types.ts";
 import { formatError } from "../shared/cni/skel.ts";
-import { SyscallError } from "../shared/sys/errors.ts";
+import { SyscallError } from "../shared/sys/errno.ts";
 import { unshare } from "../shared/sys/libc.ts";
 import { CLONE_FS, chdirThread, setUmask } from "../shared/sys/process.ts";
 import { deferNetfilterCloses } from "./deferred-close.ts";

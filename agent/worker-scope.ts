@@ -13,7 +13,8 @@
  * - While in either, the call counts as waiting (the WAITING and WAIT_SINCE cells), which
  *   admission reads.
  */
-import { CallEndedError, type CallScope } from "../shared/cni/call-scope.ts";
+import { CallEndedError } from "../shared/cni/call-scope.ts";
+import type { CallScope } from "../shared/cni/types.ts";
 import { END, WAIT_SINCE, WAITING, bump, clockMs, endReasonText } from "./call-cells.ts";
 
 export interface WorkerCallScope extends CallScope {

@@ -25,7 +25,14 @@
  *   file of the package is private to it (tests exempt). The public module is imported itself, never
  *   the index: through a barrel, a call would load the whole package (measured: a standalone
  *   loopback ADD 6-7 ms slower);
- * - test support modules (`testing.ts`) are imported only by tests.
+ * - test support modules (`testing.ts`) are imported only by tests;
+ * - no file imports itself through others (no import cycle), and no import chain is longer than
+ *   MAX_IMPORT_CHAIN files (tests exempt for both): counted over every kind of
+ *   import (static, dynamic, `require`, type-only), from any file of the folders above down to a
+ *   file that imports nothing of the tree. A deep chain is a house whose floors each know the one
+ *   below only through the next; the way down is a type in a leaf module (shared/cni/types.ts,
+ *   shared/cni/result/wire.ts), a dependency passed in instead of imported (the registry's plugins
+ *   into agent/ and operator/), or a module split by what its importers need.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -71,6 +78,11 @@ const UPPER_FOLDERS: Readonly<Record<string, readonly string[]>> = {
   registry: ["plugins", "ipam", "meta", "shared"],
 };
 const problems: string[] = [];
+
+/** The longest import chain allowed, in files (see the header). */
+const MAX_IMPORT_CHAIN = 15;
+/** Every non-test file's imports of the tree, for the chain rule. */
+const importGraph = new Map<string, string[]>();
 
 /** Node modules that plugin processes load only on demand (`require` inside the function that needs it). */
 const LAZY_NODE_MODULES = /^node:(fs|path|child_process)$/;
@@ -162,6 +174,8 @@ for (const top of ["plugins", "ipam", "meta", "shared", "agent", "registry", "cl
     // Test support modules (`testing.ts`) may spawn helpers; only tests may import them.
     const isTest = rel.endsWith(".test.ts") || rel.endsWith("/testing.ts");
     const text = readFileSync(file, "utf8");
+    const edges: string[] = [];
+    if (!isTest) importGraph.set(rel, edges);
     for (const m of text.matchAll(IMPORT)) {
       const spec = m[1] ?? m[2] ?? m[3] ?? "";
       if (spec === "bun:ffi" && !rel.startsWith("shared/sys/")) problems.push(`${rel}: imports bun:ffi outside shared/sys`);
@@ -173,6 +187,7 @@ for (const top of ["plugins", "ipam", "meta", "shared", "agent", "registry", "cl
       if (!spec.startsWith(".")) continue;
       if (!isTest && /(^|\/)testing\.ts$/.test(spec)) problems.push(`${rel}: imports test support ${spec}`);
       const target = relative(root, resolve(dirname(file), spec));
+      edges.push(target);
       const targetTop = target.split("/")[0]!;
       if (top === "shared" && ["plugins", "ipam", "meta", "build"].includes(targetTop)) {
         problems.push(`${rel}: shared/ must not import ${target}`);
@@ -235,9 +250,43 @@ for (const top of ["plugins", "ipam", "meta", "shared", "agent", "registry", "cl
   }
 }
 
+/**
+ * The longest chain of imports starting at `file`. `path`: the files above it on the way here; an
+ * import of one of them closes a cycle, which is reported (a chain's length means nothing then).
+ */
+const longestChains = new Map<string, readonly string[]>();
+function longestChain(file: string, path: string[]): readonly string[] {
+  const known = longestChains.get(file);
+  if (known !== undefined) return known;
+  path.push(file);
+  let below: readonly string[] = [];
+  for (const next of importGraph.get(file) ?? []) {
+    if (!importGraph.has(next)) continue;
+    const closes = path.indexOf(next);
+    if (closes >= 0) {
+      problems.push(`import cycle: ${[...path.slice(closes), next].join(" → ")}`);
+      continue;
+    }
+    const chain = longestChain(next, path);
+    if (chain.length > below.length) below = chain;
+  }
+  path.pop();
+  const chain = [file, ...below];
+  longestChains.set(file, chain);
+  return chain;
+}
+let deepest: readonly string[] = [];
+for (const file of importGraph.keys()) {
+  const chain = longestChain(file, []);
+  if (chain.length > deepest.length) deepest = chain;
+}
+if (deepest.length > MAX_IMPORT_CHAIN) {
+  problems.push(`import chain of ${deepest.length} files (at most ${MAX_IMPORT_CHAIN}): ${deepest.join(" → ")}`);
+}
+
 if (problems.length > 0) {
   for (const p of problems) console.error(p);
   console.error(`lint-layers: ${problems.length} problem(s)`);
   process.exit(1);
 }
-console.error("lint-layers: ok");
+console.error(`lint-layers: ok (deepest import chain: ${deepest.length} files)`);

@@ -3,7 +3,7 @@
  * it routes on the name the process was invoked by (the plugins; `cni-plugins` with `install`,
  * `inspect`, `gc`, `reload`, `serve` or nothing; `dhcp daemon`) and runs the call.
  *
- * A plugin call runs through registry/run.ts `runPluginCall`, the same function the resident agent
+ * A plugin call runs through registry/registry.ts `runPluginCall`, the same function the resident agent
  * (agent/, `cni-plugins serve`) runs its requests through; the agent serves only plugin calls
  * (everything else falls back to this executable).
  *
@@ -12,8 +12,8 @@
  * for that plugin.
  */
 import { mark, phasesReport } from "../shared/sys/phases.ts";
-import { dhcpDaemon, pluginEntry, pluginNames } from "../registry/registry.ts";
-import { runPluginCall } from "../registry/run.ts";
+import { dhcpDaemon } from "../registry/dhcp-daemon.ts";
+import { pluginEntry, pluginNameOf, pluginNames, pluginOwnerships, runPluginCall } from "../registry/registry.ts";
 import { buildVersion } from "../registry/version.ts";
 
 /** stdin/stdout (through libc), loaded when needed. */
@@ -81,7 +81,7 @@ async function dispatch(argv0Name: string): Promise<number> {
     case "serve": {
       // `cni-plugins serve`: the resident agent (agent/, docs/resident.md).
       const agent = await import("../agent/serve.ts");
-      return agent.runServeCommand(route.args, process.env);
+      return agent.runServeCommand(route.args, process.env, pluginNameOf);
     }
     default:
   }
@@ -108,7 +108,7 @@ async function dispatch(argv0Name: string): Promise<number> {
     case "operator": {
       // `cni-plugins inspect|gc`: the operator's view of stale attachments (operator/, docs/operator.md).
       const operator = await import("../operator/command.ts");
-      return operator.runOperatorCommand(route.verb, route.args, out, err);
+      return operator.runOperatorCommand(route.verb, route.args, await pluginOwnerships(), out, err);
     }
     case "reload": {
       // `cni-plugins reload [--dry-run|--watch]`: firewall state put back after flushes (operator/reload, docs/operator.md).
@@ -118,6 +118,7 @@ async function dispatch(argv0Name: string): Promise<number> {
         stderr: err,
         env: process.env,
         plugins: pluginNames(),
+        owners: await pluginOwnerships(),
         onStop: (fn) => {
           process.once("SIGTERM", fn);
           process.once("SIGINT", fn);

@@ -14,6 +14,7 @@ import { runGc, type GcAttachment, type GcCall } from "./gc-run.ts";
 import { judge, systemNamespaceView, type NamespaceView, type Verdict } from "./liveness.ts";
 import { loadNetworks, type NetworkList } from "./networks.ts";
 import type { Holding } from "../shared/node-state/network-state.ts";
+import type { PluginOwnership } from "../shared/node-state/ownership.ts";
 import { readNetworkState, systemReaders, type SourceReaders } from "./sources.ts";
 
 export interface AttachmentReport extends Verdict {
@@ -45,14 +46,14 @@ export interface OperatorReport {
 
 export interface OperatorEnv {
   readers: SourceReaders;
+  /** What each plugin of this build owns beyond a call (the registry's descriptions), by CNI type. */
+  owners: ReadonlyMap<string, PluginOwnership>;
   view: () => NamespaceView;
   gc: typeof runGc;
 }
 
-const systemEnv: OperatorEnv = { readers: systemReaders, view: systemNamespaceView, gc: runGc };
-
 async function inspectNetwork(net: NetworkList, flags: OperatorFlags, env: OperatorEnv, view: NamespaceView): Promise<NetworkReport> {
-  const st = await readNetworkState(net, flags.cacheDir, env.readers);
+  const st = await readNetworkState(net, flags.cacheDir, env.readers, env.owners);
   const attachments = [...st.attachments.values()]
     .map((a) => ({ containerID: a.containerID, ifName: a.ifName, holdings: a.holdings, ...judge(a, flags.valid, view) }))
     .sort((x, y) => x.containerID.localeCompare(y.containerID) || x.ifName.localeCompare(y.ifName));
@@ -69,7 +70,7 @@ export function validAttachments(report: NetworkReport, flags: OperatorFlags): G
 }
 
 /** Runs the command; returns the report and the exit status. */
-export async function operate(verb: "inspect" | "gc", flags: OperatorFlags, env: OperatorEnv = systemEnv): Promise<{ report: OperatorReport; status: number }> {
+export async function operate(verb: "inspect" | "gc", flags: OperatorFlags, env: OperatorEnv): Promise<{ report: OperatorReport; status: number }> {
   const loaded = loadNetworks(flags.confDir);
   const problems = [...loaded.problems];
   let networks = loaded.networks;
@@ -133,8 +134,14 @@ export function formatReport(r: OperatorReport): string {
   return out;
 }
 
-/** `cni-plugins inspect|gc ARGS`: parses, runs, prints. */
-export async function runOperatorCommand(verb: "inspect" | "gc", argv: readonly string[], stdout: (t: string) => void, stderr: (t: string) => void): Promise<number> {
+/** `cni-plugins inspect|gc ARGS`: parses, runs, prints. `owners`: what the plugins of this build own (the registry's). */
+export async function runOperatorCommand(
+  verb: "inspect" | "gc",
+  argv: readonly string[],
+  owners: ReadonlyMap<string, PluginOwnership>,
+  stdout: (t: string) => void,
+  stderr: (t: string) => void,
+): Promise<number> {
   let flags: OperatorFlags;
   try {
     flags = parseFlags(verb, argv, (p) => readFileSync(p === "-" ? 0 : p, "utf8"), dirname(process.execPath));
@@ -144,7 +151,7 @@ export async function runOperatorCommand(verb: "inspect" | "gc", argv: readonly 
     stderr(USAGE);
     return err.message === "" ? 0 : 2;
   }
-  const { report, status } = await operate(verb, flags);
+  const { report, status } = await operate(verb, flags, { readers: systemReaders, owners, view: systemNamespaceView, gc: runGc });
   stdout(flags.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
   return status;
 }

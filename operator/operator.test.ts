@@ -11,6 +11,10 @@ import { judge, type NamespaceView } from "./liveness.ts";
 import { loadNetworks, parseNetworkFile } from "./networks.ts";
 import { NetworkState, type SeenAttachment } from "../shared/node-state/network-state.ts";
 import { readNetworkState, type SourceReaders } from "./sources.ts";
+import { pluginOwnerships } from "../registry/registry.ts";
+
+/** What the plugins of this build own (the registry's descriptions). */
+const OWNERS = await pluginOwnerships();
 
 function tmp(): string {
   return mkdtempSync(join(tmpdir(), "cni-operator-test-"));
@@ -147,7 +151,7 @@ describe("sources", () => {
         links: (kind) => (kind !== "ifb" ? [] : [{ name: upstreamIfbName("n1", "c2"), alias: "cni-bandwidth c2 eth0" }, { name: upstreamIfbName("other", "c2"), alias: "cni-bandwidth c2 eth0" }, { name: "bwp999" }]),
       },
     );
-    const st = await readNetworkState(NET, "/k", r);
+    const st = await readNetworkState(NET, "/k", r, OWNERS);
     const byKey = Object.fromEntries([...st.attachments.values()].map((a) => [`${a.containerID}/${a.ifName}`, a]));
     expect(Object.keys(byKey).sort()).toEqual(["c1/eth0", "c2/eth0"]);
     expect(byKey["c1/eth0"]!.holdings.map((h) => `${h.kind}: ${h.what}`)).toEqual([
@@ -168,7 +172,7 @@ describe("sources", () => {
     expect(st.problems).toEqual([]);
   });
   test("an unreadable source is a problem of the report, not a failure", async () => {
-    const st = await readNetworkState(NET, "/k", fakeReaders({}, { iptablesSave: () => { throw new Error("iptables-save exploded"); } }));
+    const st = await readNetworkState(NET, "/k", fakeReaders({}, { iptablesSave: () => { throw new Error("iptables-save exploded"); } }), OWNERS);
     expect(st.problems.some((p) => p.includes("iptables-save exploded"))).toBe(true);
   });
   test("a plugin's state source runs once per network with every plugin object naming it, as type or IPAM", async () => {
@@ -219,6 +223,7 @@ describe("gc", () => {
     const save = `*nat\n-A POSTROUTING -m comment --comment ${JSON.stringify(formatComment("n1", "nobody-knows"))} -j CNI-x\nCOMMIT\n`;
     const calls: unknown[] = [];
     const env: OperatorEnv = {
+      owners: OWNERS,
       readers: fakeReaders(files, { iptablesSave: (family, table) => (family === 4 && table === "nat" ? save : "") }),
       view: () => view([], { "10.9.0.2": "/proc/9/ns/net" }),
       gc: async (net, valid, bin) => {

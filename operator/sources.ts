@@ -13,9 +13,8 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { pluginOwnerships } from "../registry/registry.ts";
 import { findExecutable, runCommand } from "../shared/firewall/exec.ts";
-import { hostIptablesMode, systemIptables } from "../shared/firewall/iptables/driver.ts";
+import { hostIptablesMode, systemIptables } from "../shared/firewall/iptables/system.ts";
 import { tokenize } from "../shared/firewall/iptables/save-format.ts";
 import { ruleComment } from "../shared/firewall/iptables/rule.ts";
 import { toolsFor } from "../shared/firewall/iptables/variant.ts";
@@ -181,21 +180,20 @@ function readNft(st: NetworkState, r: SourceReaders): void {
 
 /**
  * Everything the node holds for `network`: the runtimes' cache, what each plugin it names keeps
- * (`owners`, from the registry unless given), and the firewall rules that name its attachments.
+ * (`owners`: the registry's descriptions, by CNI type), and the firewall rules that name its attachments.
  */
 export async function readNetworkState(
   network: NetworkList,
   cacheDir: string,
-  r: SourceReaders = systemReaders,
-  owners?: ReadonlyMap<string, PluginOwnership>,
+  r: SourceReaders,
+  owners: ReadonlyMap<string, PluginOwnership>,
 ): Promise<NetworkState> {
-  const known = owners ?? (await pluginOwnerships());
   const st = new NetworkState(network);
   readCache(st, r, cacheDir);
-  await readPluginState(st, r, known, "discover");
+  await readPluginState(st, r, owners, "discover");
   const rules = readIptables(st, r);
   matchAddressRules(st, rules);
   readNft(st, r);
-  await readPluginState(st, r, known, "match");
+  await readPluginState(st, r, owners, "match");
   return st;
 }

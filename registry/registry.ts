@@ -7,10 +7,18 @@
  * imports), keeping start-up small. The versions are repeated here so that VERSION, the most
  * frequent call, is answered without loading any plugin code (registry.test.ts checks that they
  * equal each spec's own list).
+ *
+ * And one plugin call, as a plugin process and a thread of the resident agent both run it
+ * ({@link runPluginCall}): the plugin's spec, then skel's protocol engine with the call's
+ * environment and streams, and this build's plugins for its delegations to run in-process. Nothing
+ * here imports agent/ or cli/: they import this.
  */
-import { ALL_VERSIONS, versionsFrom } from "../shared/cni/version.ts";
+import type { PluginIO } from "../shared/cni/types.ts";
 import type { PluginSpec } from "../shared/cni/types.ts";
+import { ALL_VERSIONS, versionsFrom } from "../shared/cni/version.ts";
 import type { PluginOwnership } from "../shared/node-state/ownership.ts";
+import { mark } from "../shared/sys/phases.ts";
+import { buildVersion } from "./version.ts";
 
 export interface PluginEntry {
   /** The spec versions the plugin accepts: its spec's `versions`. */
@@ -111,15 +119,6 @@ export const PLUGINS: Readonly<Record<string, PluginEntry>> = {
   },
 };
 
-/**
- * The dhcp plugin's lease daemon, which `dhcp daemon` (cli/dispatch.ts) and the agent's `--dhcp`
- * host: its entry and its flags, loaded only by them.
- */
-export const dhcpDaemon = {
-  load: () => import("../ipam/dhcp/daemon/main.ts"),
-  flags: () => import("../ipam/dhcp/daemon/flags.ts"),
-};
-
 /** Names of every plugin in this build, sorted. */
 export function pluginNames(): string[] {
   return Object.keys(PLUGINS).sort();
@@ -146,4 +145,27 @@ export function pluginOwnerships(): Promise<ReadonlyMap<string, PluginOwnership>
 /** The spec for a CNI type, or undefined when this build does not contain it. */
 export function lookupPlugin(name: string): Promise<PluginSpec> | undefined {
   return pluginEntry(name)?.load();
+}
+
+/**
+ * The plugin a process started with `argv` runs: the last component of argv[0] when it names a
+ * plugin of this build (`dhcp daemon` is the lease daemon, not a call), else undefined.
+ */
+export function pluginNameOf(argv: readonly string[]): string | undefined {
+  const argv0 = argv[0] ?? "";
+  const name = argv0.slice(argv0.lastIndexOf("/") + 1);
+  if (name === "dhcp" && argv[1] === "daemon") return undefined;
+  return pluginEntry(name) === undefined ? undefined : name;
+}
+
+/**
+ * Runs one call of the plugin `name` (a plugin of this build) with `io` as its environment and
+ * streams: the process's own, or a request of the resident agent. Returns the exit status.
+ */
+export async function runPluginCall(name: string, io: PluginIO): Promise<number> {
+  const entry = pluginEntry(name);
+  if (entry === undefined) throw new Error(`no plugin ${JSON.stringify(name)} in this build`);
+  const [spec, skel] = await Promise.all([entry.load(), import("../shared/cni/skel.ts")]);
+  mark("plugin loaded");
+  return skel.runPlugin(spec, io, { buildVersion: buildVersion(), plugins: lookupPlugin });
 }

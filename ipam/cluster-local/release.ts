@@ -5,7 +5,7 @@
  * transactions): DEL and GC never release an address someone else holds now, however they race.
  */
 import { TryAgainLaterError } from "../../shared/cni/errors.ts";
-import type { ValidAttachment } from "../../shared/cni/netconf.ts";
+import type { ValidAttachment } from "../../shared/cni/types.ts";
 import { parseIP } from "../../shared/ip/addr.ts";
 import type { EtcdClient } from "./etcd/client.ts";
 import { rangeAt, type KeyValue, type RequestOp } from "./etcd/wire.ts";

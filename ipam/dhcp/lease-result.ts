@@ -6,7 +6,7 @@
  * `dns` from options 6 (nameservers), 15 (domain) and 119 (search list).
  */
 import type { DNS, Result, Route } from "../../shared/cni/types.ts";
-import { maskToPrefix } from "../../shared/ip/ip.ts";
+import { maskToPrefix } from "../../shared/ip/cidr.ts";
 import { RT_SCOPE_LINK } from "../../shared/netlink/constants/rtnetlink.ts";
 import { decodeDomainList } from "./domain-list.ts";
 import {

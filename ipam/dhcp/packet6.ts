@@ -4,7 +4,7 @@
  * uses: Client/Server Identifier, IA_NA with IA Address, Option Request, Elapsed Time, Status Code,
  * Preference, and the DNS options of RFC 3646.
  */
-import { formatIP, ipFromBytes, ipToBytes, parseIP } from "../../shared/ip/ip.ts";
+import { formatIP, ipFromBytes, ipToBytes, parseIP } from "../../shared/ip/addr.ts";
 import { decodeDomainList } from "./domain-list.ts";
 
 /** Message types. */

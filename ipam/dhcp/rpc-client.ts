@@ -3,7 +3,8 @@
  * per plugin run, calls made one after the other on it. Works against our daemon and Go's.
  */
 import { createConnection, type Socket } from "node:net";
-import { throwIfEnded, type CallScope } from "../../shared/cni/call-scope.ts";
+import { throwIfEnded } from "../../shared/cni/call-scope.ts";
+import type { CallScope } from "../../shared/cni/types.ts";
 import { GobDecoder, GobEncoder, type GobType } from "./gob.ts";
 import { RPC_CONNECTED, RPC_PATH, RequestType, asStruct } from "./rpc-protocol.ts";
 

@@ -24,7 +24,8 @@
  * name, so 1.1.1 peers simply skip the ones they lack.
  */
 import type { DNS, IPConfig, Interface, Result, Route } from "../../shared/cni/types.ts";
-import { formatIP, ipFromBytes, ipToBytes, maskBits, maskToPrefix, parseCIDR, parseIP, type IPAddr } from "../../shared/ip/ip.ts";
+import { formatIP, ipFromBytes, ipToBytes, parseIP, type IPAddr } from "../../shared/ip/addr.ts";
+import { maskBits, maskToPrefix, parseCIDR } from "../../shared/ip/cidr.ts";
 import { gob } from "./gob.ts";
 
 export const RPC_PATH = "/_goRPC_";

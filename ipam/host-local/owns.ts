@@ -3,7 +3,7 @@
  * a reservation file per address, `<dataDir>/<network>/<ip>`, whose content is
  * `<containerID>\r\n<ifName>`.
  */
-import { parseIP, formatIP } from "../../shared/ip/ip.ts";
+import { parseIP, formatIP } from "../../shared/ip/addr.ts";
 import { namesIn } from "../../shared/node-state/network-state.ts";
 import { ipamOf, type PluginOwnership } from "../../shared/node-state/ownership.ts";
 import { absolutePath, joinPath } from "../../shared/sys/file.ts";

@@ -14,19 +14,13 @@
 import { decode, t, type Infer } from "../../shared/cni/decode.ts";
 import { CniError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
 import { parseCniArgs } from "../../shared/cni/args.ts";
-import {
-  canonicalCIDR,
-  dnsFromWire,
-  dnsSchema,
-  ipField,
-  routeFromWire,
-  routeSchema,
-  type CanonicalCIDR,
-} from "../../shared/cni/result/index.ts";
+import { dnsFromWire, dnsSchema, ipField, routeFromWire, routeSchema } from "../../shared/cni/result/common.ts";
+import { canonicalCIDR, type CanonicalCIDR } from "../../shared/cni/result/ip-text.ts";
 import type { LoadOptions } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, DNS, Route } from "../../shared/cni/types.ts";
 import { versionGte } from "../../shared/cni/version.ts";
-import { containsIP, formatIP, ipEqual, maskToPrefix, parseIP, type IPAddr } from "../../shared/ip/ip.ts";
+import { formatIP, ipEqual, parseIP, type IPAddr } from "../../shared/ip/addr.ts";
+import { containsIP, maskToPrefix } from "../../shared/ip/cidr.ts";
 
 // ---- wire format (Go field names; keys match case-insensitively, exact case first) ----
 

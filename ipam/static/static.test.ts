@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { CniError } from "../../shared/cni/errors.ts";
-import { formatResult } from "../../shared/cni/result/index.ts";
+import { formatResult } from "../../shared/cni/result/format.ts";
 import type { CmdArgs, Command, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS, versionGte } from "../../shared/cni/version.ts";
 import { staticPlugin } from "./static.ts";

@@ -13,10 +13,11 @@
  */
 import { decode, t } from "../../shared/cni/decode.ts";
 import { CniError, InternalError, InvalidConfigError, messageOf } from "../../shared/cni/errors.ts";
-import { dnsSchema, parsePrevResult, prevResultOf } from "../../shared/cni/result/index.ts";
+import { dnsSchema } from "../../shared/cni/result/common.ts";
+import { parsePrevResult, prevResultOf } from "../../shared/cni/result/prevresult.ts";
 import type { CmdArgs, IPConfig, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
-import { ipEqual, parseIP } from "../../shared/ip/ip.ts";
+import { ipEqual, parseIP } from "../../shared/ip/addr.ts";
 import { loadStaticConfig } from "./config.ts";
 
 function add(args: CmdArgs): Result {

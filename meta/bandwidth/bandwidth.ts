@@ -25,7 +25,8 @@
  */
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
-import { prevResultFrom, validAttachmentsOf } from "../../shared/cni/netconf.ts";
+import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
+import { prevResultFrom } from "../../shared/cni/result/prevresult.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { versionsFrom } from "../../shared/cni/version.ts";
 import { annotate } from "../../shared/error/annotate.ts";

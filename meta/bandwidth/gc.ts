@@ -10,7 +10,7 @@
  * touched. A redirect filter of ours that still feeds a collected IFB (its host veth outlived the
  * attachment) is removed first, so no device is left redirecting into nothing.
  */
-import type { ValidAttachment } from "../../shared/cni/netconf.ts";
+import type { ValidAttachment } from "../../shared/cni/types.ts";
 import { annotate } from "../../shared/error/annotate.ts";
 import type { Handle } from "../../shared/netlink/handle.ts";
 import type { Link } from "../../shared/netlink/link.ts";

@@ -1,6 +1,6 @@
 /** What the firewall plugin's backends implement, and what one invocation hands them. */
 import type { FirewallFeature } from "../../shared/firewall/backend.ts";
-import type { IPFamily } from "../../shared/ip/ip.ts";
+import type { IPFamily } from "../../shared/ip/addr.ts";
 import type { FirewallConf, IngressPolicy } from "./config.ts";
 import type { HostAddress } from "./target.ts";
 

@@ -15,11 +15,13 @@
 import { nodeAddresses } from "../../shared/iface/node-addresses.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
 import { annotate } from "../../shared/error/annotate.ts";
-import { prevResultFrom, validAttachmentsOf } from "../../shared/cni/netconf.ts";
+import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
+import { prevResultFrom } from "../../shared/cni/result/prevresult.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { versionsFrom } from "../../shared/cni/version.ts";
 import type { AttachmentKey } from "../../shared/firewall/attachment-lock.ts";
-import { chooseBackend, lockOf, systemFirewallPluginDeps, type BackendName, type FirewallDrivers, type FirewallPluginDeps } from "../../shared/firewall/backend.ts";
+import { chooseBackend, lockOf, type BackendName, type FirewallDrivers, type FirewallPluginDeps } from "../../shared/firewall/backend.ts";
+import { systemFirewallPluginDeps } from "../../shared/firewall/system.ts";
 import type { FirewallBackend, FirewalldRules, FirewallRules, FirewallTarget } from "./backend.ts";
 import { loadFirewallConfig, parseIngressPolicy, validateAdminChain, type FirewallBackendName, type FirewallConf } from "./config.ts";
 import { systemBusAddress } from "../../shared/dbus/system-bus.ts";

@@ -11,7 +11,7 @@
  *   record of an earlier owner behind — uses them); then the record goes.
  * Every step runs; failures are reported together.
  */
-import type { ValidAttachment } from "../../shared/cni/netconf.ts";
+import type { ValidAttachment } from "../../shared/cni/types.ts";
 import { collectEverywhere } from "../../shared/firewall/backend.ts";
 import type { BackendName } from "../../shared/firewall/backend.ts";
 import { teardown, type TeardownStep } from "../../shared/undo/teardown.ts";

@@ -17,7 +17,7 @@ import type { IptablesPlan, IptRule } from "../../shared/firewall/iptables/chain
 import type { IptablesDriver } from "../../shared/firewall/iptables/driver.ts";
 import { hasRule } from "../../shared/firewall/iptables/rule.ts";
 import { readIptables, transactIptables } from "../../shared/firewall/iptables/transact.ts";
-import type { IPFamily } from "../../shared/ip/ip.ts";
+import type { IPFamily } from "../../shared/ip/addr.ts";
 import type { FirewallRules, FirewallTarget } from "./backend.ts";
 import { addressRules, adminJump, FILTER, FORWARD, forwardJump, isolationRules, PRIV_CHAIN, STAGE1, STAGE2 } from "./iptables-rules.ts";
 

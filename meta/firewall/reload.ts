@@ -6,7 +6,7 @@
  * firewalld that is down or restarting must not turn an attachment's zone membership into iptables
  * rules), else the one ADD's choice would make now.
  */
-import { prevResultFrom } from "../../shared/cni/netconf.ts";
+import { prevResultFrom } from "../../shared/cni/result/prevresult.ts";
 import { annotate } from "../../shared/error/annotate.ts";
 import type { AnyFirewallPart, FirewallPartsOf } from "../../shared/firewall/reapply.ts";
 import { loadFirewallConfig, validateAdminChain } from "./config.ts";

@@ -4,7 +4,8 @@
  * (prevResult.interfaces[0], as upstream — the bridge plugin puts its bridge there).
  */
 import { InternalError } from "../../shared/cni/errors.ts";
-import { formatIP, parseCIDR, type IPFamily } from "../../shared/ip/ip.ts";
+import { formatIP, type IPFamily } from "../../shared/ip/addr.ts";
+import { parseCIDR } from "../../shared/ip/cidr.ts";
 import type { Result } from "../../shared/cni/types.ts";
 import { validBridgeName, type IngressPolicy } from "./config.ts";
 

@@ -1,20 +1,8 @@
 /** What portmap's backends (iptables-backend.ts, nftables-backend.ts) implement, and what one call hands them. */
 import type { FirewallFeature } from "../../shared/firewall/backend.ts";
-import type { CIDR, IPFamily } from "../../shared/ip/ip.ts";
-import type { PortmapConfig } from "./config.ts";
-
-/** What a DNAT rule forwards, as read back from the rules. */
-export interface ForwardedPort {
-  protocol: string;
-  hostPort: number;
-  /** Destination restriction ("" = any local address). */
-  hostIP: string;
-}
-
-/** A port another container already forwards. */
-export interface ForeignPort extends ForwardedPort {
-  owner: string;
-}
+import type { IPFamily } from "../../shared/ip/addr.ts";
+import type { CIDR } from "../../shared/ip/cidr.ts";
+import type { ForeignPort, ForwardedPort, PortmapConfig } from "./config.ts";
 
 /** ADD and CHECK: one container address (one IP family) and the config's mappings. */
 export interface PortmapTarget {

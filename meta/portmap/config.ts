@@ -5,12 +5,24 @@
  * names, host IPs must parse).
  */
 import { InvalidConfigError } from "../../shared/cni/errors.ts";
-import { loadNetConf, netConfFields, prevResultFrom, type LoadOptions } from "../../shared/cni/netconf.ts";
+import { loadNetConf, netConfFields, type LoadOptions } from "../../shared/cni/netconf.ts";
 import { t } from "../../shared/cni/decode.ts";
-import type { CmdArgs, Result } from "../../shared/cni/types.ts";
+import type { CmdArgs } from "../../shared/cni/types.ts";
 import type { BackendName } from "../../shared/firewall/backend.ts";
-import type { ForwardedPort } from "./backend.ts";
-import { formatIP, parseCIDR, parseIP, type CIDR, type IPAddr, type IPFamily } from "../../shared/ip/ip.ts";
+import { formatIP, parseIP, type IPAddr, type IPFamily } from "../../shared/ip/addr.ts";
+
+/** What a DNAT rule forwards, as read back from the rules. */
+export interface ForwardedPort {
+  protocol: string;
+  hostPort: number;
+  /** Destination restriction ("" = any local address). */
+  hostIP: string;
+}
+
+/** A port another container already forwards. */
+export interface ForeignPort extends ForwardedPort {
+  owner: string;
+}
 
 export type PortProtocol = "tcp" | "udp" | "sctp";
 
@@ -144,41 +156,6 @@ export function loadPortmapConfig(args: CmdArgs, _opts: LoadOptions = {}): Portm
     conditionsV6: w.conditionsV6,
     mappings: (w.runtimeConfig?.portMappings ?? []).map(validateMapping),
   };
-}
-
-/** The container's addresses portmap forwards to, as `ip/prefix` with host bits (like prevResult). */
-export interface ContainerIPs {
-  v4: CIDR | undefined;
-  v6: CIDR | undefined;
-}
-
-/**
- * Upstream parseConfig's IP choice: the first IPv4 and the first IPv6 address whose interface index
- * is absent, out of range, or names CNI_IFNAME with a sandbox (host-side interfaces are skipped).
- */
-export function containerIPs(prev: Result, ifName: string): ContainerIPs {
-  const out: { v4: CIDR | undefined; v6: CIDR | undefined } = { v4: undefined, v6: undefined };
-  const ifaces = prev.interfaces ?? [];
-  for (const ip of prev.ips ?? []) {
-    const c = parseCIDR(ip.address);
-    if (c === null) continue;
-    const key = c.ip.family === 4 ? "v4" : "v6";
-    if (out[key] !== undefined) continue;
-    const idx = ip.interface;
-    if (idx !== undefined && idx >= 0 && idx < ifaces.length) {
-      const iface = ifaces[idx]!;
-      if (iface.name !== ifName || (iface.sandbox ?? "") === "") continue;
-    }
-    out[key] = c;
-  }
-  return out;
-}
-
-/** The config's prevResult, or the upstream error when it is missing. */
-export function requirePrevResult(args: CmdArgs, message: string): Result {
-  const prev = prevResultFrom(args);
-  if (prev === undefined) throw new InvalidConfigError(message);
-  return prev;
 }
 
 /** Mappings that apply to a container address of `family` (a hostIP of the other family is skipped, as upstream). */

@@ -5,8 +5,8 @@
  * and refusing would keep its replacement from ever starting. The newest ADD's rules are evaluated
  * first (both backends), and the containers it shadows are named on stderr.
  */
-import { formatIP, ipEqual, parseIP, type IPFamily } from "../../shared/ip/ip.ts";
-import type { ForeignPort } from "./backend.ts";
+import { formatIP, ipEqual, parseIP, type IPFamily } from "../../shared/ip/addr.ts";
+import type { ForeignPort } from "./config.ts";
 import { hasHostDst, type PortMapping } from "./config.ts";
 
 function describe(protocol: string, port: number, hostIP: string): string {

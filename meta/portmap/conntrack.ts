@@ -4,9 +4,11 @@
  * against the current rules (upstream #123 on ADD; #1190 on DEL). Failures are only reported on
  * the invocation's stderr (`warn`), as upstream does: the port mapping itself is in place.
  */
+import { NETLINK_NETFILTER } from "../../shared/netlink/constants/nfnetlink.ts";
+import { openNetlinkSocket } from "../../shared/netlink/kernel-transport.ts";
 import { IPPROTO_UDP } from "../../shared/netlink/constants/nfnetlink-conntrack.ts";
-import { conntrackDelete, conntrackList, openConntrackSocket } from "../../shared/netlink/nfnetlink-conntrack.ts";
-import type { IPFamily } from "../../shared/ip/ip.ts";
+import { conntrackDelete, conntrackList } from "../../shared/netlink/nfnetlink-conntrack.ts";
+import type { IPFamily } from "../../shared/ip/addr.ts";
 
 /** Deletes the UDP entries of `family` whose original destination port is in `ports`; returns how many. */
 export function flushUdpConntrack(family: IPFamily, ports: readonly number[], warn: (text: string) => void): number {
@@ -14,7 +16,7 @@ export function flushUdpConntrack(family: IPFamily, ports: readonly number[], wa
   const wanted = new Set(ports);
   let n = 0;
   try {
-    using sock = openConntrackSocket();
+    using sock = openNetlinkSocket(NETLINK_NETFILTER);
     for (const f of conntrackList(sock, family)) {
       if (f.proto === IPPROTO_UDP && wanted.has(f.dstPort) && conntrackDelete(sock, f)) n++;
     }

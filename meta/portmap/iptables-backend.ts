@@ -10,8 +10,9 @@ import type { IptablesDriver } from "../../shared/firewall/iptables/driver.ts";
 import { hasRule, ruleComment, ruleTarget, sameRules } from "../../shared/firewall/iptables/rule.ts";
 import { readIptables, transactIptables } from "../../shared/firewall/iptables/transact.ts";
 import { runAll } from "../../shared/firewall/backend.ts";
-import type { IPFamily } from "../../shared/ip/ip.ts";
-import type { ForeignPort, ForwardedPort, PortmapFeature } from "./backend.ts";
+import type { IPFamily } from "../../shared/ip/addr.ts";
+import type { PortmapFeature } from "./backend.ts";
+import type { ForeignPort, ForwardedPort } from "./config.ts";
 import { forwardedPort, mappingsForFamily, type PortMapping, type PortmapConfig } from "./config.ts";
 import {
   GUARD_ENTRY_RULE,

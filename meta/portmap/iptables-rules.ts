@@ -16,11 +16,12 @@
  *   INPUT (first):         -m comment --comment "CNI portfwd localnet guard" -j CNI-HOSTPORT-LOCALNET
  *   CNI-HOSTPORT-LOCALNET: ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m comment --comment "…" -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP
  */
-import { bitLength, formatIP, networkAddress, type CIDR, type IPFamily } from "../../shared/ip/ip.ts";
+import { bitLength, formatIP, type IPFamily } from "../../shared/ip/addr.ts";
+import { networkAddress, type CIDR } from "../../shared/ip/cidr.ts";
 import { formatChainNameWithPrefix } from "../../shared/firewall/naming.ts";
 import type { IptRule } from "../../shared/firewall/iptables/chain.ts";
 import { commentMatch } from "../../shared/firewall/iptables/rule.ts";
-import type { ForwardedPort } from "./backend.ts";
+import type { ForwardedPort } from "./config.ts";
 import { hasHostDst, hostText, mappingsForFamily, type PortMapping, type PortmapConfig } from "./config.ts";
 
 export const TOP_LEVEL_DNAT_CHAIN = "CNI-HOSTPORT-DNAT";

@@ -9,7 +9,8 @@
  * The martian guard rule (iptables-rules.ts / nftables-backend.ts) keeps containers from reaching
  * 127.0.0.0/8 services while the sysctl is on.
  */
-import { containsIP, parseIP, type IPAddr } from "../../shared/ip/ip.ts";
+import { parseIP, type IPAddr } from "../../shared/ip/addr.ts";
+import { containsIP } from "../../shared/ip/cidr.ts";
 import { Handle } from "../../shared/netlink/handle.ts";
 import { exists, joinPath, mkdirAll, readDir, readTextFile, replaceFile, stat, unlinkIfExists } from "../../shared/sys/file.ts";
 import { sysctlGet, sysctlSet } from "../../shared/sysctl/sysctl.ts";

@@ -2,12 +2,13 @@ import { describe, expect, test } from "bun:test";
 import { FakeIptables } from "../../shared/firewall/iptables/fake.ts";
 import { FakeNft } from "../../shared/firewall/nftables/fake.ts";
 import { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
-import { parseCIDR } from "../../shared/ip/ip.ts";
-import { containerIPs, validateMapping, type PortmapConfig } from "./config.ts";
-import type { ForeignPort } from "./backend.ts";
+import { parseCIDR } from "../../shared/ip/cidr.ts";
+import { validateMapping, type PortmapConfig } from "./config.ts";
+import { containerIPs } from "./container.ts";
+import type { ForeignPort } from "./config.ts";
 import { duplicateMappings, shadowedPorts } from "./conflicts.ts";
 import { iptablesPortmap } from "./iptables-backend.ts";
-import type { CIDR } from "../../shared/ip/ip.ts";
+import type { CIDR } from "../../shared/ip/cidr.ts";
 import { dnatChainName, dnatEntryRules, parseDnatRule, trimComment } from "./iptables-rules.ts";
 import { buildForwardTx, nftablesPortmap } from "./nftables-backend.ts";
 

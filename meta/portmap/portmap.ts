@@ -6,22 +6,17 @@
  */
 import { annotate } from "../../shared/error/annotate.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
-import { prevResultFrom, validAttachmentsOf } from "../../shared/cni/netconf.ts";
+import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
+import { prevResultFrom } from "../../shared/cni/result/prevresult.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
-import {
-  chooseBackend,
-  collectEverywhere,
-  lockOf,
-  systemFirewallPluginDeps,
-  teardownEverywhere,
-  type BackendName,
-  type FirewallDrivers,
-  type FirewallPluginDeps,
-} from "../../shared/firewall/backend.ts";
-import type { CIDR } from "../../shared/ip/ip.ts";
-import type { ForeignPort, PortmapDelTarget, PortmapFeature } from "./backend.ts";
-import { containerIPs, loadPortmapConfig, mappingsForFamily, requirePrevResult, type PortmapConfig } from "./config.ts";
+import { chooseBackend, collectEverywhere, lockOf, teardownEverywhere, type BackendName, type FirewallDrivers, type FirewallPluginDeps } from "../../shared/firewall/backend.ts";
+import { systemFirewallPluginDeps } from "../../shared/firewall/system.ts";
+import type { CIDR } from "../../shared/ip/cidr.ts";
+import type { PortmapDelTarget, PortmapFeature } from "./backend.ts";
+import type { ForeignPort } from "./config.ts";
+import { loadPortmapConfig, mappingsForFamily, type PortmapConfig } from "./config.ts";
+import { containerIPs, requirePrevResult } from "./container.ts";
 import { duplicateMappings, shadowedPorts } from "./conflicts.ts";
 import { flushUdpConntrack } from "./conntrack.ts";
 import { iptablesPortmap } from "./iptables-backend.ts";

@@ -9,7 +9,8 @@
 import { annotate } from "../../shared/error/annotate.ts";
 import { chooseBackend } from "../../shared/firewall/backend.ts";
 import type { FirewallPart, FirewallPartsOf } from "../../shared/firewall/reapply.ts";
-import { containerIPs, loadPortmapConfig, mappingsForFamily, requirePrevResult } from "./config.ts";
+import { loadPortmapConfig, mappingsForFamily } from "./config.ts";
+import { containerIPs, requirePrevResult } from "./container.ts";
 import { flushUdpConntrack } from "./conntrack.ts";
 import { portmapFeatures, udpPorts } from "./portmap.ts";
 

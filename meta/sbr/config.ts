@@ -7,7 +7,8 @@ import { decode, t, type Infer } from "../../shared/cni/decode.ts";
 import { CniError, InternalError, InvalidConfigError } from "../../shared/cni/errors.ts";
 import { netConfFields, type LoadOptions } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, IPConfig, Result } from "../../shared/cni/types.ts";
-import { formatIP, parseCIDR, parseIP, type CIDR, type IPAddr } from "../../shared/ip/ip.ts";
+import { formatIP, parseIP, type IPAddr } from "../../shared/ip/addr.ts";
+import { parseCIDR, type CIDR } from "../../shared/ip/cidr.ts";
 
 const sbrSchema = t.object("PluginConf", {
   ...netConfFields,

@@ -4,7 +4,8 @@
  * table, move the interface's main-table routes there, and on DEL remove the rules again.
  */
 import { annotate, annotateError } from "../../shared/error/annotate.ts";
-import { containsIP, formatIP, networkAddress, parseIP, type IPAddr } from "../../shared/ip/ip.ts";
+import { formatIP, parseIP, type IPAddr } from "../../shared/ip/addr.ts";
+import { containsIP, networkAddress } from "../../shared/ip/cidr.ts";
 import { isNotFound } from "../../shared/netlink/errors.ts";
 import { routeSpecOf } from "../../shared/netlink/route.ts";
 import { ruleSpecOf } from "../../shared/netlink/rule.ts";

@@ -11,11 +11,11 @@
  */
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
-import { prevResultFrom } from "../../shared/cni/netconf.ts";
+import { prevResultFrom } from "../../shared/cni/result/prevresult.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { annotate } from "../../shared/error/annotate.ts";
-import { formatIP } from "../../shared/ip/ip.ts";
+import { formatIP } from "../../shared/ip/addr.ts";
 import { Handle } from "../../shared/netlink/handle.ts";
 import { lockFd } from "../../shared/sys/fd-lock.ts";
 import { loadSbrConfig, relevantAddresses, type SbrAddress } from "./config.ts";

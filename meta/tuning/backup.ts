@@ -9,10 +9,9 @@
  * GC collects only its own network's files in a dataDir that several networks share. Go's decoder
  * ignores unknown keys, so a Go DEL still restores the link attributes and removes the file.
  */
-import type { ValidAttachment } from "../../shared/cni/netconf.ts";
+import type { ValidAttachment } from "../../shared/cni/types.ts";
 import { goJsonString } from "../../shared/cni/result/go-json.ts";
-import { ENOENT } from "../../shared/sys/errno.ts";
-import { hasErrno } from "../../shared/sys/errors.ts";
+import { ENOENT, hasErrno } from "../../shared/sys/errno.ts";
 import { joinPath, lstatIfExists, mkdirAll, readDir, readTextFile, unlink, writeFile } from "../../shared/sys/file.ts";
 
 /** What DEL restores. Absent fields were not changed by ADD. */

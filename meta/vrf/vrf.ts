@@ -11,7 +11,8 @@
 import { t } from "../../shared/cni/decode.ts";
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
 import { InternalError, InvalidConfigError } from "../../shared/cni/errors.ts";
-import { loadNetConf, netConfFields, prevResultFrom, type LoadOptions } from "../../shared/cni/netconf.ts";
+import { loadNetConf, netConfFields, type LoadOptions } from "../../shared/cni/netconf.ts";
+import { prevResultFrom } from "../../shared/cni/result/prevresult.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { versionsFrom } from "../../shared/cni/version.ts";
 import { annotate } from "../../shared/error/annotate.ts";

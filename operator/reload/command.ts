@@ -12,7 +12,7 @@ import { messageOf } from "../../shared/error/annotate.ts";
 import { parseFlags, USAGE, UsageError, type OperatorFlags } from "../flags.ts";
 import { formatReloadReport } from "./format.ts";
 import { passStatus, reloadPass, type ReloadOptions, type ReloadReport } from "./pass.ts";
-import { systemReloadDeps, systemReloadWatchDeps } from "./system.ts";
+import { systemReloadDeps, systemReloadWatchDeps, type Owners } from "./system.ts";
 import { DEFAULT_DEBOUNCE_MS, startReloadWatch, type ReloadWatchSinks } from "./watch.ts";
 
 export interface ReloadCommandIO {
@@ -22,6 +22,8 @@ export interface ReloadCommandIO {
   env: Readonly<Record<string, string | undefined>>;
   /** The CNI types of this build. */
   plugins: readonly string[];
+  /** What they own beyond a call (the registry's descriptions), by CNI type. */
+  owners: Owners;
   /** Registers what stops the watcher (SIGTERM, SIGINT). */
   onStop(fn: () => void): void;
 }
@@ -59,7 +61,7 @@ export async function runReloadCommand(argv: readonly string[], io: ReloadComman
   if (!flags.watch) {
     let report: ReloadReport;
     try {
-      report = await reloadPass({ ...reload, dryRun: flags.dryRun }, await systemReloadDeps(flags.confDir, io.plugins));
+      report = await reloadPass({ ...reload, dryRun: flags.dryRun }, systemReloadDeps(flags.confDir, io.plugins, io.owners));
     } catch (err) {
       io.stderr(`cni-plugins reload: ${messageOf(err)}\n`);
       return 1;
@@ -73,7 +75,7 @@ export async function runReloadCommand(argv: readonly string[], io: ReloadComman
     { reload, busAddress: systemBusAddress(io.env), intervalMs: flags.intervalMs, debounceMs: DEFAULT_DEBOUNCE_MS },
     watchSinks(flags, io),
     stop.signal,
-    await systemReloadWatchDeps(flags.confDir, io.plugins),
+    systemReloadWatchDeps(flags.confDir, io.plugins, io.owners),
   );
   return watch.done;
 }

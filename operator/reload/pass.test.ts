@@ -21,7 +21,7 @@ import { makeFirewallPlugin, type FirewallDeps } from "../../meta/firewall/firew
 import { firewallPartsWith } from "../../meta/firewall/reload.ts";
 import { loadPortmapConfig } from "../../meta/portmap/config.ts";
 import { portmapFeatures } from "../../meta/portmap/portmap.ts";
-import { parseCIDR } from "../../shared/ip/ip.ts";
+import { parseCIDR } from "../../shared/ip/cidr.ts";
 import { portmapFirewallParts } from "../../meta/portmap/reload.ts";
 import { bridgeFirewallParts } from "../../plugins/bridge/reload.ts";
 import { ptpFirewallParts } from "../../plugins/ptp/reload.ts";

@@ -27,7 +27,7 @@ import type { AttachmentKey, DeletionMark } from "../../shared/firewall/attachme
 import { cachingDrivers, type CachingDrivers } from "../../shared/firewall/caching-drivers.ts";
 import type { FirewallDrivers } from "../../shared/firewall/backend.ts";
 import type { AsyncFirewallPart, FirewallPart, FirewallPartsOf } from "../../shared/firewall/reapply.ts";
-import { parsePrevResult } from "../../shared/cni/result/index.ts";
+import { parsePrevResult } from "../../shared/cni/result/prevresult.ts";
 import type { CmdArgs, Result } from "../../shared/cni/types.ts";
 import { parseCacheEntry, resultAddresses, RESULTS_SUBDIR, type CacheEntry } from "../cache-entry.ts";
 import type { ValidSpec } from "../flags.ts";

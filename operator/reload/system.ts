@@ -4,11 +4,11 @@
  * namespaces, and the watcher's sources.
  */
 import { readdirSync, readFileSync } from "node:fs";
-import { pluginOwnerships } from "../../registry/registry.ts";
 import { clearDeletionMark, deletionMarks, deletionMarkTime, tryLockFirewall } from "../../shared/firewall/attachment-lock.ts";
-import { systemFirewallDrivers } from "../../shared/firewall/backend.ts";
-import { hostIptablesMode } from "../../shared/firewall/iptables/driver.ts";
+import { systemFirewallDrivers } from "../../shared/firewall/system.ts";
+import { hostIptablesMode } from "../../shared/firewall/iptables/system.ts";
 import type { FirewallPartsOf } from "../../shared/firewall/reapply.ts";
+import type { PluginOwnership } from "../../shared/node-state/ownership.ts";
 import { exists, statIfExists } from "../../shared/sys/file.ts";
 import { systemNamespaceView } from "../liveness.ts";
 import { loadNetworks } from "../networks.ts";
@@ -17,24 +17,27 @@ import { watchNftables } from "./nftables-events.ts";
 import { reloadPass, type ReloadDeps } from "./pass.ts";
 import type { ReloadWatchDeps } from "./watch.ts";
 
-/** The plugins of this build that write firewall state (as the registry describes them), by CNI type. */
-export async function firewallParts(): Promise<Record<string, FirewallPartsOf>> {
+/** What each plugin of this build owns (the registry's descriptions), by CNI type. */
+export type Owners = ReadonlyMap<string, PluginOwnership>;
+
+/** The plugins of `owners` that write firewall state, by CNI type. */
+export function firewallParts(owners: Owners): Record<string, FirewallPartsOf> {
   const parts: Record<string, FirewallPartsOf> = {};
-  for (const [name, owns] of await pluginOwnerships()) if (owns.firewallParts !== undefined) parts[name] = owns.firewallParts;
+  for (const [name, owns] of owners) if (owns.firewallParts !== undefined) parts[name] = owns.firewallParts;
   return parts;
 }
 
-/** The nf_tables tables the plugins of this build write to, as `<family> <table>`. */
-export async function watchedTables(): Promise<ReadonlySet<string>> {
-  return new Set([...(await pluginOwnerships()).values()].flatMap((owns) => owns.nftTables ?? []));
+/** The nf_tables tables the plugins of `owners` write to, as `<family> <table>`. */
+export function watchedTables(owners: Owners): ReadonlySet<string> {
+  return new Set([...owners.values()].flatMap((owns) => owns.nftTables ?? []));
 }
 
 /**
  * The node's ReloadDeps: `confDir` for cache entries without a config, `plugins` the CNI types of
- * this build (a type not among them is reported as not ours).
+ * this build (a type not among them is reported as not ours), `owners` what they own.
  */
-export async function systemReloadDeps(confDir: string, plugins: readonly string[]): Promise<ReloadDeps> {
-  const parts = await firewallParts();
+export function systemReloadDeps(confDir: string, plugins: readonly string[], owners: Owners): ReloadDeps {
+  const parts = firewallParts(owners);
   return {
     readDir: (p) => readdirSync(p),
     readFile: (p) => readFileSync(p, "utf8"),
@@ -59,9 +62,9 @@ export async function systemReloadDeps(confDir: string, plugins: readonly string
 }
 
 /** The watcher's dependencies on the real node (see systemReloadDeps). */
-export async function systemReloadWatchDeps(confDir: string, plugins: readonly string[]): Promise<ReloadWatchDeps> {
-  const deps = await systemReloadDeps(confDir, plugins);
-  const tables = await watchedTables();
+export function systemReloadWatchDeps(confDir: string, plugins: readonly string[], owners: Owners): ReloadWatchDeps {
+  const deps = systemReloadDeps(confDir, plugins, owners);
+  const tables = watchedTables(owners);
   return {
     pass: (opts) => reloadPass(opts, deps),
     watchNftables: (onChange, log, signal) => watchNftables(tables, onChange, log, signal),

@@ -13,6 +13,7 @@ import { watchedTables } from "./system.ts";
 import type { NftDeletion } from "../../shared/netlink/nftables-events.ts";
 import type { ReloadReport } from "./pass.ts";
 import { startReloadWatch, type ReloadWatchDeps } from "./watch.ts";
+import { pluginOwnerships } from "../../registry/registry.ts";
 
 function report(state: "ok" | "restored" | "failed" = "ok"): ReloadReport {
   return {
@@ -145,7 +146,7 @@ describe("reload --watch", () => {
 
 describe("sources", () => {
   test("the tables the registry's plugins write to are watched: iptables-nft's, ours, spoof-check's", async () => {
-    expect([...(await watchedTables())].sort()).toEqual([
+    expect([...(watchedTables(await pluginOwnerships()))].sort()).toEqual([
       "bridge nat",
       "inet cni_plugins_firewall",
       "inet cni_plugins_masquerade",
@@ -159,7 +160,7 @@ describe("sources", () => {
   });
 
   test("nf_tables: deletions in the tables the plugins write to matter, others do not", async () => {
-    const tables = await watchedTables();
+    const tables = watchedTables(await pluginOwnerships());
     const relevantDeletion = (changes: readonly NftDeletion[]) => relevantDeletionIn(changes, tables);
     expect(relevantDeletion([{ kind: "rule", family: "ip", table: "nat", chain: "POSTROUTING" }])).toBe("nf_tables: rule deleted from ip nat POSTROUTING");
     expect(relevantDeletion([{ kind: "table", family: "inet", table: "cni_plugins_masquerade" }])).toBe("nf_tables: table inet cni_plugins_masquerade deleted");

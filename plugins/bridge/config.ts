@@ -10,7 +10,7 @@ import { parseCniArgs } from "../../shared/cni/args.ts";
 import { getField, isObject, t, type Infer } from "../../shared/cni/decode.ts";
 import { InvalidConfigError } from "../../shared/cni/errors.ts";
 import { lenientForDel, loadNetConf, netConfFields, type LoadOptions } from "../../shared/cni/netconf.ts";
-import { dnsFromWire } from "../../shared/cni/result/index.ts";
+import { dnsFromWire } from "../../shared/cni/result/common.ts";
 import { parseMacAddress } from "../../shared/ip/mac-address.ts";
 import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
 import { collectVlanTrunk, validateAccessVlan } from "./vlan.ts";

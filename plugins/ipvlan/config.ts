@@ -5,8 +5,9 @@
  */
 import { t } from "../../shared/cni/decode.ts";
 import { InternalError, InvalidConfigError } from "../../shared/cni/errors.ts";
-import { lenientForDel, loadNetConf, netConfFields, prevResultFrom, type LoadOptions } from "../../shared/cni/netconf.ts";
-import { dnsFromWire } from "../../shared/cni/result/index.ts";
+import { lenientForDel, loadNetConf, netConfFields, type LoadOptions } from "../../shared/cni/netconf.ts";
+import { prevResultFrom } from "../../shared/cni/result/prevresult.ts";
+import { dnsFromWire } from "../../shared/cni/result/common.ts";
 import type { CmdArgs, DNS, Result } from "../../shared/cni/types.ts";
 import { defaultRouteInterface } from "../../shared/iface/default-route.ts";
 import type { Handle } from "../../shared/netlink/handle.ts";

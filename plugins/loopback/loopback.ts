@@ -9,7 +9,7 @@
  */
 import { openContainerNetns, openNetnsForDel } from "../../shared/cni/container-netns.ts";
 import { InternalError } from "../../shared/cni/errors.ts";
-import { parsePrevResult } from "../../shared/cni/result/index.ts";
+import { parsePrevResult } from "../../shared/cni/result/prevresult.ts";
 import { printAsIs, type CmdArgs, type IPConfig, type PluginSpec, type Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { Handle } from "../../shared/netlink/handle.ts";

@@ -10,8 +10,9 @@
 import { parseCniArgs } from "../../shared/cni/args.ts";
 import { t } from "../../shared/cni/decode.ts";
 import { InvalidConfigError } from "../../shared/cni/errors.ts";
-import { lenientForDel, loadNetConf, netConfFields, prevResultFrom, type LoadOptions } from "../../shared/cni/netconf.ts";
-import { dnsFromWire } from "../../shared/cni/result/index.ts";
+import { lenientForDel, loadNetConf, netConfFields, type LoadOptions } from "../../shared/cni/netconf.ts";
+import { prevResultFrom } from "../../shared/cni/result/prevresult.ts";
+import { dnsFromWire } from "../../shared/cni/result/common.ts";
 import type { CmdArgs, DNS, Result } from "../../shared/cni/types.ts";
 import { lookupMaster } from "../../shared/iface/container-link.ts";
 import { defaultRouteInterface } from "../../shared/iface/default-route.ts";

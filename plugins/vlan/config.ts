@@ -7,7 +7,7 @@ import { runtimeContainerMac } from "../../shared/cni/container-mac.ts";
 import { t } from "../../shared/cni/decode.ts";
 import { InvalidConfigError } from "../../shared/cni/errors.ts";
 import { lenientForDel, loadNetConf, netConfFields, type LoadOptions } from "../../shared/cni/netconf.ts";
-import { dnsFromWire } from "../../shared/cni/result/index.ts";
+import { dnsFromWire } from "../../shared/cni/result/common.ts";
 import type { CmdArgs, DNS } from "../../shared/cni/types.ts";
 
 const vlanSchema = t.object("NetConf", {

@@ -10,7 +10,8 @@ import { useFixtureCleanup } from "../../test/harness/cleanup.ts";
 import { makeTempDir } from "../../test/harness/tempdir.ts";
 import { callLogPath, type CallLogLine } from "./call-log.ts";
 import { InvalidConfigError } from "./errors.ts";
-import { CALL_LOG_ENV, runPlugin } from "./skel.ts";
+import { runPlugin } from "./skel.ts";
+import { CALL_LOG_ENV } from "./call-log-switch.ts";
 import type { PluginSpec } from "./types.ts";
 import { ALL_VERSIONS } from "./version.ts";
 

@@ -11,7 +11,7 @@
  */
 import { closeSync, openSync, writeSync } from "node:fs";
 import { isAbsolute } from "node:path";
-import { CALL_LOG_ENV, CALL_LOG_KEY } from "./skel.ts";
+import { CALL_LOG_ENV, CALL_LOG_KEY } from "./call-log-switch.ts";
 
 /** What one call did, as skel saw it. */
 export interface CallRecord {

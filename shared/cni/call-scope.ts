@@ -8,26 +8,8 @@
  * daemon's answer, a lock) watches the call's scope and ends when it is ended, as a killed process
  * would, so the attachment's DEL is never stuck behind it.
  */
-import type { LockWaiter } from "../sys/fd-lock.ts";
 import { TryAgainLaterError } from "./errors.ts";
-
-export interface CallScope {
-  /** Aborted (with a {@link CallEndedError} as its reason) when the call is ended; never in a plugin process. */
-  readonly signal: AbortSignal;
-  /**
-   * How a synchronous wait (a lock held by someone else) sleeps between its tries (shared/sys
-   * fd-lock.ts): waking at once when the call is ended, and then throwing its
-   * {@link CallEndedError}. Undefined in a plugin process, whose blocking waits end with the
-   * process.
-   */
-  readonly lockWaiter: LockWaiter | undefined;
-  /**
-   * Runs `wait`, a wait on another process (a delegate plugin, the dhcp daemon), telling the agent
-   * so: calls are not held back for a thread that only waits. `wait` gets the signal and must end
-   * (kill its child, close its connection) when it is aborted.
-   */
-  waitOn<T>(wait: (signal: AbortSignal) => Promise<T>): Promise<T>;
-}
+import type { CallScope } from "./types.ts";
 
 /** The call was ended by the resident agent before it finished (code 11: the runtime may retry). */
 export class CallEndedError extends TryAgainLaterError {

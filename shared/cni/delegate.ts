@@ -4,23 +4,7 @@
  * loads the result parsers), is loaded on the first delegation only — a call that delegates nothing
  * never loads it.
  */
-import type { CmdArgs, Delegate, PluginSpec } from "./types.ts";
-
-/** This build's plugin of a CNI type, or undefined when the build has none (registry/registry.ts lookupPlugin). */
-export type SpecLookup = (name: string) => PluginSpec | Promise<PluginSpec> | undefined;
-
-/**
- * What a delegation may run in-process: the plugins of this build and its version (given to
- * runPlugin by registry/run.ts; absent in tests and in the operator's commands, which then execute
- * every delegate).
- */
-export interface InProcessPlugins {
-  readonly lookup: SpecLookup;
-  readonly buildVersion: string;
-}
-
-/** The inputs of the delegating invocation that a delegate gets. */
-export type DelegateInputs = Pick<CmdArgs, "path" | "env" | "stdinData" | "cniVersion" | "stderr" | "scope">;
+import type { CmdArgs, Delegate, DelegateInputs, InProcessPlugins } from "./types.ts";
 
 /**
  * `args` with their delegate (CmdArgs.delegate), which runs this build's plugins in-process when

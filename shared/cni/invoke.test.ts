@@ -2,9 +2,11 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, linkSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { PROCESS_SCOPE } from "./call-scope.ts";
-import { withDelegate, type InProcessPlugins } from "./delegate.ts";
+import { withDelegate } from "./delegate.ts";
+import type { InProcessPlugins } from "./types.ts";
 import { CniError } from "./errors.ts";
 import { execDelegate, findInPath, validatePluginName } from "./invoke.ts";
+import { runPlugin } from "./skel.ts";
 import type { CmdArgs, PluginSpec } from "./types.ts";
 import { ALL_VERSIONS } from "./version.ts";
 
@@ -138,7 +140,8 @@ describe("in-process delegation", () => {
       },
     };
     const specs: Record<string, PluginSpec> = { "fake-ipam": fakeIpam, ...extra };
-    return { lookup: (name: string) => specs[name], buildVersion: "test" };
+    const lookup = (name: string) => specs[name];
+    return { lookup, buildVersion: "test", run: (spec, io) => runPlugin(spec, io, { buildVersion: "test", plugins: lookup, delegated: true }) };
   }
 
   test("runs a plugin of this build in-process with identical inputs", async () => {

@@ -14,10 +14,9 @@
 import { joinPath, stat, type FileStat } from "../sys/file.ts";
 import { spanEnd, spanStart } from "../sys/phases.ts";
 import { throwIfEnded } from "./call-scope.ts";
-import type { DelegateInputs, InProcessPlugins } from "./delegate.ts";
+import type { DelegateInputs, InProcessPlugins } from "./types.ts";
 import { DelegateError, InternalError, InvalidConfigError, InvalidEnvError } from "./errors.ts";
-import { parseResult } from "./result/index.ts";
-import { runPlugin } from "./skel.ts";
+import { parseResult } from "./result/prevresult.ts";
 import type { Command, PluginSpec, Result } from "./types.ts";
 
 /** The name of the exec shim in a CNI bin directory (shim/cni-shim.c; docs/resident.md). */
@@ -82,9 +81,7 @@ interface DelegateOutput {
 
 async function runInProcess(spec: PluginSpec, args: DelegateInputs, command: Command, plugins: InProcessPlugins): Promise<DelegateOutput> {
   let stdout = "";
-  const status = await runPlugin(
-    spec,
-    {
+  const status = await plugins.run(spec, {
       env: { ...args.env, CNI_COMMAND: command },
       readStdin: () => args.stdinData,
       stdout: (text) => {
@@ -92,9 +89,7 @@ async function runInProcess(spec: PluginSpec, args: DelegateInputs, command: Com
       },
       stderr: args.stderr,
       scope: args.scope,
-    },
-    { buildVersion: plugins.buildVersion, plugins: plugins.lookup, delegated: true },
-  );
+  });
   return { status, stdout, stderr: "", exitDescription: `exit status ${status}` };
 }
 

@@ -10,13 +10,13 @@
  */
 import { decode, getField, t, type Schema } from "./decode.ts";
 import { CniError, InvalidConfigError } from "./errors.ts";
-import { dnsSchema, parsePrevResult } from "./result/index.ts";
-import type { CmdArgs, Result } from "./types.ts";
+import { dnsSchema } from "./result/common.ts";
+import type { CmdArgs, ValidAttachment } from "./types.ts";
 
 /** `ipam` as a main plugin sees it: only the type matters; the delegate parses the rest. */
 export const ipamRefSchema = t.object("IPAM", { type: t.string() });
 
-/** Fields of upstream's `types.NetConf`. `prevResult` is kept raw and parsed with {@link prevResultFrom}. */
+/** Fields of upstream's `types.NetConf`. `prevResult` is kept raw and parsed with prevResultFrom (result/prevresult.ts). */
 export const netConfFields = {
   cniVersion: t.string(),
   name: t.string(),
@@ -61,25 +61,12 @@ export function lenientForDel<T>(opts: LoadOptions, fallback: T, check: () => T)
   }
 }
 
-/** The config's prevResult in the current type, or undefined when absent/null. */
-export function prevResultFrom(args: CmdArgs): Result | undefined {
-  const raw = getField(args.config, "prevResult");
-  if (raw === undefined || raw === null) return undefined;
-  return parsePrevResult(raw, args.cniVersion);
-}
-
 /** The IPAM plugin type named by the config (`""` when there is no ipam section). */
 export function ipamTypeOf(args: CmdArgs): string {
   const ipam = getField(args.config, "ipam");
   if (typeof ipam !== "object" || ipam === null) return "";
   const type = getField(ipam as Record<string, unknown>, "type");
   return typeof type === "string" ? type : "";
-}
-
-/** One live attachment as GC receives it in its attachment list. */
-export interface ValidAttachment {
-  containerID: string;
-  ifName: string;
 }
 
 /**

@@ -2,7 +2,8 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { linkSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { InvalidConfigError } from "./errors.ts";
-import { runPlugin, type PluginIO, type RunOptions } from "./skel.ts";
+import { runPlugin, type RunOptions } from "./skel.ts";
+import type { PluginIO } from "./types.ts";
 import type { CmdArgs, PluginSpec, Result } from "./types.ts";
 import { ALL_VERSIONS } from "./version.ts";
 

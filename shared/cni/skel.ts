@@ -22,26 +22,14 @@ import {
   type ErrorJson,
 } from "./errors.ts";
 import { stat } from "../sys/file.ts";
-import { PROCESS_SCOPE, type CallScope } from "./call-scope.ts";
-import { withDelegate, type InProcessPlugins, type SpecLookup } from "./delegate.ts";
+import { CALL_LOG_ENV, CALL_LOG_KEY } from "./call-log-switch.ts";
+import { PROCESS_SCOPE } from "./call-scope.ts";
+import { withDelegate } from "./delegate.ts";
 import { mark } from "../sys/phases.ts";
 import { ID_PATTERN, readCniEnv, type CniEnv } from "./env.ts";
 import { goJsonMarshalIndent } from "./result/go-json.ts";
-import { PRINT_AS_IS, type CmdArgs, type Command, type PluginSpec } from "./types.ts";
+import { PRINT_AS_IS, type CmdArgs, type Command, type InProcessPlugins, type PluginIO, type PluginSpec, type SpecLookup } from "./types.ts";
 import { goQuoteList, versionGte, versionText } from "./version.ts";
-
-/**
- * Where one invocation reads and writes: the real process, an in-process delegate call, or a
- * request of the resident agent (whose stdin arrives from the caller on demand, hence a promise).
- */
-export interface PluginIO {
-  env: Readonly<Record<string, string | undefined>>;
-  readStdin(): Uint8Array | Promise<Uint8Array>;
-  stdout(text: string): void;
-  stderr(text: string): void;
-  /** What ends the invocation's waits early (./call-scope.ts); a plugin process has none. */
-  scope?: CallScope;
-}
 
 /** `CNI <plugin> plugin <build>` + the supported versions, as upstream prints with no CNI_COMMAND. */
 export function aboutText(spec: PluginSpec, buildVersion: string): string {
@@ -182,9 +170,6 @@ export function guardOwnNetns(env: CniEnv): void {
   }
 }
 
-/** The per-call log's switches (docs/call-log.md): this variable, or this top-level config key. */
-export const CALL_LOG_ENV = "CNI_PLUGINS_CALL_LOG";
-export const CALL_LOG_KEY = "callLog";
 const CALL_LOG_KEY_BYTES = Buffer.from(JSON.stringify(CALL_LOG_KEY));
 
 /** Records a phase mark (shared/sys/phases.ts): the outermost invocation's, a delegate's none. */
@@ -195,7 +180,7 @@ export interface RunOptions {
   /** The build's version, for the about text ("version unknown" when not given). */
   buildVersion?: string;
   /**
-   * The plugins of this build (registry/run.ts gives registry.ts `lookupPlugin`): the invocation's
+   * The plugins of this build (registry/registry.ts runPluginCall gives `lookupPlugin`): the invocation's
    * delegate runs one of them in-process when the file CNI_PATH finds for it is this build, and
    * gives it the same plugins to delegate to. Without them (tests, the operator) every delegate is
    * executed.
@@ -212,7 +197,11 @@ export interface RunOptions {
  */
 export async function runPlugin(spec: PluginSpec, io: PluginIO, opts: RunOptions = {}): Promise<number> {
   const buildVersion = opts.buildVersion ?? "version unknown";
-  const inProcess = opts.plugins === undefined ? undefined : { lookup: opts.plugins, buildVersion };
+  const lookup = opts.plugins;
+  const inProcess: InProcessPlugins | undefined =
+    lookup === undefined
+      ? undefined
+      : { lookup, buildVersion, run: (delegate, delegateIo) => runPlugin(delegate, delegateIo, { buildVersion, plugins: lookup, delegated: true }) };
   const started = performance.now();
   let stdin: Uint8Array | undefined;
   let stdout = "";
@@ -324,7 +313,7 @@ async function dispatch(
       const result = await spec.add(args("ADD"));
       markPhase("handler done");
       // Loaded only when there is a result to print (start-up cost of the converters).
-      const printer = require("./result/index.ts") as typeof import("./result/index.ts");
+      const printer = require("./result/format.ts") as typeof import("./result/format.ts");
       const text =
         result[PRINT_AS_IS] && rawVersion !== ""
           ? printer.formatResultRelabelled(result, rawVersion)

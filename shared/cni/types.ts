@@ -4,7 +4,7 @@
  * plugin spec each plugin exports.
  */
 
-import type { CallScope } from "./call-scope.ts";
+import type { LockWaiter } from "../sys/lock-waiter.ts";
 
 /** Spec 1.x interface entry. */
 export interface Interface {
@@ -143,3 +143,61 @@ export interface PluginSpec {
 export function printAsIs(result: Result): Result {
   return { ...result, [PRINT_AS_IS]: true };
 }
+
+/**
+ * What ends one invocation's waits: the scope of a call (call-scope.ts, docs/resident.md "Failure
+ * modes and limits").
+ */
+export interface CallScope {
+  /** Aborted (with a CallEndedError of call-scope.ts as its reason) when the call is ended; never in a plugin process. */
+  readonly signal: AbortSignal;
+  /**
+   * How a synchronous wait (a lock held by someone else) sleeps between its tries (shared/sys
+   * fd-lock.ts): waking at once when the call is ended, and then throwing its CallEndedError.
+   * Undefined in a plugin process, whose blocking waits end with the process.
+   */
+  readonly lockWaiter: LockWaiter | undefined;
+  /**
+   * Runs `wait`, a wait on another process (a delegate plugin, the dhcp daemon), telling the agent
+   * so: calls are not held back for a thread that only waits. `wait` gets the signal and must end
+   * (kill its child, close its connection) when it is aborted.
+   */
+  waitOn<T>(wait: (signal: AbortSignal) => Promise<T>): Promise<T>;
+}
+
+/** One live attachment as GC receives it in its attachment list. */
+export interface ValidAttachment {
+  containerID: string;
+  ifName: string;
+}
+
+/**
+ * Where one invocation reads and writes: the real process, an in-process delegate call, or a
+ * request of the resident agent (whose stdin arrives from the caller on demand, hence a promise).
+ */
+export interface PluginIO {
+  env: Readonly<Record<string, string | undefined>>;
+  readStdin(): Uint8Array | Promise<Uint8Array>;
+  stdout(text: string): void;
+  stderr(text: string): void;
+  /** What ends the invocation's waits early (call-scope.ts); a plugin process has none. */
+  scope?: CallScope;
+}
+
+/** This build's plugin of a CNI type, or undefined when the build has none (registry/registry.ts lookupPlugin). */
+export type SpecLookup = (name: string) => PluginSpec | Promise<PluginSpec> | undefined;
+
+/**
+ * What a delegation (delegate.ts, invoke.ts) may run in-process: the plugins of this build, its
+ * version, and how to run one (skel makes it from what registry/registry.ts runPluginCall gives
+ * runPlugin; absent in tests and in the operator's commands, which then execute every delegate).
+ */
+export interface InProcessPlugins {
+  readonly lookup: SpecLookup;
+  readonly buildVersion: string;
+  /** Runs `spec` as a delegate in-process, with these same plugins to delegate to (skel's runPlugin). */
+  readonly run: (spec: PluginSpec, io: PluginIO) => Promise<number>;
+}
+
+/** The inputs of the delegating invocation that a delegate gets. */
+export type DelegateInputs = Pick<CmdArgs, "path" | "env" | "stdinData" | "cniVersion" | "stderr" | "scope">;

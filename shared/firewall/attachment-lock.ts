@@ -24,7 +24,7 @@
  * container's namespace is gone and reload skips it as dead.
  */
 import { hashPrefix } from "./naming.ts";
-import type { LockWaiter } from "../sys/fd-lock.ts";
+import type { LockWaiter } from "../sys/lock-waiter.ts";
 import { FileLock } from "../sys/flock.ts";
 import { joinPath, mkdirAll, readDir, readTextFile, replaceFile, rmdir, stat, statIfExists, unlinkIfExists } from "../sys/file.ts";
 import { annotate } from "../error/annotate.ts";

@@ -17,14 +17,12 @@
  * their context with `annotate`.
  */
 import { annotateError } from "../error/annotate.ts";
-import type { ValidAttachment } from "../cni/netconf.ts";
-import type { CmdArgs } from "../cni/types.ts";
-import type { LockWaiter } from "../sys/fd-lock.ts";
+import type { CmdArgs, ValidAttachment } from "../cni/types.ts";
 import { TeardownError } from "../undo/teardown.ts";
-import { attachmentLock, UNCOORDINATED, type AttachmentLock } from "./attachment-lock.ts";
-import { CommandNotFoundError, type ToolEnv } from "./exec.ts";
-import { systemIptables, type IptablesDriver } from "./iptables/driver.ts";
-import { isNftUnsupported, systemNft, type NftDriver } from "./nftables/driver.ts";
+import { UNCOORDINATED, type AttachmentLock } from "./attachment-lock.ts";
+import { CommandNotFoundError } from "./exec.ts";
+import type { IptablesDriver } from "./iptables/driver.ts";
+import { isNftUnsupported, type NftDriver } from "./nftables/driver.ts";
 
 /** The backends every feature has (and {@link chooseBackend} picks from). */
 export type BackendName = "iptables" | "nftables";
@@ -57,29 +55,15 @@ export interface FirewallDrivers {
 }
 
 /**
- * The host's iptables (variant detected on first use) and nft, for one invocation with environment
- * `env`, and the node's attachment lock, whose waits end through `waiter` (the invocation's
- * CmdArgs.scope.lockWaiter; none in a plugin process or a command of its own).
- */
-export function systemFirewallDrivers(env: ToolEnv, waiter?: LockWaiter): FirewallDrivers {
-  return { iptables: systemIptables(env), nftables: systemNft(env), lock: attachmentLock(undefined, waiter) };
-}
-
-/**
  * What every plugin that writes firewall rules (bridge, ptp, portmap, firewall) is made with: how
  * one call gets its drivers. A verb asks once and hands the drivers to every step that reads or
  * writes rules; they probe nothing (no tool run, no variant detection, no lock) until a rule is
- * read or written. Tests pass fakes (iptables/fake.ts, nftables/fake.ts).
+ * read or written. The host's: system.ts; tests pass fakes (iptables/fake.ts, nftables/fake.ts).
  */
 export interface FirewallPluginDeps {
   /** The drivers of one call, from its environment and its scope's lock waiter. */
   drivers(args: Pick<CmdArgs, "env" | "scope">): FirewallDrivers;
 }
-
-/** The host's tools for each call ({@link systemFirewallDrivers}). */
-export const systemFirewallPluginDeps: FirewallPluginDeps = {
-  drivers: (args) => systemFirewallDrivers(args.env, args.scope.lockWaiter),
-};
 
 /** The attachment lock of `d` (none for fakes). */
 export function lockOf(d: FirewallDrivers): AttachmentLock {

@@ -9,7 +9,7 @@
  * they cost no tool run.
  */
 import type { FirewallDrivers } from "./backend.ts";
-import type { IPFamily } from "../ip/ip.ts";
+import type { IPFamily } from "../ip/addr.ts";
 import type { IptablesDriver } from "./iptables/driver.ts";
 import { isBuiltinChain } from "./iptables/driver.ts";
 import { parseSave, type SavedTable } from "./iptables/save-format.ts";

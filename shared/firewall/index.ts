@@ -5,16 +5,17 @@
  */
 export { clearDeletionMark, deletionMarks, deletionMarkTime, tryLockFirewall } from "./attachment-lock.ts";
 export type { AttachmentKey, DeletionMark } from "./attachment-lock.ts";
-export { chooseBackend, collectEverywhere, lockOf, runAll, systemFirewallDrivers, systemFirewallPluginDeps, teardownEverywhere } from "./backend.ts";
+export { chooseBackend, collectEverywhere, lockOf, runAll, teardownEverywhere } from "./backend.ts";
+export { systemFirewallDrivers, systemFirewallPluginDeps } from "./system.ts";
 export type { BackendName, FirewallDrivers, FirewallFeature, FirewallPluginDeps } from "./backend.ts";
 export { cachingDrivers } from "./caching-drivers.ts";
 export type { CachingDrivers } from "./caching-drivers.ts";
 export { findExecutable, runCommand } from "./exec.ts";
 export { checkMasquerade, collectMasquerade, masqBackendOf, MASQUERADE_STEP, MASQUERADE_TABLES, masqueradeTeardownStep, setupMasquerade } from "./ipmasq-steps.ts";
 export { ipMasqPart } from "./ipmasq.ts";
-export type { MasqBackendName } from "./ipmasq.ts";
+export type { MasqBackendName } from "./ipmasq-feature.ts";
 export type { IptablesPlan, IptRule } from "./iptables/chain.ts";
-export { hostIptablesMode, systemIptables } from "./iptables/driver.ts";
+export { hostIptablesMode, systemIptables } from "./iptables/system.ts";
 export type { IptablesDriver } from "./iptables/driver.ts";
 export { commentMatch, hasRule, ruleComment, ruleTarget, sameRules } from "./iptables/rule.ts";
 export { tokenize } from "./iptables/save-format.ts";

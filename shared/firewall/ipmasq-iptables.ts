@@ -11,13 +11,14 @@
  * new, nothing jumps to it yet) and writes one restore; DEL with the addresses reads nothing (the
  * restore deletes exactly the jumps setup added, and fails if anything else still jumps there).
  */
-import { bitLength, formatCIDR, formatIP, networkAddress, type CIDR, type IPFamily } from "../ip/ip.ts";
+import { bitLength, formatIP, type IPFamily } from "../ip/addr.ts";
+import { formatCIDR, networkAddress, type CIDR } from "../ip/cidr.ts";
 import { runAll } from "./backend.ts";
 import type { IptablesDriver } from "./iptables/driver.ts";
 import type { IptChain, IptRule } from "./iptables/chain.ts";
 import { commentMatch, missingRules, ruleComment, ruleTarget } from "./iptables/rule.ts";
 import { readIptables, transactIptables } from "./iptables/transact.ts";
-import type { MasqFeature } from "./ipmasq.ts";
+import type { MasqFeature } from "./ipmasq-feature.ts";
 import { formatChainName, formatComment, parseComment } from "./naming.ts";
 
 const TABLE = "nat";

@@ -8,8 +8,9 @@
  * Rules are found again by their comment prefix (the instance hash), never by address, so a
  * teardown needs no addresses and never removes another container's rule for a reused address.
  */
-import { formatIP, networkAddress, formatCIDR, type CIDR } from "../ip/ip.ts";
-import type { MasqFeature } from "./ipmasq.ts";
+import { formatIP } from "../ip/addr.ts";
+import { networkAddress, formatCIDR, type CIDR } from "../ip/cidr.ts";
+import type { MasqFeature } from "./ipmasq-feature.ts";
 import type { NftDriver } from "./nftables/driver.ts";
 import { normalizeRule, type NftRuleRef } from "./nftables/state.ts";
 import { NftTransaction } from "./nftables/transaction.ts";

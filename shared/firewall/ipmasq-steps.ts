@@ -10,11 +10,12 @@
  *
  * Each does nothing when the config does not enable ipMasq. The rules themselves: ipmasq.ts.
  */
-import type { ValidAttachment } from "../cni/netconf.ts";
+import type { ValidAttachment } from "../cni/types.ts";
 import type { CmdArgs, IPConfig } from "../cni/types.ts";
 import type { TeardownStep, Undo } from "../undo/teardown.ts";
 import type { FirewallDrivers } from "./backend.ts";
-import { checkIPMasq, gcIPMasq, parseMasqBackend, setupIPMasq, teardownIPMasq, type MasqBackendName } from "./ipmasq.ts";
+import { checkIPMasq, gcIPMasq, parseMasqBackend, setupIPMasq, teardownIPMasq } from "./ipmasq.ts";
+import type { MasqBackendName } from "./ipmasq-feature.ts";
 import { MASQ_TABLE } from "./ipmasq-nftables.ts";
 
 /**

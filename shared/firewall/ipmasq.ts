@@ -7,44 +7,13 @@
  */
 import { annotate } from "../error/annotate.ts";
 import { InvalidConfigError } from "../cni/errors.ts";
-import type { ValidAttachment } from "../cni/netconf.ts";
-import { parseCIDR, type CIDR } from "../ip/ip.ts";
-import {
-  chooseBackend,
-  collectEverywhere,
-  lockOf,
-  teardownEverywhere,
-  type BackendName,
-  type FirewallDrivers,
-  type FirewallFeature,
-} from "./backend.ts";
+import type { ValidAttachment } from "../cni/types.ts";
+import { parseCIDR, type CIDR } from "../ip/cidr.ts";
+import { chooseBackend, collectEverywhere, lockOf, teardownEverywhere, type BackendName, type FirewallDrivers } from "./backend.ts";
 import { iptablesMasq } from "./ipmasq-iptables.ts";
 import { nftablesMasq } from "./ipmasq-nftables.ts";
+import type { MasqBackendName, MasqDelTarget, MasqFeature, MasqInstance, MasqTarget } from "./ipmasq-feature.ts";
 import type { FirewallPart } from "./reapply.ts";
-
-export type MasqBackendName = BackendName;
-
-export interface MasqTarget {
-  network: string;
-  containerID: string;
-  ifName: string;
-  /** CIDRs with host bits: "10.1.2.3/24", "fd00::3/64". */
-  ips: string[];
-}
-
-/** One attachment's masquerade, as the backends see it (addresses parsed). */
-export interface MasqInstance {
-  network: string;
-  containerID: string;
-  ifName: string;
-  ips: CIDR[];
-}
-
-/** What teardown knows: the addresses only when the container's interface could still be read. */
-export type MasqDelTarget = Omit<MasqInstance, "ips"> & { ips?: CIDR[] };
-
-/** ipMasq in one backend; teardown needs no addresses. */
-export type MasqFeature = FirewallFeature<MasqInstance, MasqDelTarget>;
 
 function features(d: FirewallDrivers): Record<BackendName, MasqFeature> {
   return { iptables: iptablesMasq(d.iptables), nftables: nftablesMasq(d.nftables) };

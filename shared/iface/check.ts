@@ -6,7 +6,7 @@
  * what only it knows (master, mode, VLAN id, ...). Messages are upstream's, in each plugin's wording.
  */
 import { InternalError, messageOf } from "../cni/errors.ts";
-import { prevResultFrom } from "../cni/netconf.ts";
+import { prevResultFrom } from "../cni/result/prevresult.ts";
 import type { CmdArgs, IPConfig, Interface, Result, Route } from "../cni/types.ts";
 import type { Handle } from "../netlink/handle.ts";
 import type { Link } from "../netlink/link.ts";

@@ -19,17 +19,16 @@ import { ipamStep, IPAM_STEP } from "../cni/ipam-delegation.ts";
 import type { CmdArgs, DNS, Interface, Result } from "../cni/types.ts";
 import { resultFamily } from "../cni/version.ts";
 import { annotate, annotateError } from "../error/annotate.ts";
-import { isGlobalUnicast, parseIP } from "../ip/ip.ts";
+import { isGlobalUnicast, parseIP } from "../ip/addr.ts";
 import { Handle } from "../netlink/handle.ts";
 import { isNotFound } from "../netlink/errors.ts";
 import type { Link } from "../netlink/link.ts";
-import { withNetNS } from "../netns/enter.ts";
 import type { NetNS } from "../netns/netns.ts";
-import { sysctlSet } from "../sysctl/sysctl.ts";
 import { teardown, Undo, type TeardownStep } from "../undo/teardown.ts";
 import { configureIface } from "./configure.ts";
 import { v11InterfaceFields } from "./interface-fields.ts";
 import { randomVethName } from "./link-names.ts";
+import { enableNeighbourNotify } from "./link-sysctls.ts";
 
 /**
  * A result without IPs cannot be printed for cniVersion 0.1.0/0.2.0 (`cannot convert: no valid IP
@@ -64,30 +63,6 @@ export function kernelModeName(value: number | undefined, byName: Readonly<Recor
 /** The result entry for a container link. */
 export function containerInterface(link: Link, sandbox: string): Interface {
   return { name: link.name, mac: link.mac ?? "", sandbox };
-}
-
-/**
- * Writes sysctls of the container netns (`[key, value]`, keys relative to /proc/sys), ignoring
- * every failure: the link settings upstream sets without checking (arp_notify, accept_dad, ...).
- */
-export function setSysctlsQuietly(ns: NetNS, entries: readonly (readonly [string, string])[]): void {
-  for (const [key, value] of entries) {
-    try {
-      withNetNS(ns, () => sysctlSet(key, value, { ignoreMissing: true }));
-    } catch {
-      // best effort, as upstream
-    }
-  }
-}
-
-/**
- * `net.ipv4.conf.IF.arp_notify=1` and (optionally) `net.ipv6.conf.IF.ndisc_notify=1` in `ns`, so
- * neighbours learn the new address quickly; errors are ignored, as upstream does.
- */
-export function enableNeighbourNotify(ns: NetNS, ifName: string, opts: { ndisc: boolean }): void {
-  const entries: [string, string][] = [[`net/ipv4/conf/${ifName}/arp_notify`, "1"]];
-  if (opts.ndisc) entries.push([`net/ipv6/conf/${ifName}/ndisc_notify`, "1"]);
-  setSysctlsQuietly(ns, entries);
 }
 
 /** The link a running ADD created: where (its handle) and, once it exists, its index. */

@@ -5,7 +5,8 @@
  */
 export { checkContainerLink, requirePrevResult, validateExpectedInterfaceIPs, validateExpectedRoutes } from "./check.ts";
 export { configureIface } from "./configure.ts";
-export { addContainerLink, CONTAINER_LINK_STEP, containerAddressHint, containerInterface, delContainerLink, deleteContainerLink, enableNeighbourNotify, kernelModeName, lookupMaster, refuseL2ForOldVersions, requireIpam, setSysctlsQuietly } from "./container-link.ts";
+export { addContainerLink, CONTAINER_LINK_STEP, containerAddressHint, containerInterface, delContainerLink, deleteContainerLink, kernelModeName, lookupMaster, refuseL2ForOldVersions, requireIpam } from "./container-link.ts";
+export { enableNeighbourNotify, setSysctlsQuietly } from "./link-sysctls.ts";
 export type { CreatedLink } from "./container-link.ts";
 export { defaultRouteInterface } from "./default-route.ts";
 export { enableIPForward, forwardFamiliesOf } from "./forward.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { formatResult } from "../cni/result/index.ts";
+import { formatResult } from "../cni/result/format.ts";
 import { v11InterfaceFields } from "./interface-fields.ts";
 
 describe("v11InterfaceFields", () => {

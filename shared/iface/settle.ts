@@ -7,9 +7,10 @@
  * Synchronous: sleeps with Atomics.wait (no timers), so it can run with a handle in any netns.
  */
 import { InternalError } from "../cni/errors.ts";
-import type { Handle } from "../netlink/handle.ts";
+import type { Addr, AddrFilter } from "../netlink/addr.ts";
 import { IFA_F_DADFAILED, IFA_F_TENTATIVE } from "../netlink/constants/if-addr.ts";
 import { IF_OPER_UP } from "../netlink/constants/if-link.ts";
+import type { Link } from "../netlink/link.ts";
 
 /** Poll interval (upstream SETTLE_INTERVAL: 50 ms). */
 export const SETTLE_INTERVAL_MS = 50;
@@ -22,8 +23,14 @@ export function sleepSync(ms: number): void {
   Atomics.wait(sleeper, 0, 0, ms);
 }
 
+/** What settling reads of the link's netns (a netlink Handle does). */
+export interface AddressReader {
+  addrList(filter: AddrFilter): Addr[];
+  linkByIndex(index: number): Link;
+}
+
 /** Waits until link `index` has no tentative IPv6 address, at most `timeoutMs`. */
-export function settleIPv6(nl: Handle, index: number, timeoutMs: number): void {
+export function settleIPv6(nl: AddressReader, index: number, timeoutMs: number): void {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const addrs = nl.addrList({ index, family: 6 });

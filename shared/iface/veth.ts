@@ -14,7 +14,7 @@ import { Handle } from "../netlink/handle.ts";
 import { isExists } from "../netlink/errors.ts";
 import type { Link } from "../netlink/link.ts";
 import type { NetNS } from "../netns/netns.ts";
-import { setSysctlsQuietly } from "./container-link.ts";
+import { setSysctlsQuietly } from "./link-sysctls.ts";
 import { randomVethName } from "./link-names.ts";
 
 /** Name, ifindex (in its own netns) and MAC of one end of a pair. */

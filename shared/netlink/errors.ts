@@ -2,8 +2,7 @@
  * Netlink error types and the typed predicates callers use instead of matching messages.
  */
 
-import { EADDRNOTAVAIL, EEXIST, EINTR, ENODEV, ENOENT, ESRCH } from "../sys/errno.ts";
-import { SyscallError } from "../sys/errors.ts";
+import { EADDRNOTAVAIL, EEXIST, EINTR, ENODEV, ENOENT, ESRCH, SyscallError } from "../sys/errno.ts";
 import { nftMsgName } from "./constants/nf-tables.ts";
 import { NFNL_SUBSYS_NFTABLES } from "./constants/nfnetlink.ts";
 import { rtmName } from "./constants/rtnetlink.ts";

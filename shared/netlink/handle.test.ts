@@ -16,7 +16,7 @@ import { IFF_ALLMULTI, IFF_PROMISC, IFF_UP, MACVLAN_MODE_BRIDGE } from "./consta
 import { RTM_NEWLINK, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE, RT_TABLE_UNSPEC } from "./constants/rtnetlink.ts";
 import { LinkNotFoundError, NetlinkError, isExists, isNotFound } from "./errors.ts";
 import { Handle } from "./handle.ts";
-import { NetlinkSocket } from "./socket.ts";
+import { openNetlinkSocket } from "./kernel-transport.ts";
 
 const SKIP = skipUnlessRoot("netlink Handle integration");
 
@@ -337,7 +337,7 @@ describe.skipIf(SKIP)("Handle against the kernel", () => {
   });
 
   test("an independent decoder (npm netlink) reads the same links from the raw dump", () => {
-    using sock = withNetNS(A.ns, () => NetlinkSocket.open());
+    using sock = withNetNS(A.ns, () => openNetlinkSocket());
     const raw = sock.request(buildLinkDumpRequest()).filter((m) => m.type === RTM_NEWLINK);
     const theirs = raw.map((m) => {
       const p = oracleParse(RTM_NEWLINK, Buffer.from(m.payload)) as unknown as { data: { index: number }; attrs: { ifname: string; mtu: number } };
@@ -354,7 +354,7 @@ describe.skipIf(SKIP)("Handle against the kernel", () => {
     expect(links.length).toBe(301);
     const names = new Set(links.map((l) => l.name));
     for (let n = 0; n < 150; n++) expect(names.has(`a${n}`) && names.has(`b${n}`)).toBe(true);
-    using sock = withNetNS(C.ns, () => NetlinkSocket.open());
+    using sock = withNetNS(C.ns, () => openNetlinkSocket());
     const bytes = sock.request(buildLinkDumpRequest()).reduce((s, m) => s + m.payload.byteLength, 0);
     expect(bytes).toBeGreaterThan(64 * 1024); // more than one receive buffer's worth
     expect(Number(runIn(C, ["sh", "-c", "ip -o link | wc -l"]).trim())).toBe(301);

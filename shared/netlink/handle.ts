@@ -61,10 +61,12 @@ import {
 } from "./link-set.ts";
 import { routeAdd, routeAppend, routeDel, routeList, routeReplace, type RouteEntry, type RouteFilter, type RouteSpec } from "./route.ts";
 import { ruleAdd, ruleDel, ruleList, type RuleEntry, type RuleSpec } from "./rule.ts";
-import { NetlinkSocket } from "./socket.ts";
+import { openNetlinkSocket } from "./kernel-transport.ts";
+import type { NetlinkSocket } from "./socket.ts";
 import { filterAddU32, filterDel, filterList, type Filter, type U32FilterSpec } from "./tc/filter.ts";
 import { classHtb, classList, qdiscHtb, type HtbClassSpec, type HtbQdiscSpec, type TcClass } from "./tc/htb.ts";
-import { qdiscClsactAdd, qdiscDel, qdiscIngress, qdiscList, qdiscTbf, type Qdisc, type QdiscOp, type TbfSpec } from "./tc/qdisc.ts";
+import { qdiscClsactAdd, qdiscDel, qdiscIngress, qdiscList, qdiscTbf, type Qdisc, type TbfSpec } from "./tc/qdisc.ts";
+import type { QdiscOp } from "./tc/msg.ts";
 
 export class Handle {
   readonly #sock: NetlinkSocket;
@@ -78,7 +80,7 @@ export class Handle {
    * or on the calling thread's current netns when `ns` is omitted.
    */
   static open(ns?: NetNS): Handle {
-    const sock = ns === undefined ? NetlinkSocket.open() : withNetNS(ns, () => NetlinkSocket.open());
+    const sock = ns === undefined ? openNetlinkSocket() : withNetNS(ns, () => openNetlinkSocket());
     return new Handle(sock);
   }
 

@@ -6,7 +6,7 @@ import { close } from "../sys/libc.ts";
 import { NETLINK_ROUTE } from "./constants/netlink.ts";
 import { NETLINK_NETFILTER } from "./constants/nfnetlink.ts";
 import { closeNetfilterSocketsAtExit, deferNetfilterReleases, MAX_HELD_RELEASES } from "./netfilter-release.ts";
-import { NetlinkSocket } from "./socket.ts";
+import { openNetlinkSocket } from "./kernel-transport.ts";
 
 const isOpen = (fd: number) => existsSync(`/proc/self/fd/${fd}`);
 
@@ -14,7 +14,7 @@ describe.skipIf(skipUnlessRoot("netfilter socket releases"))("closing NETLINK_NE
   afterEach(() => deferNetfilterReleases(undefined));
 
   test("without a releaser every socket is closed at once", () => {
-    const s = NetlinkSocket.open(NETLINK_NETFILTER);
+    const s = openNetlinkSocket(NETLINK_NETFILTER);
     const fd = s.fd;
     s.close();
     expect(isOpen(fd)).toBe(false);
@@ -23,8 +23,8 @@ describe.skipIf(skipUnlessRoot("netfilter socket releases"))("closing NETLINK_NE
   test("with one, a netfilter socket of the process's netns goes to it open; other protocols close at once", () => {
     const taken: number[] = [];
     deferNetfilterReleases((fd) => taken.push(fd));
-    const nf = NetlinkSocket.open(NETLINK_NETFILTER);
-    const route = NetlinkSocket.open(NETLINK_ROUTE);
+    const nf = openNetlinkSocket(NETLINK_NETFILTER);
+    const route = openNetlinkSocket(NETLINK_ROUTE);
     const [nfFd, routeFd] = [nf.fd, route.fd];
     nf.close();
     route.close();
@@ -39,7 +39,7 @@ describe.skipIf(skipUnlessRoot("netfilter socket releases"))("closing NETLINK_NE
     const taken: number[] = [];
     deferNetfilterReleases((fd) => taken.push(fd));
     using scratch = createScratchNetns();
-    const s = withNetNS(scratch.ns, () => NetlinkSocket.open(NETLINK_NETFILTER));
+    const s = withNetNS(scratch.ns, () => openNetlinkSocket(NETLINK_NETFILTER));
     const fd = s.fd;
     s.close();
     expect(taken).toEqual([]);
@@ -49,9 +49,9 @@ describe.skipIf(skipUnlessRoot("netfilter socket releases"))("closing NETLINK_NE
   test("in a plugin process (closeNetfilterSocketsAtExit) a netfilter socket of any netns stays open for the exit to close", () => {
     closeNetfilterSocketsAtExit();
     using scratch = createScratchNetns();
-    const here = NetlinkSocket.open(NETLINK_NETFILTER);
-    const there = withNetNS(scratch.ns, () => NetlinkSocket.open(NETLINK_NETFILTER));
-    const route = NetlinkSocket.open(NETLINK_ROUTE);
+    const here = openNetlinkSocket(NETLINK_NETFILTER);
+    const there = withNetNS(scratch.ns, () => openNetlinkSocket(NETLINK_NETFILTER));
+    const route = openNetlinkSocket(NETLINK_ROUTE);
     const fds = [here.fd, there.fd, route.fd];
     for (const s of [here, there, route]) s.close();
     expect(fds.map(isOpen)).toEqual([true, true, false]);
@@ -63,7 +63,7 @@ describe.skipIf(skipUnlessRoot("netfilter socket releases"))("closing NETLINK_NE
     closeNetfilterSocketsAtExit();
     const fds: number[] = [];
     for (let i = 0; i <= MAX_HELD_RELEASES; i++) {
-      const s = NetlinkSocket.open(NETLINK_NETFILTER);
+      const s = openNetlinkSocket(NETLINK_NETFILTER);
       fds.push(s.fd);
       s.close();
     }
@@ -76,7 +76,7 @@ describe.skipIf(skipUnlessRoot("netfilter socket releases"))("closing NETLINK_NE
     deferNetfilterReleases(() => {
       throw new Error("not called");
     });
-    const s = NetlinkSocket.open(NETLINK_NETFILTER);
+    const s = openNetlinkSocket(NETLINK_NETFILTER);
     const fd = s.fd;
     deferNetfilterReleases(undefined);
     s.close();

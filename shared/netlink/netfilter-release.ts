@@ -15,7 +15,7 @@
  * removes its masquerade rules before the container's veth, whose deletion waits for the kernel
  * longer), instead of at the close right after the commit.
  */
-import { THREAD_NETNS_PATH } from "../netns/netns.ts";
+import { THREAD_NETNS_PATH } from "../sys/constants.ts";
 import { stat, type FileStat } from "../sys/file.ts";
 import { close } from "../sys/libc.ts";
 

@@ -7,13 +7,13 @@
  * 4-byte `struct nfgenmsg` (family, NFNETLINK_V0, res_id 0), then CTA_* attributes. Addresses and
  * ports inside tuples are in network byte order; nests carry NLA_F_NESTED as the kernel sends them.
  *
- * The socket must be opened in the netns whose table is meant (`openConntrackSocket()` uses the
- * calling thread's netns).
+ * The socket must be opened in the netns whose table is meant: `openNetlinkSocket(NETLINK_NETFILTER)`
+ * (kernel-transport.ts) opens it in the calling thread's.
  */
 import { AF_INET, AF_INET6 } from "../sys/constants.ts";
 import { attrMap, buildMessage, readBe32, type NlWriter } from "./codec.ts";
 import { NLA_F_NESTED, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST } from "./constants/netlink.ts";
-import { NETLINK_NETFILTER, NFGENMSG_SIZE, NFNETLINK_V0, NFNL_SUBSYS_CTNETLINK } from "./constants/nfnetlink.ts";
+import { NFGENMSG_SIZE, NFNETLINK_V0, NFNL_SUBSYS_CTNETLINK } from "./constants/nfnetlink.ts";
 import {
   CTA_ID,
   CTA_IP_V4_DST,
@@ -31,7 +31,7 @@ import {
   IPCTNL_MSG_CT_GET,
 } from "./constants/nfnetlink-conntrack.ts";
 import { isNotFound } from "./errors.ts";
-import { NetlinkSocket } from "./socket.ts";
+import type { NetlinkSocket } from "./socket.ts";
 
 export type ConntrackFamily = 4 | 6;
 
@@ -147,11 +147,6 @@ export function parseConntrackFlow(payload: Uint8Array): ConntrackFlow | undefin
   const zone = top.get(CTA_ZONE);
   if (zone !== undefined && zone.byteLength >= 2) flow.zone = readBe16(zone);
   return flow;
-}
-
-/** Opens a NETLINK_NETFILTER socket in the calling thread's netns. */
-export function openConntrackSocket(): NetlinkSocket {
-  return NetlinkSocket.open(NETLINK_NETFILTER);
 }
 
 /** `conntrack -L -f ipv4|ipv6`: every entry of one family. */

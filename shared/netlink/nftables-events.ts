@@ -31,7 +31,8 @@ import {
   NFTA_RULE_TABLE,
   NFTA_TABLE_NAME,
 } from "./constants/nf-tables.ts";
-import { nftFamilyOf, type NftFamilyName } from "./nftables.ts";
+import { nftFamilyOf } from "./nftables.ts";
+import type { NftFamilyName } from "./constants/nf-tables.ts";
 
 /** A table, chain or rule that a committed batch deleted. */
 export interface NftDeletion {

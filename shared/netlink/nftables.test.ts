@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { buildMessage, NlWriter, parseMessages, setSeqPid, toHex } from "./codec.ts";
+import { buildMessage, NlWriter, setSeqPid, toHex } from "./codec.ts";
 import { NLM_F_MULTI, NLMSG_DONE, NLMSG_ERROR } from "./constants/netlink.ts";
 import { NFNL_MSG_BATCH_BEGIN, NFNL_MSG_BATCH_END } from "./constants/nfnetlink.ts";
 import { NFT_MSG_NEWRULE, NFTA_RULE_CHAIN, NFTA_RULE_EXPRESSIONS, NFTA_RULE_HANDLE, NFTA_RULE_TABLE, NFTA_RULE_USERDATA } from "./constants/nf-tables.ts";
@@ -22,7 +22,7 @@ import {
 } from "./nftables.ts";
 import { NetlinkSocket } from "./socket.ts";
 import { fakeKernel } from "./testing.ts";
-import { SyscallError } from "../sys/errors.ts";
+import { SyscallError } from "../sys/errno.ts";
 
 // Expected bytes: what nft 1.0.6 sends for `nft list chain inet t c`, `nft delete rule inet t c
 // handle 2` (strace -e sendto,sendmsg -xx), with seq/pid 0 (nft dumps a whole table's rules, so the

@@ -20,12 +20,12 @@
  * handles are big-endian u64. Changes travel in a batch (NFNL_MSG_BATCH_BEGIN … BATCH_END, whose
  * res_id is NFNL_SUBSYS_NFTABLES in network order), which the kernel applies all or nothing.
  *
- * The socket acts on the netns it was opened in (`openNftablesSocket()`: the calling thread's).
+ * The socket acts on the netns it was opened in: `openNetlinkSocket(NETLINK_NETFILTER)`
+ * (kernel-transport.ts) opens it in the calling thread's.
  */
 import { attrMap, buildMessage, parseAttrs, readBe32, readBe64, readString, type NlWriter } from "./codec.ts";
 import { NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST } from "./constants/netlink.ts";
 import {
-  NETLINK_NETFILTER,
   NFGENMSG_SIZE,
   NFNETLINK_V0,
   NFNL_MSG_BATCH_BEGIN,
@@ -65,14 +65,13 @@ import {
   NFTA_VERDICT_CHAIN,
   NFTA_VERDICT_CODE,
   NFTNL_UDATA_RULE_COMMENT,
+  type NftFamilyName,
 } from "./constants/nf-tables.ts";
 import { isNotFound, NetlinkError } from "./errors.ts";
-import { NetlinkSocket } from "./socket.ts";
-import { EINVAL, ENOENT, EOPNOTSUPP, EPROTONOSUPPORT } from "../sys/errno.ts";
-import { SyscallError } from "../sys/errors.ts";
+import type { NftExpr, NftRule, NftRuleRef } from "./nftables-rule.ts";
+import type { NetlinkSocket } from "./socket.ts";
+import { EINVAL, ENOENT, EOPNOTSUPP, EPROTONOSUPPORT, SyscallError } from "../sys/errno.ts";
 
-/** An nft family name (`nft list table <family> …`). */
-export type NftFamilyName = "ip" | "ip6" | "inet" | "arp" | "bridge" | "netdev";
 
 const NFPROTO: Readonly<Record<NftFamilyName, number>> = {
   ip: NFPROTO_IPV4,
@@ -86,28 +85,6 @@ const NFPROTO: Readonly<Record<NftFamilyName, number>> = {
 /** The nft family name of an nfgen_family (NFPROTO_*) value, undefined for one nft does not name. */
 export function nftFamilyOf(nfproto: number): NftFamilyName | undefined {
   return (Object.keys(NFPROTO) as NftFamilyName[]).find((f) => NFPROTO[f] === nfproto);
-}
-
-/** One rule of a chain as far as finding and deleting it goes. */
-export interface NftRuleRef {
-  chain: string;
-  /** The rule's handle (unique in its table for the table's lifetime). */
-  handle: number;
-  /** The rule's comment (user data), when it has one. */
-  comment?: string;
-  /** The chain the rule's verdict jumps or goes to (`jump X`, iptables' `-j X`), when it has one. */
-  jump?: string;
-}
-
-/** One expression of a rule: its name (`payload`, `cmp`, `match`, `immediate`, …) and its NFTA_<NAME>_* attributes. */
-export interface NftExpr {
-  name: string;
-  attrs: ReadonlyMap<number, Uint8Array>;
-}
-
-/** A rule with its expressions, in order (what `nft --debug=netlink list chain` prints). */
-export interface NftRule extends NftRuleRef {
-  expressions: readonly NftExpr[];
 }
 
 const msgType = (cmd: number): number => (NFNL_SUBSYS_NFTABLES << 8) | cmd;
@@ -266,11 +243,6 @@ export function isNftablesMissing(err: unknown): boolean {
   if (!(err instanceof SyscallError)) return false;
   if (err.errno === EPROTONOSUPPORT || err.errno === EOPNOTSUPP) return true;
   return err.errno === EINVAL && err instanceof NetlinkError && GET_TYPES.has(err.msgType);
-}
-
-/** Opens a NETLINK_NETFILTER socket in the calling thread's netns. */
-export function openNftablesSocket(): NetlinkSocket {
-  return NetlinkSocket.open(NETLINK_NETFILTER);
 }
 
 function existsBy(sock: NetlinkSocket, req: Uint8Array, detail: string): boolean {

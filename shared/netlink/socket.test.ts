@@ -16,8 +16,7 @@ import {
 import { RTM_GETLINK, RTM_NEWLINK } from "./constants/rtnetlink.ts";
 import { LinkNotFoundError, NetlinkDumpInterruptedError, NetlinkError, isExists, isNotFound } from "./errors.ts";
 import { DUMP_RETRIES, NetlinkSocket, decodeErrorPayload, type NetlinkTransport } from "./socket.ts";
-import { EINTR } from "../sys/errno.ts";
-import { SyscallError } from "../sys/errors.ts";
+import { EINTR, SyscallError } from "../sys/errno.ts";
 import { fakeKernel } from "./testing.ts";
 
 /** struct nlmsgerr { int error; struct nlmsghdr msg; [payload]; } + optional TLVs. */

@@ -5,19 +5,13 @@
  * message when the kernel sends one.
  *
  * The socket acts on the netns it was created in, whatever the calling thread's netns is later.
- * Created inside a namespace only through `Handle.open(ns)`.
+ * Created inside a namespace only through `Handle.open(ns)`. The kernel side (the descriptor) is
+ * kernel-transport.ts; this is the protocol over any {@link NetlinkTransport}.
  */
 
-import { AF_NETLINK, MSG_PEEK, MSG_TRUNC, SOCK_CLOEXEC, SOCK_RAW } from "../sys/constants.ts";
-import { ENOBUFS, ENOPROTOOPT } from "../sys/errno.ts";
-import { SyscallError } from "../sys/errors.ts";
-import { OwnedFd } from "../sys/fd.ts";
-import { bind, close, getsockname, recvfrom, sendto, setsockoptInt, socket } from "../sys/libc.ts";
-import { HOST_LITTLE_ENDIAN, parseAttrs, parseMessages, readI32, readString, readU16, readU32, setSeqPid, type NlMessage } from "./codec.ts";
+import { ENOBUFS } from "../sys/errno.ts";
+import { parseAttrs, parseMessages, readI32, readString, readU16, readU32, setSeqPid, type NlMessage } from "./codec.ts";
 import {
-  NETLINK_CAP_ACK,
-  NETLINK_EXT_ACK,
-  NETLINK_ROUTE,
   NLM_F_ACK,
   NLM_F_ACK_TLVS,
   NLM_F_CAPPED,
@@ -30,24 +24,12 @@ import {
   NLMSG_NOOP,
   NLMSG_OVERRUN,
   NLMSGERR_ATTR_MSG,
-  SOL_NETLINK,
 } from "./constants/netlink.ts";
-import { NETLINK_NETFILTER } from "./constants/nfnetlink.ts";
 import { NetlinkDumpInterruptedError, NetlinkError } from "./errors.ts";
-import { deferRelease, releaseDeferrable } from "./netfilter-release.ts";
 
 /** How many times a dump flagged NLM_F_DUMP_INTR is restarted before giving up. */
 export const DUMP_RETRIES = 10;
 
-/**
- * The receive buffer, one for the whole process and shared by every socket: a plugin call opens
- * several sockets (one per namespace and protocol), and each fresh 64 KiB typed array costs page
- * faults that a profile of a bridge ADD showed at several milliseconds. Sharing is safe because
- * receiving is synchronous and every reader decodes or copies a datagram before the next receive
- * on any socket. Grown on demand when a datagram is larger (sized with MSG_PEEK|MSG_TRUNC).
- */
-const RECV_BUFFER_SIZE = 64 * 1024;
-let recvBuffer: Uint8Array | undefined;
 
 /** What the kernel said in an NLMSG_ERROR/NLMSG_DONE error payload. */
 export interface DecodedError {
@@ -89,12 +71,6 @@ function decodeDonePayload(payload: Uint8Array, flags: number): DecodedError {
   return { errno };
 }
 
-/** sockaddr_nl { nl_family = AF_NETLINK, nl_pad, nl_pid = 0 (kernel assigns), nl_groups = 0 }. */
-function sockaddrNl(): Uint8Array {
-  const b = new Uint8Array(12);
-  new DataView(b.buffer).setUint16(0, AF_NETLINK, HOST_LITTLE_ENDIAN);
-  return b;
-}
 
 /** How a NetlinkSocket moves datagrams; the kernel socket in production, a fake in unit tests. */
 export interface NetlinkTransport {
@@ -108,65 +84,6 @@ export interface NetlinkTransport {
   close(): void;
 }
 
-/**
- * A bound AF_NETLINK socket (SOCK_CLOEXEC) with extended ACKs enabled. A NETLINK_NETFILTER one
- * may have its close deferred (netfilter-release.ts).
- */
-class KernelTransport implements NetlinkTransport {
-  readonly #file: OwnedFd;
-  readonly #deferClose: boolean;
-  readonly portId: number;
-
-  constructor(protocol: number) {
-    const file = new OwnedFd(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol));
-    try {
-      for (const opt of [NETLINK_EXT_ACK, NETLINK_CAP_ACK]) {
-        try {
-          setsockoptInt(file.fd, SOL_NETLINK, opt, 1);
-        } catch (err) {
-          // Older kernels lack these options; errors are still decoded, only without the text.
-          if (!(err instanceof SyscallError && err.errno === ENOPROTOOPT)) throw err;
-        }
-      }
-      bind(file.fd, sockaddrNl());
-      const addr = new Uint8Array(12);
-      getsockname(file.fd, addr);
-      this.portId = readU32(addr, 4);
-    } catch (err) {
-      file.close();
-      throw err;
-    }
-    this.#file = file;
-    this.#deferClose = protocol === NETLINK_NETFILTER && releaseDeferrable();
-  }
-
-  get fd(): number {
-    return this.#file.fd;
-  }
-
-  send(msg: Uint8Array): void {
-    sendto(this.#file.fd, msg, 0, sockaddrNl());
-  }
-
-  /** Receives one whole datagram (valid until the next receive on any socket), growing the shared buffer when the kernel's is larger. */
-  receive(): Uint8Array {
-    const fd = this.#file.fd;
-    let buf = (recvBuffer ??= new Uint8Array(RECV_BUFFER_SIZE));
-    const size = recvfrom(fd, buf, MSG_PEEK | MSG_TRUNC);
-    if (size > buf.byteLength) buf = recvBuffer = new Uint8Array(size + 4096);
-    const n = recvfrom(fd, buf, 0);
-    return buf.subarray(0, n);
-  }
-
-  close(): void {
-    if (this.#deferClose && this.#file.isOpen) {
-      const fd = this.#file.release();
-      if (!deferRelease(fd)) close(fd);
-      return;
-    }
-    this.#file.close();
-  }
-}
 
 export class NetlinkSocket {
   readonly #io: NetlinkTransport;
@@ -177,12 +94,7 @@ export class NetlinkSocket {
     this.#seq = (Date.now() / 1000) >>> 0;
   }
 
-  /** Opens and binds a NETLINK_ROUTE socket in the calling thread's netns. */
-  static open(protocol = NETLINK_ROUTE): NetlinkSocket {
-    return new NetlinkSocket(new KernelTransport(protocol));
-  }
-
-  /** A socket over another transport (unit tests drive the reply logic with a fake kernel). */
+  /** A socket over `io`: the kernel's (kernel-transport.ts) or, in unit tests, a fake kernel. */
   static overTransport(io: NetlinkTransport): NetlinkSocket {
     return new NetlinkSocket(io);
   }

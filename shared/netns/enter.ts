@@ -7,11 +7,10 @@
  * thenable result throws at runtime (after the namespace has been restored).
  */
 
-import { CLONE_NEWNET, O_RDONLY } from "../sys/constants.ts";
+import { CLONE_NEWNET, O_RDONLY, THREAD_NETNS_PATH } from "../sys/constants.ts";
 import { open } from "../sys/file.ts";
 import { close, setns } from "../sys/libc.ts";
 import type { NetNS } from "./netns.ts";
-import { THREAD_NETNS_PATH } from "./netns.ts";
 import { restoreOrAbort } from "./_restore.ts";
 
 /** A callback result type that excludes promises and any other object with a `then` method. */

@@ -3,16 +3,13 @@
  * path like upstream `ns.GetNS`; entering happens only through {@link withNetNS} in `enter.ts`.
  */
 
-import { O_RDONLY, NSFS_MAGIC, PROC_SUPER_MAGIC } from "../sys/constants.ts";
-import { ENOENT, errnoMessage } from "../sys/errno.ts";
-import { SyscallError } from "../sys/errors.ts";
+import { O_RDONLY, NSFS_MAGIC, PROC_SUPER_MAGIC, THREAD_NETNS_PATH } from "../sys/constants.ts";
+import { ENOENT, errnoMessage, SyscallError } from "../sys/errno.ts";
 import { OwnedFd } from "../sys/fd.ts";
 import { fstat, open } from "../sys/file.ts";
 import { statfs } from "../sys/libc.ts";
 import { NetnsError, NetnsNotFoundError, NotANetnsError } from "./errors.ts";
 
-/** The calling thread's own netns file (differs from /proc/self in Workers). */
-export const THREAD_NETNS_PATH = "/proc/thread-self/ns/net";
 
 /**
  * Checks that `path` is a namespace file (upstream `IsNSorErr`): statfs magic must be nsfs or

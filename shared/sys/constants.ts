@@ -67,3 +67,6 @@ export const MNT_DETACH = 2;
 // <linux/magic.h>
 export const PROC_SUPER_MAGIC = 0x9fa0;
 export const NSFS_MAGIC = 0x6e736673;
+
+/** The calling thread's own netns file (differs from /proc/self in Workers; proc(5)). */
+export const THREAD_NETNS_PATH = "/proc/thread-self/ns/net";

@@ -3,7 +3,8 @@ import { closeSync, mkdtempSync, openSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { O_CLOEXEC, O_CREAT, O_RDONLY } from "./constants.ts";
-import { lockFd, type LockWaiter } from "./fd-lock.ts";
+import { lockFd } from "./fd-lock.ts";
+import type { LockWaiter } from "./lock-waiter.ts";
 import { FileLock } from "./flock.ts";
 
 let dir = "";

@@ -14,19 +14,9 @@
  */
 
 import { LOCK_EX, LOCK_NB, LOCK_UN } from "./constants.ts";
-import { EAGAIN } from "./errno.ts";
-import { SyscallError } from "./errors.ts";
+import { EAGAIN, SyscallError } from "./errno.ts";
 import { flock } from "./libc.ts";
-
-/** What a lock wait is ended by, and what it is woken by (the resident agent's call scope). */
-export interface LockWaiter {
-  /** A reading to pass to pause, taken before a try: a release after it wakes that pause at once. */
-  epoch(): number;
-  /** Sleeps up to `ms`, or until a lock was released after `epoch`; throws to give the wait up. */
-  pause(ms: number, epoch: number): void;
-  /** A lock was released by this thread: wakes those that pause. */
-  released(): void;
-}
+import type { LockWaiter } from "./lock-waiter.ts";
 
 /**
  * Back-off between tries of a lock held by someone else: from the first to the longest, doubling.

@@ -3,8 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { O_APPEND, O_CREAT, O_EXCL, O_NOFOLLOW, O_RDONLY, O_RDWR, O_WRONLY } from "./constants.ts";
-import { EEXIST, EINVAL, ELOOP, ENOENT, ENOTDIR } from "./errno.ts";
-import { SyscallError } from "./errors.ts";
+import { EEXIST, EINVAL, ELOOP, ENOENT, ENOTDIR, SyscallError } from "./errno.ts";
 import * as file from "./file.ts";
 import { close } from "./libc.ts";
 

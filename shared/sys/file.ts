@@ -6,8 +6,7 @@
  * positive `errno` are what callers test, as they would on a node:fs error.
  */
 import { O_CLOEXEC, O_CREAT, O_EXCL, O_RDONLY, O_TRUNC, O_WRONLY } from "./constants.ts";
-import { EAGAIN, EEXIST, EIO, ENOENT } from "./errno.ts";
-import { SyscallError } from "./errors.ts";
+import { EAGAIN, EEXIST, EIO, ENOENT, SyscallError } from "./errno.ts";
 import { AT_FDCWD, close, getcwd, getdents64, getpid, gettid, linkat, mkdirat, openat, read, renameat, statx, STATX_SIZE, unlinkat, utimensat, write } from "./libc.ts";
 
 /** <fcntl.h> flags of the *at calls. */

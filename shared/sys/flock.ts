@@ -8,7 +8,8 @@
  */
 
 import { LOCK_UN, O_CREAT, O_NOFOLLOW, O_RDONLY } from "./constants.ts";
-import { takeLock, tryLockFd, type LockWaiter } from "./fd-lock.ts";
+import { takeLock, tryLockFd } from "./fd-lock.ts";
+import type { LockWaiter } from "./lock-waiter.ts";
 import { OwnedFd } from "./fd.ts";
 import { open } from "./file.ts";
 import { flock } from "./libc.ts";

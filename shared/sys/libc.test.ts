@@ -3,8 +3,7 @@ import { closeSync, openSync, readFileSync, readlinkSync, unlinkSync, writeFileS
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AF_NETLINK, NSFS_MAGIC, O_CLOEXEC, O_RDONLY, O_RDWR, PROC_SUPER_MAGIC, SOCK_CLOEXEC, SOCK_RAW } from "./constants.ts";
-import { EBADF, ENODEV, ENOENT } from "./errno.ts";
-import { SyscallError } from "./errors.ts";
+import { EBADF, ENODEV, ENOENT, SyscallError } from "./errno.ts";
 import * as libc from "./libc.ts";
 
 describe("libc wrappers", () => {

@@ -13,8 +13,7 @@
  */
 
 import type * as Ffi from "bun:ffi";
-import { EINTR, EINVAL } from "./errno.ts";
-import { SyscallError } from "./errors.ts";
+import { EINTR, EINVAL, SyscallError } from "./errno.ts";
 import { spanEnd, spanStart } from "./phases.ts";
 
 /** glibc's soname (Debian/Ubuntu/RHEL). A musl build would bind "libc.so" instead. */

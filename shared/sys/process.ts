@@ -5,7 +5,7 @@
  */
 import type * as Ffi from "bun:ffi";
 import { AF_UNIX, O_CLOEXEC, SOCK_CLOEXEC, SOCK_STREAM, SOL_SOCKET } from "./constants.ts";
-import { SyscallError } from "./errors.ts";
+import { SyscallError } from "./errno.ts";
 import { bind, close, getsockopt, socket } from "./libc.ts";
 
 /** getsockopt option: the credentials of a unix socket's peer at connect(2) (struct ucred). */

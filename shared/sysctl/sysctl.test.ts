@@ -3,8 +3,7 @@ import { readFileSync } from "node:fs";
 import { withNetNS } from "../netns/enter.ts";
 import { createScratchNetns, runIn, skipUnlessRoot, type ScratchNetns } from "../netns/testing.ts";
 import { Handle } from "../netlink/handle.ts";
-import { ENOENT } from "../sys/errno.ts";
-import { SyscallError } from "../sys/errors.ts";
+import { ENOENT, SyscallError } from "../sys/errno.ts";
 import { SysctlNameError, sysctlGet, sysctlPath, sysctlSet } from "./sysctl.ts";
 
 describe("sysctlPath (upstream separator rule)", () => {

@@ -7,8 +7,7 @@
  * the interface `eth0.1`. Writes carry no trailing newline; reads are trimmed.
  */
 
-import { ENOENT } from "../sys/errno.ts";
-import { SyscallError } from "../sys/errors.ts";
+import { ENOENT, SyscallError } from "../sys/errno.ts";
 import { readTextFile, writeFile } from "../sys/file.ts";
 
 const PROC_SYS = "/proc/sys/";

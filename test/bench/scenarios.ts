@@ -30,7 +30,7 @@ import {
   IMPLS,
   CNI_VERSION,
 } from "./lib.ts";
-import { alternation, median } from "./stats.ts";
+import { alternation } from "./stats.ts";
 import type { Column } from "./table.ts";
 
 export interface ScenarioContext {

@@ -10,7 +10,7 @@
 import { describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { startAgent, waitForSocket } from "../harness/agent.ts";
+import { startAgent } from "../harness/agent.ts";
 import { registerCleanup, useFixtureCleanup } from "../harness/cleanup.ts";
 import { describeRun, execPlugin, type PluginInvocation, type PluginRun } from "../harness/exec-plugin.ts";
 import { createContainerNetns } from "../harness/netns.ts";

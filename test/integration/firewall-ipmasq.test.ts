@@ -11,11 +11,12 @@ import { createContainerNetns } from "../harness/netns.ts";
 import { GO_BIN_DIR, hasGoPlugin } from "../harness/paths.ts";
 import { sandboxed } from "../harness/sandbox.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
-import { systemFirewallDrivers, type FirewallDrivers } from "../../shared/firewall/backend.ts";
+import type { FirewallDrivers } from "../../shared/firewall/backend.ts";
+import { systemFirewallDrivers } from "../../shared/firewall/system.ts";
 import { checkIPMasq, gcIPMasq, setupIPMasq, teardownIPMasq } from "../../shared/firewall/ipmasq.ts";
 import { formatChainName, masqInstanceHash } from "../../shared/firewall/naming.ts";
-import { hostIptablesMode, systemIptables } from "../../shared/firewall/iptables/driver.ts";
-import { systemNft } from "../../shared/firewall/nftables/driver.ts";
+import { hostIptablesMode, systemIptables } from "../../shared/firewall/iptables/system.ts";
+import { systemNft } from "../../shared/firewall/nftables/system.ts";
 
 function sh(argv: string[], input?: string): string {
   const p = Bun.spawnSync({ cmd: argv, stdin: input === undefined ? "ignore" : Buffer.from(input), stdout: "pipe", stderr: "pipe" });

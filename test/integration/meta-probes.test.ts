@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { goIfbName, ifbLinks, ingressFiltersOf, qdiscsOf, tc } from "../harness/bandwidth-helpers.ts";
 import { registerCleanup, useFixtureCleanup } from "../harness/cleanup.ts";
 import { expectCniError, expectSuccess } from "../harness/cni-expect.ts";
-import { ConflistRunner, type NetworkConfigList, type RuntimeConf } from "../harness/conflist.ts";
+import { ConflistRunner, type NetworkConfigList } from "../harness/conflist.ts";
 import { execPlugin, type PluginRun } from "../harness/exec-plugin.ts";
 import { ipJson } from "../harness/ip-oracle.ts";
 import { linkState, sysctlIn } from "../harness/meta-tuning-helpers.ts";

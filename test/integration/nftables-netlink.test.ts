@@ -6,10 +6,13 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { sandboxed } from "../harness/sandbox.ts";
-import { nftChainExists, nftRuleList, nftTableExists, openNftablesSocket } from "../../shared/netlink/nftables.ts";
-import { applyNft, listNftChain, listNftTable } from "../../shared/firewall/nftables/driver.ts";
+import { NETLINK_NETFILTER } from "../../shared/netlink/constants/nfnetlink.ts";
+import { openNetlinkSocket } from "../../shared/netlink/kernel-transport.ts";
+import { nftChainExists, nftRuleList, nftTableExists } from "../../shared/netlink/nftables.ts";
+import { applyNft, listNftChain, listNftTable } from "../../shared/firewall/nftables/system.ts";
 import { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
-import { parseChainListing, systemIptables } from "../../shared/firewall/iptables/driver.ts";
+import { parseChainListing } from "../../shared/firewall/iptables/driver.ts";
+import { systemIptables } from "../../shared/firewall/iptables/system.ts";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeTempDir } from "../harness/tempdir.ts";
@@ -62,7 +65,7 @@ describe.skipIf(!sandboxed())("nf_tables over netlink (real kernel)", () => {
         `add rule ip6 ${TABLE} c counter comment "ip6 family"`,
       ].join("\n") + "\n",
     );
-    const sock = openNftablesSocket();
+    const sock = openNetlinkSocket(NETLINK_NETFILTER);
     try {
       const listed = nftRuleList(sock, "inet", TABLE, "c");
       expect(listed.length).toBe(3);

@@ -26,7 +26,6 @@ import { ReloadNode, reloadArgv, ReloadWatcher, type Pod } from "../harness/relo
 import { DIST_BIN } from "../harness/paths.ts";
 import { join } from "node:path";
 import { sandboxed } from "../harness/sandbox.ts";
-import { makeTempDir } from "../harness/tempdir.ts";
 
 /** How soon the watcher must have restored everything (the issue's bound). */
 const RESTORE_BOUND_MS = 2000;

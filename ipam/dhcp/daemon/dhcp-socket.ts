@@ -9,8 +9,7 @@
  */
 import { NetNS } from "../../../shared/netns/netns.ts";
 import { withNetNS } from "../../../shared/netns/enter.ts";
-import { EAGAIN } from "../../../shared/sys/errno.ts";
-import { SyscallError } from "../../../shared/sys/errors.ts";
+import { EAGAIN, SyscallError } from "../../../shared/sys/errno.ts";
 import * as libc from "../../../shared/sys/libc.ts";
 import {
   AF_INET,
@@ -24,7 +23,7 @@ import {
   SO_BROADCAST,
   SO_REUSEADDR,
 } from "../../../shared/sys/constants.ts";
-import { ipToBytes, parseIP } from "../../../shared/ip/ip.ts";
+import { ipToBytes, parseIP } from "../../../shared/ip/addr.ts";
 import { DHCP_CLIENT_PORT, DHCP_SERVER_PORT } from "../packet.ts";
 import { DHCP6_CLIENT_PORT, DHCP6_SERVER_PORT } from "../packet6.ts";
 

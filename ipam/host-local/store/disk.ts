@@ -91,7 +91,7 @@ import {
 import { close } from "../../../shared/sys/libc.ts";
 import { InternalError, InvalidConfigError } from "../../../shared/cni/errors.ts";
 import { PathError } from "../../../shared/sys/path-error.ts";
-import type { LockWaiter } from "../../../shared/sys/fd-lock.ts";
+import type { LockWaiter } from "../../../shared/sys/lock-waiter.ts";
 import { FileLock } from "../../../shared/sys/flock.ts";
 import { formatIP, parseIP, type IPAddr } from "../../../shared/ip/addr.ts";
 import { DirView, isStable, LAST_RESERVED_PREFIX, LOCK_NAME, readEntry, scanDirectory, TEMP_NAME, type Verification } from "./dir-view.ts";

@@ -5,7 +5,7 @@ import { convertResult, convertVersioned, registerConverter } from "./convert.ts
 import { versionedJson } from "./format.ts";
 import { goJsonMarshalIndent } from "./go-json.ts";
 import { createResult } from "./prevresult.ts";
-import type { ResultV040 } from "./v040.ts";
+import type { ResultV040 } from "./wire.ts";
 import { golden, richResult } from "./testdata/fixtures.ts";
 
 function relabel(text: string, to: string): string {

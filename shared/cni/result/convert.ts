@@ -6,9 +6,10 @@
 import { InternalError } from "../errors.ts";
 import type { Result } from "../types.ts";
 import { CURRENT_VERSION, resultFamily, type ResultFamily } from "../version.ts";
-import { v020FromV040, v020Relabel, type ResultV020 } from "./v020.ts";
-import { v040FromV020, v040Relabel, type ResultV040 } from "./v040.ts";
-import { copyV100, v100FromV040, v100ToV040, type ResultV100 } from "./v100.ts";
+import { v020FromV040, v020Relabel } from "./v020.ts";
+import { v040FromV020, v040Relabel } from "./v040.ts";
+import { copyV100, v100FromV040, v100ToV040 } from "./v100.ts";
+import type { ResultV020, ResultV040, ResultV100 } from "./wire.ts";
 
 /** A result in one concrete wire version; `cniVersion` says which. */
 export type VersionedResult = ResultV020 | ResultV040 | ResultV100;

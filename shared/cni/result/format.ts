@@ -7,9 +7,10 @@ import { resultFamily } from "../version.ts";
 import { convertResult, type VersionedResult } from "./convert.ts";
 import { copyDns } from "./common.ts";
 import { goJsonMarshalIndent } from "./go-json.ts";
-import { v020Json, type ResultV020 } from "./v020.ts";
-import { v040Json, type ResultV040 } from "./v040.ts";
-import { copyV100, v100Json, type ResultV100 } from "./v100.ts";
+import { v020Json } from "./v020.ts";
+import { v040Json } from "./v040.ts";
+import { copyV100, v100Json } from "./v100.ts";
+import type { ResultV020, ResultV040, ResultV100 } from "./wire.ts";
 
 /** The JSON value of a versioned result, in the layout its version prints. */
 export function versionedJson(r: VersionedResult): unknown {

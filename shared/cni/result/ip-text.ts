@@ -3,7 +3,8 @@
  * `types.IPNet` round-trip it (`3ffe:ffff:0:01ff::1/64` → `3ffe:ffff:0:1ff::1/64`, host bits kept).
  * Errors carry Go's `net.ParseError` wording.
  */
-import { formatIP, parseCIDRDetailed, parseIP, type IPAddr } from "../../ip/ip.ts";
+import { formatIP, parseIP, type IPAddr } from "../../ip/addr.ts";
+import { parseCIDRDetailed } from "../../ip/cidr.ts";
 
 export interface CanonicalCIDR {
   /** The CIDR as Go prints it. */

@@ -6,7 +6,7 @@
  */
 import { decode, getField, isObject } from "../decode.ts";
 import { CniError, DecodingError, messageOf } from "../errors.ts";
-import { PARSED_FROM, type Result } from "../types.ts";
+import { PARSED_FROM, type CmdArgs, type Result } from "../types.ts";
 import { resultFamily } from "../version.ts";
 import { FAMILY_VERSIONS } from "./common.ts";
 import { toCurrent, type VersionedResult } from "./convert.ts";
@@ -102,4 +102,11 @@ export function parseResult(text: string, configVersion: string): Result {
     if (err instanceof CniError) throw err;
     throw new DecodingError(messageOf(err), { cause: err });
   }
+}
+
+/** The config's prevResult in the current type, or undefined when absent/null. */
+export function prevResultFrom(args: CmdArgs): Result | undefined {
+  const raw = getField(args.config, "prevResult");
+  if (raw === undefined || raw === null) return undefined;
+  return parsePrevResult(raw, args.cniVersion);
 }

@@ -5,7 +5,7 @@
  */
 import { t, type Infer } from "../decode.ts";
 import { InternalError } from "../errors.ts";
-import type { DNS, Route } from "../types.ts";
+import type { Route } from "../types.ts";
 import {
   cidrField,
   copyDns,
@@ -21,21 +21,7 @@ import {
   routeSchema,
 } from "./common.ts";
 import { canonicalCIDR, canonicalIP } from "./ip-text.ts";
-import type { ResultV040 } from "./v040.ts";
-
-export interface V020IPConfig {
-  /** CIDR with host bits. */
-  ip: string;
-  gateway?: string;
-  routes?: Route[];
-}
-
-export interface ResultV020 {
-  cniVersion: string;
-  ip4?: V020IPConfig;
-  ip6?: V020IPConfig;
-  dns?: DNS;
-}
+import type { ResultV020, ResultV040, V020IPConfig } from "./wire.ts";
 
 /** The JSON value upstream prints for a 0.1.0/0.2.0 result. */
 export function v020Json(r: ResultV020): unknown {

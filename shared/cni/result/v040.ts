@@ -5,7 +5,7 @@
  * omitted and `dns` is always present (`{}` when empty). Each IP carries `version` ("4"/"6").
  */
 import { t, type Infer } from "../decode.ts";
-import type { DNS, Route } from "../types.ts";
+import type { Route } from "../types.ts";
 import {
   cidrField,
   copyDns,
@@ -21,29 +21,7 @@ import {
   routeSchema,
 } from "./common.ts";
 import { canonicalCIDR, canonicalIP } from "./ip-text.ts";
-import type { ResultV020, V020IPConfig } from "./v020.ts";
-
-export interface V040Interface {
-  name: string;
-  mac?: string;
-  sandbox?: string;
-}
-
-export interface V040IPConfig {
-  /** "4" or "6" (a parsed prevResult may carry anything; it is re-derived on conversion to 1.x and back). */
-  version: string;
-  interface?: number;
-  address: string;
-  gateway?: string;
-}
-
-export interface ResultV040 {
-  cniVersion: string;
-  interfaces?: V040Interface[];
-  ips?: V040IPConfig[];
-  routes?: Route[];
-  dns?: DNS;
-}
+import type { ResultV020, ResultV040, V020IPConfig, V040IPConfig, V040Interface } from "./wire.ts";
 
 /** The JSON value upstream prints for a 0.3.x/0.4.0 result. */
 export function v040Json(r: ResultV040): unknown {

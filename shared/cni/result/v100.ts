@@ -26,12 +26,7 @@ import {
 } from "./common.ts";
 import { sortKeysDeep } from "./go-json.ts";
 import { canonicalCIDR, canonicalIP } from "./ip-text.ts";
-import type { ResultV040 } from "./v040.ts";
-
-/** A 1.x result with its version label. */
-export interface ResultV100 extends Result {
-  cniVersion: string;
-}
+import type { ResultV040, ResultV100 } from "./wire.ts";
 
 /** The JSON value printed for a 1.x result: sorted keys (HEAD), `dns` always present (Go 1.1.1). */
 export function v100Json(r: ResultV100): unknown {

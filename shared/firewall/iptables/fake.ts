@@ -8,7 +8,7 @@
  * assert what a call read and wrote. `dump()` is the canonical iptables-save text for golden tests
  * (a test's view only: the driver interface has no whole-table read).
  */
-import type { IPFamily } from "../../ip/ip.ts";
+import type { IPFamily } from "../../ip/addr.ts";
 import { CommandError } from "../exec.ts";
 import { isBuiltinChain, type IptablesDriver } from "./driver.ts";
 import { canonicalRule, ruleTarget, sameRule } from "./rule.ts";

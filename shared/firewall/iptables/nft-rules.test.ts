@@ -5,7 +5,8 @@
  */
 import { describe, expect, test } from "bun:test";
 import { fromHex } from "../../netlink/codec.ts";
-import { parseExpressions, type NftRule } from "../../netlink/nftables.ts";
+import { parseExpressions } from "../../netlink/nftables.ts";
+import type { NftRule } from "../../netlink/nftables-rule.ts";
 import { iptablesArgs } from "./nft-rules.ts";
 import { sameRule } from "./rule.ts";
 import { tokenize } from "./save-format.ts";

@@ -39,8 +39,9 @@ import {
   NFTA_PAYLOAD_LEN,
   NFTA_PAYLOAD_OFFSET,
 } from "../../netlink/constants/nf-tables.ts";
-import { immediateVerdict, type NftExpr, type NftRule } from "../../netlink/nftables.ts";
-import { formatIP, ipFromBytes, type IPFamily } from "../../ip/ip.ts";
+import { immediateVerdict } from "../../netlink/nftables.ts";
+import type { NftExpr, NftRule } from "../../netlink/nftables-rule.ts";
+import { formatIP, ipFromBytes, type IPFamily } from "../../ip/addr.ts";
 import { commentMatch } from "./rule.ts";
 
 /** Where the source and destination addresses sit in the network header (struct iphdr, struct ipv6hdr). */

@@ -4,7 +4,8 @@
  * masked and always carry a prefix (`10.0.0.3` → `10.0.0.3/32`, `10.0.0.3/24` → `10.0.0.0/24`),
  * and the long option names are shortened.
  */
-import { formatCIDR, networkAddress, parseCIDR, parseIP, bitLength } from "../../ip/ip.ts";
+import { parseIP, bitLength } from "../../ip/addr.ts";
+import { formatCIDR, networkAddress, parseCIDR } from "../../ip/cidr.ts";
 
 const LONG_TO_SHORT: Readonly<Record<string, string>> = {
   "--source": "-s",

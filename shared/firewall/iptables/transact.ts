@@ -9,7 +9,7 @@
  * planned again from reads, so a call that changes nothing never writes (with iptables-legacy
  * every write replaces the whole table in the kernel).
  */
-import type { IPFamily } from "../../ip/ip.ts";
+import type { IPFamily } from "../../ip/addr.ts";
 import { CommandError } from "../exec.ts";
 import { IptablesTransaction, type ChainReader } from "./chain.ts";
 import type { IptablesDriver } from "./driver.ts";

@@ -19,7 +19,7 @@
  * known. nft is read whole (one save per family, for its hints and its rule count) only when
  * legacy holds something: on such a node nft is normally near-empty.
  */
-import type { IPFamily } from "../../ip/ip.ts";
+import type { IPFamily } from "../../ip/addr.ts";
 
 export type IptablesMode = "legacy" | "nft" | "plain";
 

@@ -8,7 +8,7 @@
  */
 import { CommandError } from "../exec.ts";
 import type { NftDriver } from "./driver.ts";
-import type { NftRuleRef, NftRuleState, NftTableState } from "./state.ts";
+import type { NftRuleRef, NftTableState } from "./state.ts";
 import {
   chainBody,
   elementText,

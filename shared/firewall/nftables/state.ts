@@ -27,7 +27,7 @@ export interface NftRuleState {
 }
 
 /** What finding and deleting a rule needs (listChain's answer), as the kernel lists it. */
-export type { NftRuleRef } from "../../netlink/nftables.ts";
+export type { NftRuleRef } from "../../netlink/nftables-rule.ts";
 
 export interface NftSetState {
   name: string;

@@ -10,7 +10,7 @@
  *   delete rule inet t masq_checks handle 7
  */
 
-import type { NftFamilyName } from "../../netlink/nftables.ts";
+import type { NftFamilyName } from "../../netlink/constants/nf-tables.ts";
 
 export type NftFamily = NftFamilyName;
 export type NftVerb = "add" | "create" | "insert" | "flush" | "delete";

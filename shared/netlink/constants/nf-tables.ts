@@ -81,6 +81,9 @@ export const NFTA_MATCH_REV = 2;
 export const NFTA_MATCH_INFO = 3;
 
 // include/uapi/linux/netfilter.h: the nfgen_family of nf_tables messages.
+/** An nft family name (`nft list table <family> …`). */
+export type NftFamilyName = "ip" | "ip6" | "inet" | "arp" | "bridge" | "netdev";
+
 export const NFPROTO_UNSPEC = 0;
 export const NFPROTO_INET = 1;
 export const NFPROTO_IPV4 = 2;

@@ -22,7 +22,7 @@ import { TCA_KIND, TCA_OPTIONS, TC_H_ROOT, TC_RATESPEC_SIZE } from "../constants
 import { RTM_GETTCLASS, RTM_NEWQDISC, RTM_NEWTCLASS } from "../constants/rtnetlink.ts";
 import type { NetlinkSocket } from "../socket.ts";
 import { parseTcObject, tcHandle, writeTcmsg, type TcObject } from "./msg.ts";
-import { OP_FLAGS, u64Bytes, writeRateSpec, type QdiscOp } from "./qdisc.ts";
+import { OP_FLAGS, u64Bytes, writeRateSpec, type QdiscOp } from "./msg.ts";
 import { calcRateTable } from "./rate-table.ts";
 
 const U32_LIMIT = 2 ** 32;

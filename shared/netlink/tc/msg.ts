@@ -6,6 +6,7 @@
 
 import { AF_UNSPEC } from "../../sys/constants.ts";
 import { HOST_LITTLE_ENDIAN, attrMap, readI32, readString, readU32, type NlWriter } from "../codec.ts";
+import { NLM_F_ACK, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REPLACE, NLM_F_REQUEST } from "../constants/netlink.ts";
 import { TCA_KIND, TCA_OPTIONS, TCMSG_SIZE, TC_H_MAJ_MASK, TC_H_MIN_MASK } from "../constants/pkt-sched.ts";
 
 /** `maj:min` as the kernel's 32-bit handle (TC_H_MAKE). */
@@ -67,4 +68,36 @@ export function parseTcObject(payload: Uint8Array): TcObject {
     kind: kind === undefined ? "" : readString(kind),
     ...(options === undefined ? {} : { options }),
   };
+}
+
+/** `add` fails when a qdisc is already attached there (EEXIST); `replace` swaps it. */
+export type QdiscOp = "add" | "replace";
+
+/** The nlmsg flags of each {@link QdiscOp} (also used for HTB qdiscs and classes). */
+export const OP_FLAGS: Readonly<Record<QdiscOp, number>> = {
+  add: NLM_F_REQUEST | NLM_F_ACK | NLM_F_EXCL | NLM_F_CREATE,
+  replace: NLM_F_REQUEST | NLM_F_ACK | NLM_F_REPLACE | NLM_F_CREATE,
+};
+
+/** The struct tc_ratespec fields tc fills alongside a rate table. */
+export interface RateSpec {
+  cellLog: number;
+  linklayer: number;
+  overhead: number;
+  cellAlign: number;
+  mpu: number;
+  /** Bytes per second, clamped to u32 (the full value goes into a *_RATE64 attribute). */
+  rate: number;
+}
+
+/** Writes a struct tc_ratespec (qdiscs and HTB classes). */
+export function writeRateSpec(w: NlWriter, s: RateSpec): void {
+  w.u8(s.cellLog).u8(s.linklayer).u16(s.overhead).u16(s.cellAlign & 0xffff).u16(s.mpu).u32(s.rate);
+}
+
+/** A u64 attribute payload in host order (the *_RATE64 attributes). */
+export function u64Bytes(v: number): Uint8Array {
+  const b = new Uint8Array(8);
+  new DataView(b.buffer).setBigUint64(0, BigInt(v), HOST_LITTLE_ENDIAN);
+  return b;
 }

@@ -5,8 +5,8 @@
  * Handle methods.
  */
 
-import { HOST_LITTLE_ENDIAN, attrMap, buildMessage, readU32, readU64, readU8, type NlWriter } from "../codec.ts";
-import { NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, NLM_F_REQUEST } from "../constants/netlink.ts";
+import { attrMap, buildMessage, readU32, readU64, readU8 } from "../codec.ts";
+import { NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST } from "../constants/netlink.ts";
 import {
   TCA_KIND,
   TCA_OPTIONS,
@@ -21,17 +21,8 @@ import {
 } from "../constants/pkt-sched.ts";
 import { RTM_DELQDISC, RTM_GETQDISC, RTM_NEWQDISC } from "../constants/rtnetlink.ts";
 import type { NetlinkSocket } from "../socket.ts";
-import { calcRateTable, type RateSpec } from "./rate-table.ts";
-import { parseTcObject, tcHandle, writeTcmsg, type TcObject } from "./msg.ts";
-
-/** `add` fails when a qdisc is already attached there (EEXIST); `replace` swaps it. */
-export type QdiscOp = "add" | "replace";
-
-/** The nlmsg flags of each {@link QdiscOp} (also used for HTB qdiscs and classes). */
-export const OP_FLAGS: Readonly<Record<QdiscOp, number>> = {
-  add: NLM_F_REQUEST | NLM_F_ACK | NLM_F_EXCL | NLM_F_CREATE,
-  replace: NLM_F_REQUEST | NLM_F_ACK | NLM_F_REPLACE | NLM_F_CREATE,
-};
+import { calcRateTable } from "./rate-table.ts";
+import { OP_FLAGS, parseTcObject, tcHandle, u64Bytes, writeRateSpec, writeTcmsg, type QdiscOp, type TcObject } from "./msg.ts";
 
 /** The ingress/clsact qdisc handle `ffff:`. */
 export const INGRESS_HANDLE = tcHandle(0xffff, 0);
@@ -56,18 +47,6 @@ export interface TbfSpec {
    * exactly `buffer`, like the Go plugin's qdiscs.
    */
   burst?: number;
-}
-
-/** Writes a struct tc_ratespec (also used by htb.ts). */
-export function writeRateSpec(w: NlWriter, s: RateSpec): void {
-  w.u8(s.cellLog).u8(s.linklayer).u16(s.overhead).u16(s.cellAlign & 0xffff).u16(s.mpu).u32(s.rate);
-}
-
-/** A u64 attribute payload in host order (the *_RATE64 attributes). */
-export function u64Bytes(v: number): Uint8Array {
-  const b = new Uint8Array(8);
-  new DataView(b.buffer).setBigUint64(0, BigInt(v), HOST_LITTLE_ENDIAN);
-  return b;
 }
 
 /** `tc qdisc add|replace dev X [parent P|root] handle H tbf rate R burst B limit L`. */

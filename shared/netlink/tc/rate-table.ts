@@ -7,6 +7,7 @@
 
 import { readTextFile } from "../../sys/file.ts";
 import { TC_LINKLAYER_ETHERNET, TC_LINKLAYER_MASK, TC_RTAB_SIZE, TIME_UNITS_PER_SEC } from "../constants/pkt-sched.ts";
+import type { RateSpec } from "./msg.ts";
 
 /** Ticks per microsecond on kernels since 2.6.31 (psched ticks are 64 ns: 1000 / 64). */
 export const DEFAULT_TICK_IN_USEC = 15.625;
@@ -60,17 +61,6 @@ export function tick2time(ticks: number, tick = pschedTickInUsec()): number {
 /** tc_calc_xmittime: ticks to send `size` bytes at `rate` bytes/s. */
 export function xmitTime(rate: number, size: number, tick = pschedTickInUsec()): number {
   return time2tick(TIME_UNITS_PER_SEC * (size / rate), tick);
-}
-
-/** The struct tc_ratespec fields tc fills alongside a rate table. */
-export interface RateSpec {
-  cellLog: number;
-  linklayer: number;
-  overhead: number;
-  cellAlign: number;
-  mpu: number;
-  /** Bytes per second, clamped to u32 (the full value goes into a *_RATE64 attribute). */
-  rate: number;
 }
 
 /**

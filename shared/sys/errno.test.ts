@@ -1,6 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { EADDRNOTAVAIL, EAGAIN, EEXIST, ENETUNREACH, ENODEV, ENOENT, ENOTSUP, EOPNOTSUPP, EWOULDBLOCK, errnoMessage, errnoName } from "./errno.ts";
-import { SyscallError, hasErrno } from "./errors.ts";
+import { EADDRNOTAVAIL, EAGAIN, EEXIST, ENETUNREACH, ENODEV, ENOENT, ENOTSUP, EOPNOTSUPP, errnoMessage, errnoName, EWOULDBLOCK, hasErrno, SyscallError } from "./errno.ts";
 
 describe("errno table", () => {
   test("names and Go-style messages of common values", () => {
