@@ -14,7 +14,7 @@ import { runGc, type GcAttachment, type GcCall } from "./gc-run.ts";
 import { judge, systemNamespaceView, type NamespaceView, type Verdict } from "./liveness.ts";
 import { loadNetworks, type NetworkList } from "./networks.ts";
 import type { Holding } from "../shared/node-state/network-state.ts";
-import type { PluginOwnership } from "../shared/node-state/ownership.ts";
+import type { PluginOwnerships } from "../shared/node-state/ownership.ts";
 import { readNetworkState, systemReaders, type SourceReaders } from "./sources.ts";
 
 export interface AttachmentReport extends Verdict {
@@ -47,7 +47,7 @@ export interface OperatorReport {
 export interface OperatorEnv {
   readers: SourceReaders;
   /** What each plugin of this build owns beyond a call (the registry's descriptions), by CNI type. */
-  owners: ReadonlyMap<string, PluginOwnership>;
+  owners: PluginOwnerships;
   view: () => NamespaceView;
   gc: typeof runGc;
 }
@@ -138,7 +138,7 @@ export function formatReport(r: OperatorReport): string {
 export async function runOperatorCommand(
   verb: "inspect" | "gc",
   argv: readonly string[],
-  owners: ReadonlyMap<string, PluginOwnership>,
+  owners: PluginOwnerships,
   stdout: (t: string) => void,
   stderr: (t: string) => void,
 ): Promise<number> {

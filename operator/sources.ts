@@ -21,7 +21,7 @@ import { toolsFor } from "../shared/firewall/iptables/variant.ts";
 import { formatComment, masqInstanceHash } from "../shared/firewall/naming.ts";
 import { Handle } from "../shared/netlink/handle.ts";
 import { namesIn, NetworkState, type Holding, type HostReaders } from "../shared/node-state/network-state.ts";
-import { ipamOf, type PluginOwnership, type StatePhase } from "../shared/node-state/ownership.ts";
+import { ipamOf, type PluginOwnerships, type StatePhase } from "../shared/node-state/ownership.ts";
 import { CacheEntryError, parseCacheEntry, resultAddresses, RESULTS_SUBDIR, type CacheEntry } from "./cache-entry.ts";
 import type { NetworkList } from "./networks.ts";
 
@@ -55,7 +55,7 @@ export const systemReaders: SourceReaders = {
  * `ipam.type`), each once with every plugin object that names it, in the order the network first
  * names them.
  */
-async function readPluginState(st: NetworkState, r: SourceReaders, owners: ReadonlyMap<string, PluginOwnership>, phase: StatePhase): Promise<void> {
+async function readPluginState(st: NetworkState, r: SourceReaders, owners: PluginOwnerships, phase: StatePhase): Promise<void> {
   const users = new Map<string, Record<string, unknown>[]>();
   for (const plugin of st.network.plugins) {
     for (const type of [plugin.type, ipamOf(plugin)?.type]) {
@@ -186,7 +186,7 @@ export async function readNetworkState(
   network: NetworkList,
   cacheDir: string,
   r: SourceReaders,
-  owners: ReadonlyMap<string, PluginOwnership>,
+  owners: PluginOwnerships,
 ): Promise<NetworkState> {
   const st = new NetworkState(network);
   readCache(st, r, cacheDir);

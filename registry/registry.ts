@@ -16,7 +16,7 @@
 import type { PluginIO } from "../shared/cni/types.ts";
 import type { PluginSpec } from "../shared/cni/types.ts";
 import { ALL_VERSIONS, versionsFrom } from "../shared/cni/version.ts";
-import type { PluginOwnership } from "../shared/node-state/ownership.ts";
+import type { PluginOwnership, PluginOwnerships } from "../shared/node-state/ownership.ts";
 import { mark } from "../shared/sys/phases.ts";
 import { buildVersion } from "./version.ts";
 
@@ -130,10 +130,10 @@ export function pluginEntry(name: string): PluginEntry | undefined {
 }
 
 /** The descriptions, loaded once: they are constants of the build (no call's state). */
-let ownerships: Promise<ReadonlyMap<string, PluginOwnership>> | undefined;
+let ownerships: Promise<PluginOwnerships> | undefined;
 
 /** What each plugin of this build that owns something beyond a call owns, by CNI type. */
-export function pluginOwnerships(): Promise<ReadonlyMap<string, PluginOwnership>> {
+export function pluginOwnerships(): Promise<PluginOwnerships> {
   ownerships ??= Promise.all(
     Object.entries(PLUGINS)
       .filter(([, e]) => e.owns !== undefined)

@@ -12,7 +12,8 @@ import { messageOf } from "../../shared/error/annotate.ts";
 import { parseFlags, USAGE, UsageError, type OperatorFlags } from "../flags.ts";
 import { formatReloadReport } from "./format.ts";
 import { passStatus, reloadPass, type ReloadOptions, type ReloadReport } from "./pass.ts";
-import { systemReloadDeps, systemReloadWatchDeps, type Owners } from "./system.ts";
+import type { PluginOwnerships } from "../../shared/node-state/ownership.ts";
+import { systemReloadDeps, systemReloadWatchDeps } from "./system.ts";
 import { DEFAULT_DEBOUNCE_MS, startReloadWatch, type ReloadWatchSinks } from "./watch.ts";
 
 export interface ReloadCommandIO {
@@ -23,7 +24,7 @@ export interface ReloadCommandIO {
   /** The CNI types of this build. */
   plugins: readonly string[];
   /** What they own beyond a call (the registry's descriptions), by CNI type. */
-  owners: Owners;
+  owners: PluginOwnerships;
   /** Registers what stops the watcher (SIGTERM, SIGINT). */
   onStop(fn: () => void): void;
 }

@@ -8,7 +8,7 @@ import { clearDeletionMark, deletionMarks, deletionMarkTime, tryLockFirewall } f
 import { systemFirewallDrivers } from "../../shared/firewall/system.ts";
 import { hostIptablesMode } from "../../shared/firewall/iptables/system.ts";
 import type { FirewallPartsOf } from "../../shared/firewall/reapply.ts";
-import type { PluginOwnership } from "../../shared/node-state/ownership.ts";
+import type { PluginOwnerships } from "../../shared/node-state/ownership.ts";
 import { exists, statIfExists } from "../../shared/sys/file.ts";
 import { systemNamespaceView } from "../liveness.ts";
 import { loadNetworks } from "../networks.ts";
@@ -17,18 +17,15 @@ import { watchNftables } from "./nftables-events.ts";
 import { reloadPass, type ReloadDeps } from "./pass.ts";
 import type { ReloadWatchDeps } from "./watch.ts";
 
-/** What each plugin of this build owns (the registry's descriptions), by CNI type. */
-export type Owners = ReadonlyMap<string, PluginOwnership>;
-
 /** The plugins of `owners` that write firewall state, by CNI type. */
-export function firewallParts(owners: Owners): Record<string, FirewallPartsOf> {
+export function firewallParts(owners: PluginOwnerships): Record<string, FirewallPartsOf> {
   const parts: Record<string, FirewallPartsOf> = {};
   for (const [name, owns] of owners) if (owns.firewallParts !== undefined) parts[name] = owns.firewallParts;
   return parts;
 }
 
 /** The nf_tables tables the plugins of `owners` write to, as `<family> <table>`. */
-export function watchedTables(owners: Owners): ReadonlySet<string> {
+export function watchedTables(owners: PluginOwnerships): ReadonlySet<string> {
   return new Set([...owners.values()].flatMap((owns) => owns.nftTables ?? []));
 }
 
@@ -36,7 +33,7 @@ export function watchedTables(owners: Owners): ReadonlySet<string> {
  * The node's ReloadDeps: `confDir` for cache entries without a config, `plugins` the CNI types of
  * this build (a type not among them is reported as not ours), `owners` what they own.
  */
-export function systemReloadDeps(confDir: string, plugins: readonly string[], owners: Owners): ReloadDeps {
+export function systemReloadDeps(confDir: string, plugins: readonly string[], owners: PluginOwnerships): ReloadDeps {
   const parts = firewallParts(owners);
   return {
     readDir: (p) => readdirSync(p),
@@ -62,7 +59,7 @@ export function systemReloadDeps(confDir: string, plugins: readonly string[], ow
 }
 
 /** The watcher's dependencies on the real node (see systemReloadDeps). */
-export function systemReloadWatchDeps(confDir: string, plugins: readonly string[], owners: Owners): ReloadWatchDeps {
+export function systemReloadWatchDeps(confDir: string, plugins: readonly string[], owners: PluginOwnerships): ReloadWatchDeps {
   const deps = systemReloadDeps(confDir, plugins, owners);
   const tables = watchedTables(owners);
   return {

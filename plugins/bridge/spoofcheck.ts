@@ -20,7 +20,8 @@
  */
 import { annotate } from "../../shared/error/annotate.ts";
 import type { NftDriver } from "../../shared/firewall/nftables/driver.ts";
-import { normalizeRule, type NftRuleRef } from "../../shared/firewall/nftables/state.ts";
+import { normalizeRule } from "../../shared/firewall/nftables/state.ts";
+import type { NftRuleRef } from "../../shared/netlink/nftables-rule.ts";
 import { NftTransaction } from "../../shared/firewall/nftables/transaction.ts";
 
 /** Name of bridge's teardown step that removes the spoof-check rules. */

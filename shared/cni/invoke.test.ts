@@ -141,7 +141,7 @@ describe("in-process delegation", () => {
     };
     const specs: Record<string, PluginSpec> = { "fake-ipam": fakeIpam, ...extra };
     const lookup = (name: string) => specs[name];
-    return { lookup, buildVersion: "test", run: (spec, io) => runPlugin(spec, io, { buildVersion: "test", plugins: lookup, delegated: true }) };
+    return { lookup, run: (spec, io) => runPlugin(spec, io, { buildVersion: "test", plugins: lookup, delegated: true }) };
   }
 
   test("runs a plugin of this build in-process with identical inputs", async () => {

@@ -201,7 +201,7 @@ export async function runPlugin(spec: PluginSpec, io: PluginIO, opts: RunOptions
   const inProcess: InProcessPlugins | undefined =
     lookup === undefined
       ? undefined
-      : { lookup, buildVersion, run: (delegate, delegateIo) => runPlugin(delegate, delegateIo, { buildVersion, plugins: lookup, delegated: true }) };
+      : { lookup, run: (delegate, delegateIo) => runPlugin(delegate, delegateIo, { buildVersion, plugins: lookup, delegated: true }) };
   const started = performance.now();
   let stdin: Uint8Array | undefined;
   let stdout = "";

@@ -188,13 +188,12 @@ export interface PluginIO {
 export type SpecLookup = (name: string) => PluginSpec | Promise<PluginSpec> | undefined;
 
 /**
- * What a delegation (delegate.ts, invoke.ts) may run in-process: the plugins of this build, its
- * version, and how to run one (skel makes it from what registry/registry.ts runPluginCall gives
- * runPlugin; absent in tests and in the operator's commands, which then execute every delegate).
+ * What a delegation (delegate.ts, invoke.ts) may run in-process: the plugins of this build and how
+ * to run one (skel makes it from what registry/registry.ts runPluginCall gives runPlugin; absent in
+ * tests and in the operator's commands, which then execute every delegate).
  */
 export interface InProcessPlugins {
   readonly lookup: SpecLookup;
-  readonly buildVersion: string;
   /** Runs `spec` as a delegate in-process, with these same plugins to delegate to (skel's runPlugin). */
   readonly run: (spec: PluginSpec, io: PluginIO) => Promise<number>;
 }

@@ -25,7 +25,7 @@ export type { IptablesMode } from "./iptables/variant.ts";
 export { formatChainNameWithPrefix, formatComment, hashPrefix, masqInstanceHash } from "./naming.ts";
 export type { NftDriver } from "./nftables/driver.ts";
 export { normalizeRule } from "./nftables/state.ts";
-export type { NftRuleRef, NftRuleState, NftTableState } from "./nftables/state.ts";
+export type { NftRuleState, NftTableState } from "./nftables/state.ts";
 export { NftTransaction } from "./nftables/transaction.ts";
 export type { NftFamily } from "./nftables/transaction.ts";
 export type { AnyFirewallPart, AsyncFirewallPart, FirewallPart, FirewallPartsOf } from "./reapply.ts";

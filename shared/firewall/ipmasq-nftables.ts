@@ -12,7 +12,8 @@ import { formatIP } from "../ip/addr.ts";
 import { networkAddress, formatCIDR, type CIDR } from "../ip/cidr.ts";
 import type { MasqFeature } from "./ipmasq-feature.ts";
 import type { NftDriver } from "./nftables/driver.ts";
-import { normalizeRule, type NftRuleRef } from "./nftables/state.ts";
+import { normalizeRule } from "./nftables/state.ts";
+import type { NftRuleRef } from "../netlink/nftables-rule.ts";
 import { NftTransaction } from "./nftables/transaction.ts";
 import { masqInstanceComment, masqInstanceHash, masqNetworkHash } from "./naming.ts";
 

@@ -6,4 +6,4 @@
 export { namesIn, NetworkState } from "./network-state.ts";
 export type { Holding, HostReaders, NetworkConfigList, SeenAttachment } from "./network-state.ts";
 export { ipamOf } from "./ownership.ts";
-export type { PluginOwnership, StatePhase } from "./ownership.ts";
+export type { PluginOwnership, PluginOwnerships, StatePhase } from "./ownership.ts";

@@ -40,3 +40,6 @@ export interface PluginOwnership {
   /** The nf_tables tables the plugin writes to, as `<family> <table>`. */
   readonly nftTables?: readonly string[];
 }
+
+/** What each plugin of a build owns, by CNI type (registry/registry.ts `pluginOwnerships`). */
+export type PluginOwnerships = ReadonlyMap<string, PluginOwnership>;

@@ -3,7 +3,8 @@
  * an in-memory twin for tests in fake.ts.
  */
 import { CommandError } from "../exec.ts";
-import type { NftRuleRef, NftTableState } from "./state.ts";
+import type { NftTableState } from "./state.ts";
+import type { NftRuleRef } from "../../netlink/nftables-rule.ts";
 import type { NftFamily, NftTransaction } from "./transaction.ts";
 
 export interface NftDriver {

@@ -8,7 +8,8 @@
  */
 import { CommandError } from "../exec.ts";
 import type { NftDriver } from "./driver.ts";
-import type { NftRuleRef, NftTableState } from "./state.ts";
+import type { NftTableState } from "./state.ts";
+import type { NftRuleRef } from "../../netlink/nftables-rule.ts";
 import {
   chainBody,
   elementText,

@@ -26,9 +26,6 @@ export interface NftRuleState {
   expr?: unknown[];
 }
 
-/** What finding and deleting a rule needs (listChain's answer), as the kernel lists it. */
-export type { NftRuleRef } from "../../netlink/nftables-rule.ts";
-
 export interface NftSetState {
   name: string;
   kind: "set" | "map";

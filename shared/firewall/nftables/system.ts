@@ -15,7 +15,8 @@ import type { NftRule } from "../../netlink/nftables-rule.ts";
 import type { NetlinkSocket } from "../../netlink/socket.ts";
 import { CommandError, findExecutable, runCommand, type ToolEnv } from "../exec.ts";
 import { NftUnsupportedError, type NftDriver } from "./driver.ts";
-import { tableStateFromJson, type NftRuleRef, type NftTableState } from "./state.ts";
+import { tableStateFromJson, type NftTableState } from "./state.ts";
+import type { NftRuleRef } from "../../netlink/nftables-rule.ts";
 import type { NftFamily, NftTransaction } from "./transaction.ts";
 
 /**
