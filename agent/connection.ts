@@ -8,6 +8,7 @@ import type { Socket } from "bun";
 import { clockMs } from "./call-cells.ts";
 import type { StdinError } from "./messages.ts";
 import type { Job, Offered } from "./pool.ts";
+import type { Refusal } from "./refusal.ts";
 import {
   encodeChunks,
   encodeExit,
@@ -26,7 +27,7 @@ import {
  * A request the agent offers to its pool (which accepts or refuses it, now or within its admission
  * bound) or refuses at once (the shim then runs the standalone executable).
  */
-export type Decision = { serve: true; offer(job: CallerJob): Offered } | { serve: false; reason: string };
+export type Decision = { serve: true; offer(job: CallerJob): Offered } | { serve: false; reason: Refusal };
 
 /** A job as the connection knows it: what the decision adds (the plugin, the attachment) left out. */
 export type CallerJob = Omit<Job, "plugin" | "attachment">;
@@ -173,8 +174,8 @@ export class Connection {
     });
   }
 
-  #refuse(reason: string): void {
-    this.#send([encodeFrame(Frame.REFUSED, reason)], true);
+  #refuse(refusal: Refusal): void {
+    this.#send([encodeFrame(Frame.REFUSED, refusal.text)], true);
   }
 
   /** The call's stdin, taken from the frames that follow the acceptance (which asks for them); or why it cannot be had. */

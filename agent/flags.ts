@@ -19,7 +19,18 @@ export interface ServeFlags {
   dhcp: string[] | undefined;
   /** Log every call: served (with its exit status and time) or refused (with the reason) (`--verbose`). */
   verbose: boolean;
+  /** Serve GET /metrics here (`--metrics-address HOST:PORT`; undefined: no metrics endpoint). */
+  metricsAddress: MetricsAddress | undefined;
 }
+
+/** Where the metrics endpoint listens. */
+export interface MetricsAddress {
+  hostname: string;
+  port: number;
+}
+
+/** The port docs/observability.md, the DaemonSet and the systemd unit use for the metrics endpoint. */
+export const METRICS_PORT = 9584;
 
 export const DEFAULT_SOCKET = "/run/cni/plugins.sock";
 
@@ -40,6 +51,9 @@ flags:
   --max-rss MIB        restart gracefully when the resident set exceeds MIB MiB (default 512; 0: never)
   --idle-exit SECONDS  exit after SECONDS without a call (default 0: never); with socket activation
   --verbose            log every call: served (plugin, command, status, time) or refused (why)
+  --metrics-address HOST:PORT
+                       serve Prometheus metrics at http://HOST:PORT/metrics (off unless given;
+                       ${"$"}{METRICS_PORT} is the documented port, e.g. 127.0.0.1:${"$"}{METRICS_PORT}, [::]:${"$"}{METRICS_PORT})
   --dhcp               also run the dhcp IPAM daemon (\`dhcp daemon\`) in this process; the flags
                        after -- are its own (e.g. -- -socketpath /run/cni/dhcp.sock)
 `;
@@ -55,6 +69,14 @@ function count(flag: string, text: string | undefined, min: number): number {
   return n;
 }
 
+/** `HOST:PORT`, `[IPv6]:PORT`: where the metrics endpoint listens. */
+function metricsAddress(text: string | undefined): MetricsAddress {
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:\[\]]+)):(\d{1,5})$/.exec(text ?? "");
+  const port = Number(m?.[3]);
+  if (m === null || port > 65535) throw new ServeUsageError(`--metrics-address needs HOST:PORT (e.g. 127.0.0.1:${METRICS_PORT}), got ${JSON.stringify(text ?? "")}`);
+  return { hostname: m[1] ?? m[2]!, port };
+}
+
 /** Parses the arguments after `serve`; throws ServeUsageError ("help" for --help). */
 export function parseServeFlags(args: readonly string[]): ServeFlags {
   const flags: ServeFlags = {
@@ -67,6 +89,7 @@ export function parseServeFlags(args: readonly string[]): ServeFlags {
     idleExitS: 0,
     dhcp: undefined,
     verbose: false,
+    metricsAddress: undefined,
   };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
@@ -105,6 +128,9 @@ export function parseServeFlags(args: readonly string[]): ServeFlags {
         break;
       case "--verbose":
         flags.verbose = true;
+        break;
+      case "--metrics-address":
+        flags.metricsAddress = metricsAddress(value());
         break;
       case "--":
         if (flags.dhcp === undefined) throw new ServeUsageError("flags after -- are the dhcp daemon's: give --dhcp first");

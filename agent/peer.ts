@@ -26,6 +26,7 @@ import { EINVAL, errnoName, SyscallError } from "../shared/sys/errno.ts";
 import { readDir, readLinkText, readProcText, statWithMount } from "../shared/sys/file.ts";
 import { peerCredentials, type PeerCredentials } from "../shared/sys/process.ts";
 import { descendsFrom, lineageOf, type AgentLineage, type Lineage } from "./ancestry.ts";
+import { Refusal } from "./refusal.ts";
 
 /** A process id, or "self" for the agent. */
 type Pid = number | "self";
@@ -266,27 +267,28 @@ function lsmRefusal(pid: number, self: Self, proc: ProcFacts): string {
   return "";
 }
 
-/** Why a caller is not served ("" when it is). `credentials` and `proc` are for tests. */
-export function refusalFor(fd: number, claimedPid: number, self: Self, credentials: (fd: number) => PeerCredentials = peerCredentials, proc: ProcFacts = liveProc): string {
+/** Why a caller is not served (undefined when it is). `credentials` and `proc` are for tests. */
+export function refusalFor(fd: number, claimedPid: number, self: Self, credentials: (fd: number) => PeerCredentials = peerCredentials, proc: ProcFacts = liveProc): Refusal | undefined {
   let cred: PeerCredentials;
   try {
     cred = credentials(fd);
   } catch (err) {
-    return `no peer credentials: ${(err as Error).message}`;
+    return new Refusal("peer", `no peer credentials: ${(err as Error).message}`);
   }
-  if (cred.pid !== claimedPid) return `the caller says pid ${claimedPid}, the kernel says ${cred.pid}`;
-  const why = credentialRefusal(cred, self);
-  if (why !== "") return why;
+  if (cred.pid !== claimedPid) return new Refusal("peer", `the caller says pid ${claimedPid}, the kernel says ${cred.pid}`);
+  const refused = (reason: Refusal["reason"], text: string) => (text === "" ? undefined : new Refusal(reason, text));
+  const why = refused("user", credentialRefusal(cred, self));
+  if (why !== undefined) return why;
   try {
-    const identity = identityRefusal(cred.pid, proc.identity(cred.pid), self, proc);
-    if (identity !== "") return identity;
+    const identity = refused("namespace", identityRefusal(cred.pid, proc.identity(cred.pid), self, proc));
+    if (identity !== undefined) return identity;
     const privilege = parsePrivilege(proc.status(cred.pid));
     return (
-      privilegeRefusal(cred.pid, privilege, self.privilege) ||
-      lsmRefusal(cred.pid, self, proc) ||
-      (descendsFrom(privilege.parent, self.lineage, (pid) => proc.lineage(pid)) ? `pid ${cred.pid} is a process this agent started (a nested call runs standalone)` : "")
+      refused("privilege", privilegeRefusal(cred.pid, privilege, self.privilege)) ??
+      refused("lsm", lsmRefusal(cred.pid, self, proc)) ??
+      (descendsFrom(privilege.parent, self.lineage, (pid) => proc.lineage(pid)) ? new Refusal("nested", `pid ${cred.pid} is a process this agent started (a nested call runs standalone)`) : undefined)
     );
   } catch (err) {
-    return `pid ${cred.pid} cannot be examined: ${(err as Error).message}`;
+    return new Refusal("peer", `pid ${cred.pid} cannot be examined: ${(err as Error).message}`);
   }
 }

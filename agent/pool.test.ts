@@ -61,7 +61,7 @@ class Caller {
       umask: 0o022,
       attachment,
       accept: () => this.events.push("accepted"),
-      refuse: (reason) => this.events.push(`refused: ${reason}`),
+      refuse: (r) => this.events.push(`refused: ${r.reason}: ${r.text}`),
       stdin: () => Promise.resolve(new Uint8Array()),
       stdinPendingSince: () => this.stdinSince,
       finish: (out) => this.events.push(`finished ${out.status}`),
@@ -130,7 +130,7 @@ describe("WorkerPool admission", () => {
     const third = new Caller();
     p.offer(third.job());
     await Bun.sleep(120);
-    expect(third.events).toEqual(["refused: no worker thread free within 50 ms"]);
+    expect(third.events).toEqual(["refused: timeout: no worker thread free within 50 ms"]);
   });
 
   test("every thread waits on another process: a call is refused at once", () => {
@@ -138,7 +138,7 @@ describe("WorkerPool admission", () => {
     for (const t of threads) t.waiting(true);
     const third = new Caller();
     p.offer(third.job());
-    expect(third.events).toEqual(["refused: all 2 worker threads run calls that wait on other processes"]);
+    expect(third.events).toEqual(["refused: stalled: all 2 worker threads run calls that wait on other processes"]);
   });
 
   test("one thread still works: a call waits for it", () => {
@@ -158,7 +158,7 @@ describe("WorkerPool admission", () => {
     p.offer(third.job());
     threads[1]!.waiting(true);
     await Bun.sleep(60);
-    expect(third.events).toEqual(["refused: all 2 worker threads run calls that wait on other processes"]);
+    expect(third.events).toEqual(["refused: stalled: all 2 worker threads run calls that wait on other processes"]);
   });
 
   test("a call whose caller has not sent its stdin counts as waiting on its caller", () => {
@@ -171,7 +171,7 @@ describe("WorkerPool admission", () => {
     for (const t of made.threads) t.ready();
     const third = new Caller();
     made.pool.offer(third.job());
-    expect(third.events[0]).toStartWith("refused: all 2 worker threads");
+    expect(third.events[0]).toStartWith("refused: stalled: all 2 worker threads");
   });
 
   test("a wait that has just begun is part of a call's work: a call waits for such threads rather than being refused", () => {
@@ -195,7 +195,7 @@ describe("WorkerPool admission", () => {
     const over = new Caller();
     p.offer(over.job());
     expect(waiting.map((c) => c.events)).toEqual([[], []]);
-    expect(over.events).toEqual(["refused: 2 calls already wait for a worker thread"]);
+    expect(over.events).toEqual(["refused: busy: 2 calls already wait for a worker thread"]);
   });
 
   test("a thread still starting is working: a call waits for it rather than being refused", () => {
@@ -246,7 +246,7 @@ describe("WorkerPool: one attachment at a time, and calls ended", () => {
     const del = new Caller();
     p.offer(del.job("c1/eth0"));
     await Bun.sleep(120);
-    expect(del.events).toEqual(["refused: a call of the same attachment still runs after 50 ms"]);
+    expect(del.events).toEqual(["refused: timeout: a call of the same attachment still runs after 50 ms"]);
   });
 
   test("a caller gone before its call was accepted: the call is dropped, never run", () => {

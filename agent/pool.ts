@@ -24,7 +24,10 @@
  * end.
  */
 import { END, EndReason, WAIT_SINCE, WAITING, ageMs, bump, clockMs, newCallCells, newReleasesCell } from "./call-cells.ts";
-import type { FromWorker, StdinError, ToWorker } from "./messages.ts";
+import type { CallTelemetrySettings, FromWorker, StdinError, ToWorker } from "./messages.ts";
+import type { CallReport } from "../shared/telemetry/report.ts";
+import { DEFAULT_SAMPLER } from "../shared/telemetry/otlp/config.ts";
+import { Refusal } from "./refusal.ts";
 
 /** One call, as the pool sees it: its inputs, how it is answered, and where its stdin comes from. */
 export interface Job {
@@ -39,13 +42,21 @@ export interface Job {
   /** A thread is the call's: tell the caller (its stdin is asked for). Called at most once, before `stdin`. */
   accept(): void;
   /** No thread for the call: tell the caller, whose shim then runs standalone. Called at most once, instead of `accept`. */
-  refuse(reason: string): void;
+  refuse(reason: Refusal): void;
   /** The call's stdin (sent to its thread when complete): the bytes, or why they cannot be had. */
   stdin(): Promise<Uint8Array | StdinError>;
   /** Since when (clockMs, call-cells.ts) the accepted call's thread waits for its stdin; undefined once it has all arrived. */
   stdinPendingSince(): number | undefined;
   /** The call ended (exactly once, after `accept`). */
-  finish(out: { stdout: string; stderr: string; status: number }): void;
+  finish(out: CallOutcome): void;
+}
+
+/** How a call ended: its answer, and its invocations' telemetry (none when it records none, or its thread died). */
+export interface CallOutcome {
+  stdout: string;
+  stderr: string;
+  status: number;
+  reports: CallReport[];
 }
 
 /** What the offerer of a job keeps: to say that its caller went away. */
@@ -66,6 +77,8 @@ export interface PoolOptions {
   callTimeoutMs: number;
   /** A new worker thread. */
   spawn(): Worker;
+  /** How calls record their telemetry (default: the default sampler, no spans). */
+  telemetry?: CallTelemetrySettings | undefined;
   log(line: string): void;
 }
 
@@ -92,6 +105,9 @@ interface Slot {
   running: boolean;
   idleTimer: ReturnType<typeof setTimeout> | undefined;
 }
+
+/** What calls record when the agent wants no spans. */
+const NO_SPANS: CallTelemetrySettings = { sampler: DEFAULT_SAMPLER, spans: false };
 
 /** While calls wait unaccepted, how often the pool looks whether any thread still works. */
 const STALL_CHECK_MS = 20;
@@ -145,7 +161,7 @@ export class WorkerPool {
     const call: Call = { id: this.#nextId++, job, timer: undefined, slot: undefined, ended: undefined };
     const offered: Offered = { gone: () => this.#gone(call) };
     if (this.#closed) {
-      job.refuse("the agent is stopping");
+      job.refuse(new Refusal("draining", "the agent is stopping"));
       return offered;
     }
     if (this.#admit(call)) return offered;
@@ -171,7 +187,7 @@ export class WorkerPool {
   /** Ends every thread (after drained(): no call is lost); calls still waiting are refused. */
   close(): void {
     this.#closed = true;
-    for (const call of [...this.#waiting]) this.#refuseWaiting(call, "the agent is stopping");
+    for (const call of [...this.#waiting]) this.#refuseWaiting(call, new Refusal("draining", "the agent is stopping"));
     for (const slot of this.#slots) {
       clearTimeout(slot.idleTimer);
       clearTimeout(slot.call?.timer);
@@ -202,8 +218,8 @@ export class WorkerPool {
   }
 
   /** Why `call` may not wait for a thread or its attachment (undefined: it may). */
-  #whyNotWait(call: Call): string | undefined {
-    if (this.#waiting.length >= this.#opts.maxWaiting) return `${this.#waiting.length} calls already wait for a worker thread`;
+  #whyNotWait(call: Call): Refusal | undefined {
+    if (this.#waiting.length >= this.#opts.maxWaiting) return new Refusal("busy", `${this.#waiting.length} calls already wait for a worker thread`);
     const { attachment } = call.job;
     if (attachment !== undefined && this.#busy.has(attachment)) return undefined;
     return this.#stalled() ? this.#stalledReason() : undefined;
@@ -225,16 +241,17 @@ export class WorkerPool {
     return true;
   }
 
-  #stalledReason(): string {
-    return `all ${this.#slots.size} worker threads run calls that wait on other processes`;
+  #stalledReason(): Refusal {
+    return new Refusal("stalled", `all ${this.#slots.size} worker threads run calls that wait on other processes`);
   }
 
-  #waitOverReason(call: Call): string {
+  #waitOverReason(call: Call): Refusal {
     const { attachment } = call.job;
     const ms = this.#opts.admissionWaitMs;
-    return attachment !== undefined && this.#busy.has(attachment)
-      ? `a call of the same attachment still runs after ${ms} ms`
-      : `no worker thread free within ${ms} ms`;
+    return new Refusal(
+      "timeout",
+      attachment !== undefined && this.#busy.has(attachment) ? `a call of the same attachment still runs after ${ms} ms` : `no worker thread free within ${ms} ms`,
+    );
   }
 
   /** While calls wait for a thread: those that wait for nothing (no thread works) are refused now. */
@@ -251,7 +268,7 @@ export class WorkerPool {
     }
   }
 
-  #refuseWaiting(call: Call, reason: string): void {
+  #refuseWaiting(call: Call, reason: Refusal): void {
     const at = this.#waiting.indexOf(call);
     if (at < 0) return;
     this.#waiting.splice(at, 1);
@@ -323,7 +340,7 @@ export class WorkerPool {
         const call = slot.call;
         if (call?.id !== msg.id) return;
         this.#release(slot);
-        call.job.finish({ stdout: msg.stdout, stderr: msg.stderr, status: msg.status });
+        call.job.finish({ stdout: msg.stdout, stderr: msg.stderr, status: msg.status, reports: msg.reports });
         if (msg.retire) {
           this.#opts.log(`worker thread retired after an uncaught error in a call of ${call.job.argv[0]}`);
           this.#remove(slot);
@@ -363,7 +380,17 @@ export class WorkerPool {
     Atomics.store(slot.cells, WAIT_SINCE, 0);
     slot.running = true;
     const { plugin, env, pid, umask } = call.job;
-    this.#post(slot, { t: "run", id: call.id, plugin, env, pid, umask, cells: slot.cells.buffer as SharedArrayBuffer, releases: this.#releases.buffer as SharedArrayBuffer });
+    this.#post(slot, {
+      t: "run",
+      id: call.id,
+      plugin,
+      env,
+      pid,
+      umask,
+      cells: slot.cells.buffer as SharedArrayBuffer,
+      releases: this.#releases.buffer as SharedArrayBuffer,
+      telemetry: this.#opts.telemetry ?? NO_SPANS,
+    });
     // The call's stdin follows as soon as it is complete, unasked: the call finds it there when it reads.
     void call.job.stdin().then((got) => {
       if (slot.call !== call) return;
@@ -396,7 +423,7 @@ export class WorkerPool {
     this.#opts.log(`worker thread lost: ${why}`);
     const call = slot.call;
     this.#release(slot);
-    call?.job.finish({ stdout: lostCall(why), stderr: `${why}\n`, status: 1 });
+    call?.job.finish({ stdout: lostCall(why), stderr: `${why}\n`, status: 1, reports: [] });
     if (this.#slots.size < this.#opts.min) this.#start(undefined);
     this.#admitWaiting();
     this.#checkDrained();

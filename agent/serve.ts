@@ -11,7 +11,8 @@
  * then execve(2) of this executable with the listening sockets kept open, so the new image answers
  * the calls queued meanwhile. `--idle-exit` ends an idle agent (socket activation starts it again).
  * With `--dhcp`, or when systemd passes a socket named "dhcp", the dhcp daemon runs in this process
- * too, on its own socket.
+ * too, on its own socket. With `--metrics-address` or the OpenTelemetry variables in its
+ * environment it counts and traces every call, served or run standalone (telemetry.ts).
  */
 import type { Socket } from "bun";
 import { dhcpDaemon } from "../registry/dhcp-daemon.ts";
@@ -25,6 +26,8 @@ import { createListener, inheritedListeners, passAcrossExec, removeSocketFile, t
 import { agentSelf, refusalFor, type Self } from "./peer.ts";
 import { idleCollector } from "./idle-gc.ts";
 import { WorkerPool } from "./pool.ts";
+import { Refusal } from "./refusal.ts";
+import { AgentTelemetry, countRestart } from "./telemetry.ts";
 import { PROTOCOL_VERSION, type ShimRequest } from "./protocol.ts";
 import { missingRuntimeOptions } from "./runtime-options.ts";
 
@@ -124,6 +127,7 @@ export class Agent {
   #refused = 0;
   #idleTimer: ReturnType<typeof setTimeout> | undefined;
   #dhcp: { stop(reason: string): void; done: Promise<number> } | undefined;
+  readonly #telemetry: AgentTelemetry;
   #ended: (how: { restart: boolean; reason: string }) => void = () => {};
   readonly ended: Promise<{ restart: boolean; reason: string }>;
 
@@ -138,6 +142,13 @@ export class Agent {
     this.ended = new Promise((resolve) => {
       this.#ended = resolve;
     });
+    this.#telemetry = new AgentTelemetry({
+      flags,
+      env,
+      pool: () => ({ inFlight: this.#pool.inFlight, threads: this.#pool.threads }),
+      isPlugin: (name) => pluginNameOf([name]) === name,
+      log: this.#log,
+    });
     this.#pool = new WorkerPool({
       min: flags.minWorkers,
       max: flags.maxWorkers,
@@ -147,7 +158,13 @@ export class Agent {
       callTimeoutMs: flags.callTimeoutS * 1000,
       spawn: opts.spawnWorker ?? (() => new Worker(workerSpecifier())),
       log: this.#log,
+      telemetry: this.#telemetry.callSettings,
     });
+  }
+
+  #refusal(r: Refusal): void {
+    this.#refused++;
+    this.#telemetry.refused(r);
   }
 
   start(): void {
@@ -184,6 +201,7 @@ export class Agent {
     const dhcp = this.#listeners.find((l) => l.name === "dhcp");
     if (dhcp !== undefined && this.#flags.dhcp !== undefined) void this.#startDhcp(dhcp, this.#flags.dhcp);
     this.#armIdle();
+    this.#telemetry.start();
     this.#log(
       `serving on ${agent.ownedPath ?? `inherited fd ${agent.fd}`} (build ${this.#build || "unknown"}, ` +
         `${this.#flags.minWorkers}-${this.#flags.maxWorkers} worker threads${dhcp ? ", dhcp daemon" : ""})`,
@@ -198,7 +216,7 @@ export class Agent {
     });
     // The daemon closes what it listens on: it gets a copy, this process keeps the original.
     const { dupAbove } = await import("../shared/sys/process.ts");
-    const done = runDhcpDaemon(args, this.#env, { listenFd: dupAbove(l.fd, 3), stop: stopped });
+    const done = runDhcpDaemon(args, this.#env, { listenFd: dupAbove(l.fd, 3), stop: stopped, events: this.#telemetry.dhcpEvents() });
     this.#dhcp = { stop, done };
     const status = await done;
     if (this.#state === "serving") {
@@ -208,19 +226,19 @@ export class Agent {
   }
 
   #decide(request: ShimRequest, fd: number): Decision {
-    const refuse = (reason: string): Decision => {
-      this.#refused++;
-      if (this.#flags.verbose) this.#log(`refused ${request.argv[0] ?? ""} (pid ${request.pid}): ${reason}`);
+    const refuse = (reason: Refusal): Decision => {
+      this.#refusal(reason);
+      if (this.#flags.verbose) this.#log(`refused ${request.argv[0] ?? ""} (pid ${request.pid}): ${reason.text}`);
       return { serve: false, reason };
     };
-    if (this.#state !== "serving") return refuse(`the agent is ${this.#state}`);
-    if (request.protocol !== PROTOCOL_VERSION) return refuse(`protocol ${request.protocol}, the agent speaks ${PROTOCOL_VERSION}`);
-    if (request.buildId !== this.#build || this.#build === "") return refuse(`shim of build ${request.buildId}, the agent is ${this.#build || "unknown"}`);
+    if (this.#state !== "serving") return refuse(new Refusal("draining", `the agent is ${this.#state}`));
+    if (request.protocol !== PROTOCOL_VERSION) return refuse(new Refusal("build", `protocol ${request.protocol}, the agent speaks ${PROTOCOL_VERSION}`));
+    if (request.buildId !== this.#build || this.#build === "") return refuse(new Refusal("build", `shim of build ${request.buildId}, the agent is ${this.#build || "unknown"}`));
     const argv0 = request.argv[0] ?? "";
     const plugin = this.#pluginNameOf(request.argv);
-    if (plugin === undefined) return refuse(`not a plugin call: ${argv0}`);
+    if (plugin === undefined) return refuse(new Refusal("not_plugin", `not a plugin call: ${argv0}`));
     const why = refusalFor(fd, request.pid, this.#self);
-    if (why !== "") return refuse(why);
+    if (why !== undefined) return refuse(why);
     this.#armIdle();
     const started = performance.now();
     return {
@@ -230,13 +248,18 @@ export class Agent {
           ...job,
           plugin,
           attachment: attachmentOf(job.env),
+          accept: () => {
+            this.#telemetry.accepted((performance.now() - started) / 1000);
+            job.accept();
+          },
           refuse: (reason) => {
-            this.#refused++;
-            if (this.#flags.verbose) this.#log(`refused ${argv0} (pid ${request.pid}): ${reason}`);
+            this.#refusal(reason);
+            if (this.#flags.verbose) this.#log(`refused ${argv0} (pid ${request.pid}): ${reason.text}`);
             job.refuse(reason);
           },
           finish: (out) => {
             this.#served++;
+            this.#telemetry.served(plugin, job.env.CNI_COMMAND ?? "", out, (performance.now() - started) / 1000);
             // Logged before the answer goes out: whoever sees the answer finds the line.
             if (this.#flags.verbose) {
               const ms = (performance.now() - started).toFixed(1);
@@ -301,6 +324,7 @@ export class Agent {
       await this.#dhcp.done;
     }
     this.#pool.close();
+    await this.#telemetry.stop();
     this.#log(`served ${this.#served} call(s), refused ${this.#refused}`);
     this.#ended({ restart, reason });
   }
@@ -324,6 +348,7 @@ export class Agent {
     const inherit = passAcrossExec(this.#listeners, process.pid);
     const env = definedOnly(this.#env);
     for (const k of Object.keys(env)) if (k.startsWith("LISTEN_")) delete env[k];
+    countRestart(env);
     execSelf({ ...env, ...inherit });
   }
 }

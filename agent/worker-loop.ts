@@ -22,16 +22,21 @@ import { CLONE_FS, chdirThread, setUmask } from "../shared/sys/process.ts";
 import { deferNetfilterCloses } from "./deferred-close.ts";
 import { idleCollector } from "./idle-gc.ts";
 import { workerCallScope, type WorkerCallScope } from "./worker-scope.ts";
-import type { FromWorker, StdinError, ToWorker } from "./messages.ts";
+import type { CallTelemetrySettings, FromWorker, StdinError, ToWorker } from "./messages.ts";
+import type { TelemetryHost } from "../shared/telemetry/call.ts";
+import type { CallReport } from "../shared/telemetry/report.ts";
+import { sampleDecision } from "../shared/telemetry/sample-decision.ts";
 
-/** Runs one call of `plugin` with `io`; its exit status. */
-export type CallRunner = (plugin: string, io: PluginIO) => Promise<number>;
+/** Runs one call of `plugin` with `io`, its invocations' telemetry going to `telemetry`; its exit status. */
+export type CallRunner = (plugin: string, io: PluginIO, telemetry: TelemetryHost) => Promise<number>;
 /** The spec versions of `plugin` (an internal error is labelled with the newest). */
 export type VersionsOf = (plugin: string) => readonly string[];
 
 /** The call being run: its stdin (arrived, or awaited), what ends its waits, and whether it has been answered. */
 interface Current {
   id: number;
+  /** The reports of its invocations. */
+  reports: CallReport[];
   scope: WorkerCallScope;
   versions: readonly string[];
   stdin: Uint8Array | Error | undefined;
@@ -46,6 +51,11 @@ function stdinFailure(error: StdinError): Error {
 
 function describe(err: unknown): string {
   return err instanceof Error ? (err.stack ?? err.message) : String(err);
+}
+
+/** Where a call's invocations put their telemetry: `reports`, sent with the answer. */
+function telemetryHost(settings: CallTelemetrySettings, reports: CallReport[]): TelemetryHost {
+  return { sample: sampleDecision(settings.sampler), recordSpans: settings.spans, report: (r) => reports.push(r) };
 }
 
 /** Serves calls posted to this worker thread (`self`) until it is terminated. */
@@ -64,7 +74,8 @@ export function serveCalls(runCall: CallRunner, versionsOf: VersionsOf, self: Wo
     if (call === undefined || call.answered) return;
     call.answered = true;
     const json = formatError(toErrorJson(err), call.versions[call.versions.length - 1] ?? "1.1.0");
-    post({ t: "done", id: call.id, stdout: json, stderr: `uncaught error in the agent: ${describe(err)}\n`, status: 1, retire });
+    // The call's report was never finished: the agent counts it by its answer (serve.ts).
+    post({ t: "done", id: call.id, stdout: json, stderr: `uncaught error in the agent: ${describe(err)}\n`, status: 1, retire, reports: [] });
   };
   process.on("uncaughtException", failCurrent);
   process.on("unhandledRejection", failCurrent);
@@ -72,6 +83,7 @@ export function serveCalls(runCall: CallRunner, versionsOf: VersionsOf, self: Wo
   async function run(msg: Extract<ToWorker, { t: "run" }>): Promise<void> {
     const call: Current = {
       id: msg.id,
+      reports: [],
       scope: workerCallScope(new Int32Array(msg.cells), new Int32Array(msg.releases)),
       versions: versionsOf(msg.plugin),
       stdin: undefined,
@@ -107,7 +119,7 @@ export function serveCalls(runCall: CallRunner, versionsOf: VersionsOf, self: Wo
           stderr += text;
         },
         scope: call.scope,
-      });
+      }, telemetryHost(msg.telemetry, call.reports));
     } catch (err) {
       // What a plugin process prints when its dispatch itself fails (cli/dispatch.ts `run`).
       stderr += `internal error: ${describe(err)}\n`;
@@ -121,7 +133,7 @@ export function serveCalls(runCall: CallRunner, versionsOf: VersionsOf, self: Wo
     closes.callEnded();
     if (call.answered) return;
     call.answered = true;
-    post({ t: "done", id: call.id, stdout, stderr, status, retire });
+    post({ t: "done", id: call.id, stdout, stderr, status, retire, reports: call.reports });
   }
 
   self.onmessage = (event: MessageEvent<ToWorker>) => {

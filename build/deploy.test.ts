@@ -9,6 +9,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { METRICS_PORT, parseServeFlags } from "../agent/flags.ts";
 
 const DEPLOY = join(resolve(import.meta.dir, ".."), "deploy");
 
@@ -17,6 +18,8 @@ interface Container {
   image: string;
   command?: string[];
   args?: string[];
+  env?: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  ports?: { name: string; containerPort: number }[];
   volumeMounts?: { name: string; mountPath: string }[];
   securityContext?: { privileged?: boolean };
 }
@@ -24,6 +27,7 @@ interface DaemonSet {
   kind: string;
   spec: {
     template: {
+      metadata: { annotations?: Record<string, string> };
       spec: {
         hostNetwork?: boolean;
         hostPID?: boolean;
@@ -81,6 +85,21 @@ describe("deploy/", () => {
 
   test("daemonset.yaml: the agent container runs `cni-plugins serve` in the host's namespaces", () => {
     expect(hostCommand("agent")[0]).toBe("serve");
+  });
+
+  test("daemonset.yaml and cni-plugins.service: the agent serves metrics on the documented port", () => {
+    const agent = ds.spec.template.spec.containers.find((c) => c.name === "agent")!;
+    const args = hostCommand("agent").slice(1);
+    const at = args.indexOf("--metrics-address");
+    expect(args[at + 1]).toBe(`$(NODE_IP):${METRICS_PORT}`);
+    expect(agent.env?.find((e) => e.name === "NODE_IP")?.valueFrom?.fieldRef?.fieldPath).toBe("status.hostIP");
+    // With the variable as kubelet substitutes it, the flags parse.
+    expect(parseServeFlags(args.map((a) => a.replace("$(NODE_IP)", "192.0.2.10"))).metricsAddress).toEqual({ hostname: "192.0.2.10", port: METRICS_PORT });
+    expect(agent.ports).toEqual([{ name: "metrics", containerPort: METRICS_PORT, protocol: "TCP" } as never]);
+    expect(ds.spec.template.metadata.annotations).toMatchObject({ "prometheus.io/scrape": "true", "prometheus.io/port": String(METRICS_PORT) });
+    const unit = readFileSync(join(DEPLOY, "systemd", "cni-plugins.service"), "utf8");
+    const exec = unit.split("\n").find((l) => l.startsWith("ExecStart="))!.split(" ");
+    expect(parseServeFlags(exec.slice(exec.indexOf("serve") + 1)).metricsAddress).toEqual({ hostname: "127.0.0.1", port: METRICS_PORT });
   });
 
   test("daemonset.yaml: the reload-watch container runs `cni-plugins reload --watch` in the host's namespaces", () => {

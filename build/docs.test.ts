@@ -23,6 +23,10 @@ import { useFixtureCleanup } from "../test/harness/cleanup.ts";
 import { makeTempDir } from "../test/harness/tempdir.ts";
 import type { FieldInfo, FieldKind, PluginFields } from "./config-fields.ts";
 import { lookupPlugin, pluginNames } from "../registry/registry.ts";
+import { METRICS_PORT } from "../agent/flags.ts";
+import { AgentMetrics } from "../agent/metrics.ts";
+import { REFUSAL_REASONS } from "../agent/refusal.ts";
+import { PHASES } from "../shared/telemetry/invocation.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const DOCS = join(ROOT, "docs");
@@ -274,6 +278,45 @@ describe("docs/call-log.md", () => {
       expect(text).toContain(`\`${variable}\``);
       expect(text).toContain(`\`${key}\``);
     }
+  });
+});
+
+describe("docs/observability.md", () => {
+  const text = readFileSync(join(DOCS, "observability.md"), "utf8");
+  /** The rows of the table whose first cell is a code span, by that cell. */
+  const rows = (header: string) => {
+    const lines = section(text, header).filter((l) => /^\| `/.test(l));
+    return new Map(lines.map((l) => [/^\| `([^`]+)`/.exec(l)![1]!, l.split("|").map((c) => c.trim())]));
+  };
+
+  test("a row for every metric the agent exposes, with its type and labels, and no other", () => {
+    const exposed = new AgentMetrics(() => ({ inFlight: 0, threads: 0 }), 0).expose("prometheus");
+    const families = new Map([...exposed.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+    // (The section's subsection, the refusal reasons, has rows of its own.)
+    const documented = new Map([...rows("## Metrics")].filter(([name]) => name.startsWith("cni_")));
+    expect([...documented.keys()].sort()).toEqual([...families.keys()].sort());
+    for (const [name, type] of families) expect(documented.get(name)![2], name).toBe(type);
+    // Labels, as the samples show them once recorded.
+    const m = new AgentMetrics(() => ({ inFlight: 0, threads: 0 }), 0);
+    m.call({ plugin: "bridge", command: "ADD", code: 0, durationS: 0.01, phases: [["link", 0.001]], ipam: [{ plugin: "host-local", network: "n", range: "10.0.0.0/24", used: 1, free: 252 }] });
+    m.standaloneReport("accepted");
+    m.spansDropped(1, "timeout");
+    const dhcp = m.dhcpEvents();
+    dhcp.renewal(true);
+    dhcp.failure("acquire");
+    for (const line of m.expose("prometheus").split("\n")) {
+      const sample = /^([a-z_]+?)(?:_bucket|_sum|_count)?\{([^}]*)\}/.exec(line);
+      if (sample === null) continue;
+      const labels = [...sample[2]!.matchAll(/(\w+)="/g)].map((l) => l[1]!).filter((l) => l !== "le");
+      const row = documented.get(sample[1]!) ?? documented.get(sample[1]!.replace(/_(bucket|sum|count)$/, ""));
+      expect(row?.[3]?.split(/,\s*/).filter((l) => l !== ""), line).toEqual(labels);
+    }
+  });
+
+  test("every phase and every refusal reason has its row; the port is the flag's", () => {
+    expect([...rows("## Phases").keys()]).toEqual([...PHASES]);
+    expect([...rows("### Refusal reasons").keys()]).toEqual([...REFUSAL_REASONS]);
+    expect(text).toContain(`**Port ${METRICS_PORT}**`);
   });
 });
 

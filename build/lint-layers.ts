@@ -43,6 +43,8 @@ const root = resolve(import.meta.dir, "..");
  * The order of shared/'s modules: each may import only modules of a strictly lower rank.
  * error: the annotate helper; ip: pure address math; sys: libc; undo: teardown steps and ADD's
  * rollback over them (generic: the firewall layer uses them without the CNI protocol engine); netns;
+ * metrics: counters, gauges and histograms in the Prometheus formats (pure; the agent serves them);
+ * telemetry: what a call records of itself (phases, spans, IPAM usage) and the OTLP exporter;
  * dbus: the system bus (where it is, firewalld's names; the client loaded only when a bus is used);
  * netlink and sysctl: the kernel; cni: the protocol (config, results, errors → codes, delegation,
  * the IPAM teardown step); firewall: iptables/nftables; ipam: what the allocating IPAM plugins
@@ -52,6 +54,8 @@ const root = resolve(import.meta.dir, "..");
  */
 const SHARED_RANK: Readonly<Record<string, number>> = {
   error: 0,
+  metrics: 0,
+  telemetry: 0,
   ip: 1,
   sys: 1,
   dbus: 2,

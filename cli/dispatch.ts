@@ -89,17 +89,25 @@ async function dispatch(argv0Name: string): Promise<number> {
   const out = (t: string) => writeAllSync(1, t);
   const err = (t: string) => writeAllSync(2, t);
   switch (route.kind) {
-    case "plugin":
+    case "plugin": {
       (await import("../shared/netlink/netfilter-release.ts")).closeNetfilterSocketsAtExit();
-      return runPluginCall(route.name, {
-        env: process.env,
-        readStdin: () => readAllSync(0),
-        stdout: (text) => {
-          out(text);
-          mark("result written");
+      const telemetry = (await import("./standalone-telemetry.ts")).standaloneTelemetry(process.env);
+      const status = await runPluginCall(
+        route.name,
+        {
+          env: process.env,
+          readStdin: () => readAllSync(0),
+          stdout: (text) => {
+            out(text);
+            mark("result written");
+          },
+          stderr: err,
         },
-        stderr: err,
-      });
+        telemetry.host,
+      );
+      await telemetry.flush();
+      return status;
+    }
     case "install": {
       // `cni-plugins install --dest DIR`: the installer of deploy/daemonset.yaml (install.ts).
       const installer = require("./install.ts") as typeof import("./install.ts");

@@ -18,6 +18,7 @@ import type { PluginSpec } from "../shared/cni/types.ts";
 import { ALL_VERSIONS, versionsFrom } from "../shared/cni/version.ts";
 import type { PluginOwnership, PluginOwnerships } from "../shared/node-state/ownership.ts";
 import { mark } from "../shared/sys/phases.ts";
+import type { TelemetryHost } from "../shared/telemetry/call.ts";
 import { buildVersion } from "./version.ts";
 
 export interface PluginEntry {
@@ -160,12 +161,13 @@ export function pluginNameOf(argv: readonly string[]): string | undefined {
 
 /**
  * Runs one call of the plugin `name` (a plugin of this build) with `io` as its environment and
- * streams: the process's own, or a request of the resident agent. Returns the exit status.
+ * streams: the process's own, or a request of the resident agent; its invocations' metrics and
+ * spans go to `telemetry` (shared/telemetry/call.ts) when given. Returns the exit status.
  */
-export async function runPluginCall(name: string, io: PluginIO): Promise<number> {
+export async function runPluginCall(name: string, io: PluginIO, telemetry?: TelemetryHost): Promise<number> {
   const entry = pluginEntry(name);
   if (entry === undefined) throw new Error(`no plugin ${JSON.stringify(name)} in this build`);
   const [spec, skel] = await Promise.all([entry.load(), import("../shared/cni/skel.ts")]);
   mark("plugin loaded");
-  return skel.runPlugin(spec, io, { buildVersion: buildVersion(), plugins: lookupPlugin });
+  return skel.runPlugin(spec, io, { buildVersion: buildVersion(), plugins: lookupPlugin, ...(telemetry === undefined ? {} : { telemetry }) });
 }

@@ -44,8 +44,13 @@ declare -A PROBE=(
   # agent-lsm.vm.test.ts: an AppArmor profile loaded in the VM lane's guest (apparmor_parser, aa-exec),
   # which runs the host's binaries; the host's own kernel need not have AppArmor
   [apparmor]=/usr/sbin/apparmor_parser
+  # agent metrics: a real Prometheus scraping the agent (test/harness/prometheus.ts)
+  [prometheus]=/usr/bin/prometheus
+  # agent traces: the OTLP protobuf the agent sends, decoded by protoc with the official message
+  # definitions (test/harness/otlp-receiver.ts, test/fixtures/otlp)
+  [protobuf-compiler]=/usr/bin/protoc
 )
-ORDER=(iproute2 iptables nftables jq util-linux procps containernetworking-plugins strace iputils-ping busybox-static dnsmasq-base python3 dbus firewalld curl podman runc containerd golang-go golang-github-appc-cni-dev golang-google-grpc-dev golang-github-gogo-protobuf-dev dpkg-dev docker.io etcd-server openssl apparmor)
+ORDER=(iproute2 iptables nftables jq util-linux procps containernetworking-plugins strace iputils-ping busybox-static dnsmasq-base python3 dbus firewalld curl podman runc containerd golang-go golang-github-appc-cni-dev golang-google-grpc-dev golang-github-gogo-protobuf-dev dpkg-dev docker.io etcd-server openssl apparmor prometheus protobuf-compiler)
 
 # nsenter ships in util-linux on Debian 12 but in util-linux-extra / separately elsewhere.
 missing=()
@@ -107,6 +112,7 @@ if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null 2>&1; then
       firewalld|containerd|podman) systemctl disable --quiet "$pkg.service" 2>/dev/null || true ;;
       etcd-server) systemctl disable --quiet etcd.service 2>/dev/null || true ;;
       docker.io) systemctl disable --quiet docker.service docker.socket 2>/dev/null || true ;;
+      prometheus) systemctl disable --quiet prometheus.service prometheus-node-exporter.service 2>/dev/null || true ;;
     esac
   done
 fi

@@ -19,13 +19,44 @@ import { InternalError, PluginUnavailableError, messageOf } from "../../shared/c
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import type { AllocatedIP } from "../../shared/ipam/candidates.ts";
-import { hasFreeAddress } from "../../shared/ipam/free.ts";
+import { hasFreeAddress, rangeUsage } from "../../shared/ipam/free.ts";
 import { formatRangeSet } from "../../shared/ipam/range-set.ts";
 import { planRequests, rangeSetFailure, resultFrame, unmatchedError, withAddresses } from "../../shared/ipam/result.ts";
 import { IPAllocator } from "./allocator/allocator.ts";
-import { loadHostLocalConfig } from "./config.ts";
+import { loadHostLocalConfig, type IPAMConfig } from "./config.ts";
 import { collectGarbage, parseValidAttachments } from "./gc.ts";
 import { DiskStore } from "./store/disk.ts";
+import { phaseEnd, phaseStart, recordingCall, reportIpamUsage } from "../../shared/telemetry/invocation.ts";
+
+/**
+ * Runs `fn`, a call's work on the store, as its "ipam" phase; then, when the call records
+ * telemetry, reports how many addresses of each range are used and free (a second short hold of
+ * the store's lock: the figures are those after the call).
+ */
+function storeWork<T>(conf: IPAMConfig, store: DiskStore, fn: () => T, locked = false): T {
+  const phase = phaseStart();
+  try {
+    const out = fn();
+    if (recordingCall()) reportUsage(conf, store, locked);
+    return out;
+  } finally {
+    phaseEnd("ipam", phase);
+  }
+}
+
+function reportUsage(conf: IPAMConfig, store: DiskStore, locked: boolean): void {
+  try {
+    if (!locked) store.lock();
+    try {
+      const reserved = store.reservations().map((r) => r.ip);
+      for (const u of rangeUsage(conf.rangeSets, reserved)) reportIpamUsage({ plugin: "host-local", network: conf.name, ...u });
+    } finally {
+      if (!locked) store.unlock();
+    }
+  } catch {
+    // The figures are telemetry: they never fail the call.
+  }
+}
 
 function add(args: CmdArgs): Result {
   const conf = loadHostLocalConfig(args);
@@ -33,35 +64,39 @@ function add(args: CmdArgs): Result {
   const plan = planRequests(conf);
   const store = DiskStore.open(conf.name, conf.dataDir, { lockWaiter: args.scope.lockWaiter });
   try {
-    const done: IPAllocator[] = [];
-    const allocated: AllocatedIP[] = [];
-    const releaseDone = () => {
-      for (const a of done) {
-        try {
-          a.release(args.containerID, args.ifName);
-        } catch {
-          // best effort, as upstream
-        }
-      }
-    };
-    for (const [idx, set] of conf.rangeSets.entries()) {
-      const allocator = new IPAllocator(set, store, idx);
-      try {
-        allocated.push(allocator.get(args.containerID, args.ifName, plan.wants[idx]));
-      } catch (err) {
-        releaseDone();
-        throw rangeSetFailure(idx, err);
-      }
-      done.push(allocator);
-    }
-    if (plan.unmatched.length > 0) {
-      releaseDone();
-      throw unmatchedError(plan.unmatched);
-    }
-    return withAddresses(frame, allocated);
+    return storeWork(conf, store, () => allocate(args, conf, plan, frame, store));
   } finally {
     store.close();
   }
+}
+
+function allocate(args: CmdArgs, conf: IPAMConfig, plan: ReturnType<typeof planRequests>, frame: Result, store: DiskStore): Result {
+  const done: IPAllocator[] = [];
+  const allocated: AllocatedIP[] = [];
+  const releaseDone = () => {
+    for (const a of done) {
+      try {
+        a.release(args.containerID, args.ifName);
+      } catch {
+        // best effort, as upstream
+      }
+    }
+  };
+  for (const [idx, set] of conf.rangeSets.entries()) {
+    const allocator = new IPAllocator(set, store, idx);
+    try {
+      allocated.push(allocator.get(args.containerID, args.ifName, plan.wants[idx]));
+    } catch (err) {
+      releaseDone();
+      throw rangeSetFailure(idx, err);
+    }
+    done.push(allocator);
+  }
+  if (plan.unmatched.length > 0) {
+    releaseDone();
+    throw unmatchedError(plan.unmatched);
+  }
+  return withAddresses(frame, allocated);
 }
 
 function check(args: CmdArgs): void {
@@ -88,14 +123,16 @@ function del(args: CmdArgs): void {
   try {
     // One release per range set, as upstream (each releases store-wide; later passes also sweep
     // legacy container-ID-only files).
-    for (const [idx, set] of conf.rangeSets.entries()) {
-      try {
-        new IPAllocator(set, store, idx).release(args.containerID, args.ifName);
-      } catch (err) {
-        // Each pass is store-wide: a file that cannot be removed fails every pass alike.
-        if (!errors.includes(messageOf(err))) errors.push(messageOf(err));
+    storeWork(conf, store, () => {
+      for (const [idx, set] of conf.rangeSets.entries()) {
+        try {
+          new IPAllocator(set, store, idx).release(args.containerID, args.ifName);
+        } catch (err) {
+          // Each pass is store-wide: a file that cannot be removed fails every pass alike.
+          if (!errors.includes(messageOf(err))) errors.push(messageOf(err));
+        }
       }
-    }
+    });
   } finally {
     store.close();
   }
@@ -132,7 +169,7 @@ function gc(args: CmdArgs): void {
   try {
     store.lock();
     try {
-      collectGarbage(store, valid);
+      storeWork(conf, store, () => collectGarbage(store, valid), true);
     } finally {
       store.unlock();
     }

@@ -13,6 +13,7 @@
  * ```
  */
 import { spanEnd, spanStart } from "../sys/phases.ts";
+import { phaseEnd, phaseStart } from "../telemetry/invocation.ts";
 import { InvalidConfigError } from "./errors.ts";
 
 /** A decoder for one JSON value; `path` is the Go-style field path used in error messages. */
@@ -220,9 +221,11 @@ export const t = {
 /** Decodes a parsed JSON value with a top-level struct schema. */
 export function decode<T>(schema: Schema<T>, value: unknown): T {
   const started = spanStart();
+  const phase = phaseStart();
   try {
     return schema.decode(value, { struct: "", path: "" });
   } finally {
+    phaseEnd("config", phase);
     spanEnd("decode", started);
   }
 }

@@ -13,6 +13,7 @@
  */
 import { joinPath, stat, type FileStat } from "../sys/file.ts";
 import { spanEnd, spanStart } from "../sys/phases.ts";
+import { delegateTraceParent, phaseEnd, phaseStart } from "../telemetry/invocation.ts";
 import { throwIfEnded } from "./call-scope.ts";
 import type { DelegateInputs, InProcessPlugins } from "./types.ts";
 import { DelegateError, InternalError, InvalidConfigError, InvalidEnvError } from "./errors.ts";
@@ -82,7 +83,7 @@ interface DelegateOutput {
 async function runInProcess(spec: PluginSpec, args: DelegateInputs, command: Command, plugins: InProcessPlugins): Promise<DelegateOutput> {
   let stdout = "";
   const status = await plugins.run(spec, {
-      env: { ...args.env, CNI_COMMAND: command },
+      env: delegateEnv(args, command),
       readStdin: () => args.stdinData,
       stdout: (text) => {
         stdout += text;
@@ -144,11 +145,20 @@ function spawnPiped(file: string, args: DelegateInputs, command: Command) {
   return Bun.spawn({
     cmd: [file],
     argv0: file,
-    env: definedEnv({ ...args.env, CNI_COMMAND: command }),
+    env: definedEnv(delegateEnv(args, command)),
     stdin: args.stdinData,
     stdout: "pipe",
     stderr: "pipe",
   });
+}
+
+/**
+ * A delegate's environment: the caller's, with CNI_COMMAND replaced and, when the caller records
+ * telemetry, TRACEPARENT naming the caller's span (so the delegate's span is its child).
+ */
+function delegateEnv(args: DelegateInputs, command: Command): Record<string, string | undefined> {
+  const traceParent = delegateTraceParent();
+  return traceParent === undefined ? { ...args.env, CNI_COMMAND: command } : { ...args.env, CNI_COMMAND: command, TRACEPARENT: traceParent };
 }
 
 function definedEnv(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
@@ -208,9 +218,15 @@ function delegateFailure(out: DelegateOutput): DelegateError {
  */
 export async function execDelegate(type: string, args: DelegateInputs, command: Command, inProcess?: InProcessPlugins): Promise<string> {
   const started = spanStart();
-  const file = findInPath(type, args.path);
-  const spec = inProcess && isOurs(file) ? await inProcess.lookup(type) : undefined;
-  const out = inProcess && spec ? await runInProcess(spec, args, command, inProcess) : await runExternal(file, args, command);
+  const phase = phaseStart();
+  let out: DelegateOutput;
+  try {
+    const file = findInPath(type, args.path);
+    const spec = inProcess && isOurs(file) ? await inProcess.lookup(type) : undefined;
+    out = inProcess && spec ? await runInProcess(spec, args, command, inProcess) : await runExternal(file, args, command);
+  } finally {
+    phaseEnd("delegate", phase);
+  }
   spanEnd("delegate", started);
   if (out.status !== 0) throw delegateFailure(out);
   return out.stdout;

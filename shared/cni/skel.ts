@@ -26,6 +26,8 @@ import { CALL_LOG_ENV, CALL_LOG_KEY } from "./call-log-switch.ts";
 import { PROCESS_SCOPE } from "./call-scope.ts";
 import { withDelegate } from "./delegate.ts";
 import { mark } from "../sys/phases.ts";
+import { CallTelemetry, type TelemetryHost } from "../telemetry/call.ts";
+import { describeCall, phaseEnd, phaseStart } from "../telemetry/invocation.ts";
 import { ID_PATTERN, readCniEnv, type CniEnv } from "./env.ts";
 import { goJsonMarshalIndent } from "./result/go-json.ts";
 import { PRINT_AS_IS, type CmdArgs, type Command, type InProcessPlugins, type PluginIO, type PluginSpec, type SpecLookup } from "./types.ts";
@@ -188,6 +190,11 @@ export interface RunOptions {
   plugins?: SpecLookup;
   /** This is a delegate running in-process inside another invocation (its phases are not marked). */
   delegated?: boolean;
+  /**
+   * Where the invocation's metrics and spans go (shared/telemetry/call.ts): the agent's thread or
+   * the plugin process; its in-process delegates report there too. Without it nothing is recorded.
+   */
+  telemetry?: TelemetryHost;
 }
 
 /**
@@ -198,29 +205,44 @@ export interface RunOptions {
 export async function runPlugin(spec: PluginSpec, io: PluginIO, opts: RunOptions = {}): Promise<number> {
   const buildVersion = opts.buildVersion ?? "version unknown";
   const lookup = opts.plugins;
+  const telemetry = opts.telemetry;
   const inProcess: InProcessPlugins | undefined =
     lookup === undefined
       ? undefined
-      : { lookup, run: (delegate, delegateIo) => runPlugin(delegate, delegateIo, { buildVersion, plugins: lookup, delegated: true }) };
+      : {
+          lookup,
+          run: (delegate, delegateIo) =>
+            runPlugin(delegate, delegateIo, { buildVersion, plugins: lookup, delegated: true, ...(telemetry === undefined ? {} : { telemetry }) }),
+        };
   const started = performance.now();
   let stdin: Uint8Array | undefined;
   let stdout = "";
-  const status = await runPluginOnce(
-    spec,
-    {
-      env: io.env,
-      readStdin: async () => (stdin = await io.readStdin()),
-      stdout: (text) => {
-        stdout += text;
-        io.stdout(text);
+  const once = () =>
+    runPluginOnce(
+      spec,
+      {
+        env: io.env,
+        readStdin: async () => (stdin = await io.readStdin()),
+        stdout: (text) => {
+          stdout += text;
+          io.stdout(text);
+        },
+        stderr: io.stderr,
+        ...(io.scope === undefined ? {} : { scope: io.scope }),
       },
-      stderr: io.stderr,
-      ...(io.scope === undefined ? {} : { scope: io.scope }),
-    },
-    buildVersion,
-    inProcess,
-    opts.delegated === true ? noMark : mark,
-  );
+      buildVersion,
+      inProcess,
+      opts.delegated === true ? noMark : mark,
+    );
+  const call = telemetry === undefined ? undefined : new CallTelemetry(spec.name, io.env, telemetry);
+  const status = call === undefined ? await once() : await call.run(once);
+  if (call !== undefined) {
+    try {
+      telemetry!.report(call.finish(status, stdout));
+    } catch {
+      // Telemetry never changes a call's outcome.
+    }
+  }
   const keyed = stdin !== undefined && Buffer.from(stdin.buffer, stdin.byteOffset, stdin.byteLength).includes(CALL_LOG_KEY_BYTES);
   if (keyed || (io.env[CALL_LOG_ENV] ?? "") !== "") {
     const log = require("./call-log.ts") as typeof import("./call-log.ts");
@@ -283,11 +305,19 @@ async function dispatch(
     throw new CniError(5, `error reading from stdin: ${(err as Error).message}`, { cause: err });
   }
   markPhase("stdin read");
-  const config = parseNetworkConfig(stdinData);
+  const parsing = phaseStart();
+  let config: Record<string, unknown>;
+  let rawVersion: string;
+  try {
+    config = parseNetworkConfig(stdinData);
+    rawVersion = configVersionOf(config);
+  } finally {
+    phaseEnd("config", parsing);
+  }
   markPhase("config parsed");
-  const rawVersion = configVersionOf(config);
   const version = rawVersion === "" ? "0.1.0" : rawVersion;
   request.cniVersion = version;
+  describeCall(String(lookup(config, "name") ?? ""), version);
   const args = (command: Command): CmdArgs =>
     withDelegate(
       {

@@ -13,6 +13,7 @@
  * is cached here for the same reason (a tool installed since is found by the next call).
  */
 import { exists } from "../sys/file.ts";
+import { phaseEnd, phaseStart } from "../telemetry/invocation.ts";
 
 /** A tool exited non-zero (or could not be started). */
 export class CommandError extends Error {
@@ -84,6 +85,7 @@ export function runCommand(argv: readonly string[], env: ToolEnv, opts: RunOptio
   const path = tool.startsWith("/") ? (exists(tool) ? tool : undefined) : findExecutable(tool, env);
   if (path === undefined) throw new CommandNotFoundError(tool);
   let proc: ReturnType<typeof Bun.spawnSync>;
+  const phase = phaseStart();
   try {
     proc = Bun.spawnSync({
       cmd: [path, ...argv.slice(1)],
@@ -95,6 +97,8 @@ export function runCommand(argv: readonly string[], env: ToolEnv, opts: RunOptio
     });
   } catch (cause) {
     throw new CommandError(argv, -1, String(cause), { cause });
+  } finally {
+    phaseEnd("firewall", phase);
   }
   const result: CommandResult = {
     status: proc.exitCode ?? -1,

@@ -5,7 +5,7 @@
  * as a /29.
  */
 import { formatIP, type IPAddr } from "../ip/addr.ts";
-import { allocatableCount, excludedSpan, rangeContains } from "./range.ts";
+import { allocatableCount, excludedSpan, formatRange, rangeContains } from "./range.ts";
 import { rangeFor, type RangeSet } from "./range-set.ts";
 
 /** How many addresses of `set` can be handed out when nothing is reserved. */
@@ -30,4 +30,36 @@ export function hasFreeAddress(set: RangeSet, reserved: Iterable<IPAddr>): boole
     taken.add(formatIP(ip));
   }
   return BigInt(taken.size) < allocatableInSet(set);
+}
+
+/** How many addresses of one range are reserved and how many can still be handed out. */
+export interface RangeUsage {
+  /** The range's subnet (`10.1.0.0/24`), or `start-end` when the network has two ranges in one subnet. */
+  range: string;
+  used: number;
+  free: number;
+}
+
+/**
+ * The usage of every range of `sets` given the addresses `reserved` (any addresses): what an
+ * allocating IPAM plugin reports after ADD, DEL and GC (docs/observability.md, cni_ipam_addresses).
+ */
+export function rangeUsage(sets: readonly RangeSet[], reserved: Iterable<IPAddr>): RangeUsage[] {
+  const ranges = sets.flat();
+  const used = new Map<(typeof ranges)[number], Set<string>>(ranges.map((r) => [r, new Set()]));
+  for (const ip of reserved) {
+    const r = ranges.find((x) => rangeContains(x, ip));
+    if (r === undefined || excludedSpan(r, ip) !== undefined) continue;
+    if (r.gateway !== undefined && ip.family === r.gateway.family && ip.value === r.gateway.value) continue;
+    used.get(r)!.add(formatIP(ip));
+  }
+  const subnets = ranges.map((r) => `${formatIP(r.subnet.ip)}/${r.subnet.prefixLen}`);
+  return ranges.map((r, i) => {
+    const taken = used.get(r)!.size;
+    const gw = r.gateway;
+    const gatewayHeld = gw !== undefined && rangeContains(r, gw) && excludedSpan(r, gw) === undefined ? 1n : 0n;
+    const free = allocatableCount(r) - gatewayHeld - BigInt(taken);
+    const shared = subnets.indexOf(subnets[i]!) !== i || subnets.lastIndexOf(subnets[i]!) !== i;
+    return { range: shared ? formatRange(r) : subnets[i]!, used: taken, free: Number(free < 0n ? 0n : free) };
+  });
 }

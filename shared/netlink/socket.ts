@@ -26,6 +26,21 @@ import {
   NLMSGERR_ATTR_MSG,
 } from "./constants/netlink.ts";
 import { NetlinkDumpInterruptedError, NetlinkError } from "./errors.ts";
+import { phaseEnd, phaseStart } from "../telemetry/invocation.ts";
+import type { Phase } from "../telemetry/invocation.ts";
+
+/**
+ * The phase of a call (shared/telemetry) a request of message type `type` is part of: rtnetlink's
+ * links, addresses, routes (with neighbours and rules) and traffic control; nfnetlink's types
+ * (subsystem << 8, nf_tables and conntrack) are the firewall.
+ */
+function phaseOf(type: number): Phase {
+  if (type >= 0x100) return "firewall";
+  if (type < 20) return "link"; // RTM_NEWLINK..RTM_GETLINK (16-19)
+  if (type < 24) return "address"; // RTM_*ADDR (20-23)
+  if (type < 36) return "route"; // RTM_*ROUTE, RTM_*NEIGH, RTM_*RULE (24-35)
+  return "tc"; // RTM_*QDISC, RTM_*TCLASS, RTM_*TFILTER (36-47) and later families
+}
 
 /** How many times a dump flagged NLM_F_DUMP_INTR is restarted before giving up. */
 export const DUMP_RETRIES = 10;
@@ -126,13 +141,18 @@ export class NetlinkSocket {
    * A kernel error throws {@link NetlinkError} whose detail is `detail`.
    */
   request(msg: Uint8Array, detail = ""): NlMessage[] {
-    const flags = readU16(msg, 6);
-    if ((flags & NLM_F_DUMP) !== NLM_F_DUMP) return this.#exchange(msg, detail).messages;
-    for (let attempt = 1; attempt <= DUMP_RETRIES; attempt++) {
-      const r = this.#exchange(msg, detail);
-      if (!r.interrupted) return r.messages;
+    const phase = phaseStart();
+    try {
+      const flags = readU16(msg, 6);
+      if ((flags & NLM_F_DUMP) !== NLM_F_DUMP) return this.#exchange(msg, detail).messages;
+      for (let attempt = 1; attempt <= DUMP_RETRIES; attempt++) {
+        const r = this.#exchange(msg, detail);
+        if (!r.interrupted) return r.messages;
+      }
+      throw new NetlinkDumpInterruptedError(readU16(msg, 4), DUMP_RETRIES);
+    } finally {
+      phaseEnd(phaseOf(readU16(msg, 4)), phase);
     }
-    throw new NetlinkDumpInterruptedError(readU16(msg, 4), DUMP_RETRIES);
   }
 
   /**
@@ -145,6 +165,15 @@ export class NetlinkSocket {
    * stale generation, a failed commit) throws {@link NetlinkError} with the type of `blame`.
    */
   requestBatch(msgs: readonly Uint8Array[], blame: number, detail = ""): (DecodedError | undefined)[] {
+    const phase = phaseStart();
+    try {
+      return this.#batch(msgs, blame, detail);
+    } finally {
+      phaseEnd(phaseOf(blame), phase);
+    }
+  }
+
+  #batch(msgs: readonly Uint8Array[], blame: number, detail: string): (DecodedError | undefined)[] {
     const portId = this.#io.portId;
     const seqIndex = new Map<number, number>();
     const answers: (DecodedError | undefined)[] = msgs.map(() => undefined);

@@ -12,6 +12,7 @@ import { open } from "../sys/file.ts";
 import { close, setns } from "../sys/libc.ts";
 import type { NetNS } from "./netns.ts";
 import { restoreOrAbort } from "./_restore.ts";
+import { phaseEnd, phaseStart } from "../telemetry/invocation.ts";
 
 /** A callback result type that excludes promises and any other object with a `then` method. */
 export type NotThenable<T> = T extends PromiseLike<unknown> | { then: (...args: never[]) => unknown } ? never : T;
@@ -31,6 +32,7 @@ function isThenable(v: unknown): boolean {
  * Keep the window minimal: open a netlink socket or a /proc/sys file inside, work from outside.
  */
 export function withNetNS<T>(ns: NetNS, fn: () => NotThenable<T>): NotThenable<T> {
+  const phase = phaseStart();
   const orig = open(THREAD_NETNS_PATH, O_RDONLY);
   try {
     setns(ns.fd, CLONE_NEWNET);
@@ -39,6 +41,7 @@ export function withNetNS<T>(ns: NetNS, fn: () => NotThenable<T>): NotThenable<T
       result = fn();
     } finally {
       restoreOrAbort(orig, ns.path);
+      phaseEnd("netns", phase);
     }
     if (isThenable(result)) {
       throw new TypeError("withNetNS: the callback returned a promise; code run inside a netns must be synchronous");

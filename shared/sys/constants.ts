@@ -26,6 +26,8 @@ export const SO_RCVBUF = 8;
 export const SO_RCVTIMEO = 20;
 export const SO_SNDTIMEO = 21;
 export const SO_BINDTODEVICE = 25;
+/** The receive buffer beyond net.core.rmem_max (CAP_NET_ADMIN). */
+export const SO_RCVBUFFORCE = 33;
 
 // <linux/socket.h> msg flags
 export const MSG_PEEK = 0x2;

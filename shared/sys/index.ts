@@ -7,6 +7,7 @@ export { OwnedFd } from "./fd.ts";
 export { FileLock } from "./flock.ts";
 export * as libc from "./libc.ts";
 export { AF_BRIDGE, AF_INET, AF_INET6, AF_NETLINK, AF_UNSPEC, CLONE_NEWNET, MSG_DONTWAIT, MSG_PEEK, MSG_TRUNC, NSFS_MAGIC, O_APPEND, O_NOFOLLOW, O_NONBLOCK, O_RDONLY, O_RDWR, O_WRONLY, PROC_SUPER_MAGIC, SO_BINDTODEVICE, SO_BROADCAST, SO_RCVTIMEO, SO_REUSEADDR, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK, SOCK_RAW, SOL_SOCKET, THREAD_NETNS_PATH } from "./constants.ts";
+export { bindDatagram, receiveDatagram, sendDatagram, unixAddress } from "./datagram.ts";
 export { lockFd } from "./fd-lock.ts";
 export type { LockWaiter } from "./lock-waiter.ts";
 export { absolutePath, createFresh, exists, fstat, joinPath, link, lstatAtIfExists, lstatIfExists, mkdirAll, open, readAll, readDir, readLinkText, readProcText, readTextFile, replaceFile, rmdir, stat, statIfExists, statWithMount, unlink, unlinkIfExists, utimes, writeAll, writeFile } from "./file.ts";

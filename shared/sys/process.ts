@@ -4,6 +4,7 @@
  * Bound in their own dlopen group on first use, so a plugin process never pays for them.
  */
 import type * as Ffi from "bun:ffi";
+import { unixAddress } from "./datagram.ts";
 import { AF_UNIX, O_CLOEXEC, SOCK_CLOEXEC, SOCK_STREAM, SOL_SOCKET } from "./constants.ts";
 import { SyscallError } from "./errno.ts";
 import { bind, close, getsockopt, socket } from "./libc.ts";
@@ -89,12 +90,7 @@ const LISTEN_BACKLOG = 4096;
  * umask). Returns its fd (close-on-exec).
  */
 export function listenUnix(path: string): number {
-  const name = Buffer.from(path);
-  // struct sockaddr_un: sa_family_t, then sun_path[108] NUL-terminated.
-  if (name.length >= 108) throw new SyscallError("bind", 36 /* ENAMETOOLONG */, JSON.stringify(path));
-  const addr = new Uint8Array(2 + name.length + 1);
-  new DataView(addr.buffer).setUint16(0, AF_UNIX, true);
-  addr.set(name, 2);
+  const addr = unixAddress(path);
   const fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   try {
     bind(fd, addr);

@@ -61,6 +61,7 @@ function plan(): [string, number][] {
     ["agent-memory", 1],
     ["shim", ROUNDS],
     ["phases", ROUNDS],
+    ["telemetry", ROUNDS],
   ];
   return only === undefined ? all : all.filter(([id]) => only.includes(id));
 }
@@ -181,6 +182,11 @@ const ROWS: Readonly<Record<string, RowSpec[]>> = {
     { metric: "alone", scenario: "exec shim alone, over a static executable that does nothing", columns: ["resident", "floor"], targets: [{ kind: "within", of: "resident", vs: "floor", max: 1 }] },
   ],
   loopback: [{ metric: "add", scenario: "loopback ADD", targets: [RES(0.5), STAND] }],
+  telemetry: [
+    { metric: "loopback add", scenario: "loopback ADD, resident: metrics and span export on vs off", columns: ["resident", "observed"], targets: [{ kind: "within", of: "observed", vs: "resident", max: 0.5 }] },
+    { metric: "bridge add", scenario: "bridge+host-local ADD, resident: metrics and span export on vs off", columns: ["resident", "observed"], targets: [{ kind: "within", of: "observed", vs: "resident", max: 1 }] },
+    { metric: "bridge del", scenario: "bridge+host-local DEL, resident: metrics and span export on vs off", columns: ["resident", "observed"], targets: [{ kind: "within", of: "observed", vs: "resident", max: 1 }] },
+  ],
   bridge: [
     { metric: "add", scenario: "bridge+host-local ADD", targets: [RES(0.5), STAND] },
     { metric: "del", scenario: "bridge+host-local DEL", targets: [RES(1.0), STAND] },

@@ -769,6 +769,95 @@ const phases: Scenario = (ctx) => {
   return { samples: s };
 };
 
+/**
+ * A sink for OTLP/HTTP spans in a process of its own (this worker's event loop is blocked while a
+ * call is timed): it reads each request and answers 200. Returns its endpoint and how to stop it.
+ */
+async function startSpanSink(): Promise<{ endpoint: string; stop(): Promise<void> }> {
+  const script = `const s = Bun.serve({ hostname: "127.0.0.1", port: 0, async fetch(req) { await req.arrayBuffer(); return new Response(""); } }); console.log(s.port);`;
+  const proc = Bun.spawn([process.execPath, "-e", script], { stdin: "ignore", stdout: "pipe", stderr: "inherit" });
+  const reader = proc.stdout.getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { done, value } = await reader.read();
+    if (done) throw new Error("the span sink exited before it listened");
+    text += new TextDecoder().decode(value);
+  }
+  reader.releaseLock();
+  return {
+    endpoint: `http://127.0.0.1:${text.trim()}`,
+    async stop() {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    },
+  };
+}
+
+/**
+ * What metrics and span export cost a resident call (docs/observability.md): the worker's agent,
+ * with both off (series "resident"), against a second agent with both on ("observed":
+ * `--metrics-address`, every span exported over OTLP/HTTP protobuf to a sink in its own process),
+ * alternating, for loopback ADD and bridge+host-local ADD/DEL. Checks that the observed agent did
+ * count the calls and export their spans.
+ */
+const telemetry: Scenario = async (ctx) => {
+  const sink = await startSpanSink();
+  const socket = join(ctx.state, "observed", "plugins.sock");
+  const metricsPort = 19584;
+  const agent = Bun.spawn([join(ctx.dirs.ours, "cni-plugins"), "serve", "--socket", socket, "--metrics-address", `127.0.0.1:${metricsPort}`], {
+    stdin: "ignore",
+    stdout: "ignore",
+    stderr: "inherit",
+    env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: sink.endpoint },
+  });
+  const s: Samples = {};
+  const ns = new ContainerNetns("tel-lo");
+  try {
+    await waitUntilListening(socket);
+    const envOf = (series: "resident" | "observed", id: string, netns: string, extra: Partial<CallEnv> = {}): CallEnv => ({
+      ...env(ctx, "resident", id, netns, extra),
+      CNI_PLUGINS_SOCKET: series === "resident" ? ctx.agent.socket : socket,
+    });
+    const lo = JSON.stringify({ cniVersion: CNI_VERSION, name: "tel-lo", type: "loopback" });
+    for (let round = -2; round < ctx.rounds * 2; round++) {
+      for (const series of alternation(["resident", "observed"] as const, round)) {
+        const e = envOf(series, `tel-lo-${round}`, ns.path, { CNI_IFNAME: "lo" });
+        const add = call(ctx.dirs.ours, "loopback", "ADD", e, lo).ms;
+        call(ctx.dirs.ours, "loopback", "DEL", e, lo);
+        const brNs = new ContainerNetns(`tel-br-${series}-${round + 2}`);
+        try {
+          const be = envOf(series, `tel-br-${round + 2}`, brNs.path);
+          const chain = [bridge(ctx, "resident", { ipMasq: false, bridge: "cnibench4" })];
+          const badd = chainAdd(ctx.dirs.ours, "tel-net", chain, be);
+          const bdel = chainDel(ctx.dirs.ours, "tel-net", chain, be, badd.result);
+          if (round >= 0) {
+            push(s, "loopback add", series, add);
+            push(s, "bridge add", series, badd.ms);
+            push(s, "bridge del", series, bdel);
+          }
+        } finally {
+          brNs.remove();
+        }
+      }
+    }
+    // The observed agent counted every call and exported their spans (after its batch delay).
+    await Bun.sleep(1500);
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const sample = (name: string) => text.split("\n").filter((l) => l.startsWith(name)).reduce((sum, l) => sum + Number(l.split(" ").pop()), 0);
+    const calls = sample('cni_plugin_calls_total{plugin="loopback",command="ADD",code="0"}');
+    const exported = sample("cni_agent_spans_exported_total");
+    const dropped = sample("cni_agent_spans_dropped_total");
+    const expected = ctx.rounds * 2 + 2;
+    const check = { ok: calls === expected && exported > 0 && dropped === 0, text: `${calls} loopback ADDs counted (${expected} made), ${exported} spans exported, ${dropped} dropped` };
+    return { samples: s, checks: { "loopback add": check } };
+  } finally {
+    ns.remove();
+    agent.kill("SIGTERM");
+    await agent.exited;
+    await sink.stop();
+  }
+};
+
 export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   version,
   loopback,
@@ -787,6 +876,7 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   cri,
   shim,
   phases,
+  telemetry,
 };
 
 /** Removes a scenario's scratch directory. */

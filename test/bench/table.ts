@@ -8,12 +8,13 @@
 import { ratio } from "./stats.ts";
 
 /** The series a row may have; see the header. */
-export type Column = "direct" | "standalone" | "resident" | "go" | "hello" | "host-local" | "floor";
+export type Column = "direct" | "standalone" | "resident" | "observed" | "go" | "hello" | "host-local" | "floor";
 
 export const COLUMN_LABEL: Readonly<Record<Column, string>> = {
   direct: "direct",
   standalone: "standalone",
   resident: "resident",
+  observed: "res+telemetry",
   go: "Go",
   hello: "hello",
   "host-local": "host-local",
@@ -85,7 +86,7 @@ function targetText(row: Row): string {
 
 /** The reference a row is compared with: Go, else the first other reference it has. */
 function referenceOf(row: Row): Column | undefined {
-  return (["go", "hello", "host-local", "floor"] as const).find((c) => row.values[c] !== undefined);
+  return (["go", "hello", "host-local", "floor", "observed"] as const).find((c) => row.values[c] !== undefined);
 }
 
 /** The table as aligned text, header first; errors are listed under it. */

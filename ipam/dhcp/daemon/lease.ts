@@ -27,6 +27,18 @@ export interface LeaseDeps {
   flags: DaemonFlags;
   store: LeaseStore;
   log: (line: string) => void;
+  /** Whoever counts the daemon's work (the resident agent's metrics); absent in a daemon of its own. */
+  events?: LeaseEvents | undefined;
+}
+
+/** What the daemon tells whoever counts its work (docs/observability.md, the cni_dhcp_* metrics). */
+export interface LeaseEvents {
+  /** Leases held now. */
+  held(count: number): void;
+  /** A renewal or rebind: answered (`ok`), or a renewal that went unanswered (a rebind follows). */
+  renewal(ok: boolean): void;
+  /** A lease not acquired, lost (its rebind unanswered too), or not released. */
+  failure(stage: "acquire" | "renew" | "release"): void;
 }
 
 export interface LeaseRequest {
@@ -249,20 +261,24 @@ export abstract class Lease<R> {
       if (Date.now() < t2 && !this.#addressLost) {
         try {
           this.#bound(await this.#retryUntil(t2, (c) => this.renewAttempt(current, c)), "renewed");
+          this.deps.events?.renewal(true);
           continue;
         } catch (err) {
           if (err instanceof Error && err.cause instanceof LinkGoneError) throw err.cause;
           if (this.#stopped) return "stopped";
+          this.deps.events?.renewal(false);
           this.deps.log(`${this.tag}: renew failed: ${failureDetail(err)}; rebinding`);
         }
       }
       if (Date.now() < expiry && !this.#addressLost) {
         try {
           this.#bound(await this.#retryUntil(expiry, (c) => this.rebindAttempt(current, c, false)), "rebound");
+          this.deps.events?.renewal(true);
           continue;
         } catch (err) {
           if (err instanceof Error && err.cause instanceof LinkGoneError) throw err.cause;
           if (this.#stopped) return "stopped";
+          this.deps.events?.failure("renew");
           this.deps.log(`${this.tag}: rebind failed: ${failureDetail(err)}`);
         }
       }
@@ -287,6 +303,7 @@ export abstract class Lease<R> {
       this.sendRelease(this.#reply);
       this.deps.log(`${this.tag}: released ${this.address}`);
     } catch (err) {
+      this.deps.events?.failure("release");
       this.deps.log(`${this.tag}: failed to release DHCP lease: ${(err as Error).message}`);
     }
     this.#forget();

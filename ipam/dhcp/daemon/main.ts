@@ -20,6 +20,7 @@ import { listenPrivately, SocketPathError } from "../../../shared/sys/socket-fil
 import { FlagError, parseDaemonFlags, usage, type DaemonFlags } from "./flags.ts";
 import { Lease4 } from "./lease4.ts";
 import { Lease6 } from "./lease6.ts";
+import type { LeaseEvents } from "./lease.ts";
 import { LeaseStore } from "./lease-store.ts";
 import { serveConnections } from "./rpc-server.ts";
 import { LeaseManager, daemonMethods } from "./server.ts";
@@ -62,6 +63,8 @@ export interface HostedDaemon {
   listenFd: number;
   /** Resolves with the reason to shut down (instead of SIGTERM/SIGINT). */
   stop: Promise<string>;
+  /** Whoever counts the daemon's work (the agent's metrics). */
+  events?: LeaseEvents | undefined;
 }
 
 /** Socket activation or our own socket file; returns the path we own (undefined when activated). */
@@ -115,7 +118,7 @@ export async function runDhcpDaemon(
   }
 
   const store = new LeaseStore(flags.leaseDir);
-  const manager = new LeaseManager({ flags, store, log });
+  const manager = new LeaseManager({ flags, store, log, events: hosted?.events });
   const server = createServer();
   serveConnections(server, daemonMethods(manager), log, process.getuid?.() ?? 0);
   let ownedPath: string | undefined;

@@ -93,7 +93,12 @@ export class LeaseManager {
   /** Adopts a resumed lease and starts its loop. */
   adopt(lease: AnyLease): void {
     this.#leases.set(slotOf(lease.req.key, lease.family), lease);
+    this.#held();
     this.#startLoop(lease);
+  }
+
+  #held(): void {
+    this.#deps.events?.held(this.#leases.size);
   }
 
   #startLoop(lease: AnyLease): void {
@@ -101,6 +106,7 @@ export class LeaseManager {
     lease.start((why) => {
       if (this.#leases.get(slot) === lease && why !== "stopped") {
         this.#leases.delete(slot);
+        this.#held();
         this.#deps.log(`${lease.tag}: ${why}`);
       }
     });
@@ -165,9 +171,11 @@ export class LeaseManager {
     try {
       const lease = await p;
       this.#leases.set(slot, lease);
+      this.#held();
       this.#startLoop(lease);
       return lease;
     } catch (err) {
+      this.#deps.events?.failure("acquire");
       // The caller gets upstream's text (`no more tries`); the log keeps why.
       this.#deps.log(`${leaseTag(key, family)}: no lease: ${failureDetail(err)}`);
       throw err;
@@ -200,6 +208,7 @@ export class LeaseManager {
       return;
     }
     this.#leases.delete(slot);
+    this.#held();
     await lease.release();
   }
 
@@ -207,6 +216,7 @@ export class LeaseManager {
   async stopAll(): Promise<void> {
     const all = [...this.#leases.values()];
     this.#leases.clear();
+    this.#held();
     await Promise.all(all.map((l) => l.stop()));
   }
 }
