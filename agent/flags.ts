@@ -1,4 +1,5 @@
 /** Command line of `cni-plugins serve` (docs/resident.md). */
+import { DEFAULT_SOCKET } from "./socket-paths.ts";
 
 export interface ServeFlags {
   /** The unix socket (`--socket`); ignored when systemd passes one. */
@@ -31,8 +32,6 @@ export interface MetricsAddress {
 
 /** The port docs/observability.md, the DaemonSet and the systemd unit use for the metrics endpoint. */
 export const METRICS_PORT = 9584;
-
-export const DEFAULT_SOCKET = "/run/cni/plugins.sock";
 
 export const SERVE_USAGE = `usage: cni-plugins serve [flags] [--dhcp [-- DHCP-DAEMON-FLAGS]]
 Serves plugin calls forwarded by the exec shims of the CNI bin directory, so a call costs no

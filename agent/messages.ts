@@ -27,7 +27,8 @@ export type ToWorker =
       umask: number;
       cells: SharedArrayBuffer;
       releases: SharedArrayBuffer;
-      telemetry: CallTelemetrySettings;
+      /** Undefined: the call records nothing (the agent observes nothing). */
+      telemetry: CallTelemetrySettings | undefined;
     }
   /** End the call now (its caller went away, or its time is up): `reason` as call-cells.ts's EndReason. */
   | { t: "end"; id: number; reason: number }

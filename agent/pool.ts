@@ -26,7 +26,6 @@
 import { END, EndReason, WAIT_SINCE, WAITING, ageMs, bump, clockMs, newCallCells, newReleasesCell } from "./call-cells.ts";
 import type { CallTelemetrySettings, FromWorker, StdinError, ToWorker } from "./messages.ts";
 import type { CallReport } from "../shared/telemetry/report.ts";
-import { DEFAULT_SAMPLER } from "../shared/telemetry/otlp/config.ts";
 import { Refusal } from "./refusal.ts";
 
 /** One call, as the pool sees it: its inputs, how it is answered, and where its stdin comes from. */
@@ -77,7 +76,7 @@ export interface PoolOptions {
   callTimeoutMs: number;
   /** A new worker thread. */
   spawn(): Worker;
-  /** How calls record their telemetry (default: the default sampler, no spans). */
+  /** How calls record their telemetry (undefined: they record none). */
   telemetry?: CallTelemetrySettings | undefined;
   log(line: string): void;
 }
@@ -105,9 +104,6 @@ interface Slot {
   running: boolean;
   idleTimer: ReturnType<typeof setTimeout> | undefined;
 }
-
-/** What calls record when the agent wants no spans. */
-const NO_SPANS: CallTelemetrySettings = { sampler: DEFAULT_SAMPLER, spans: false };
 
 /** While calls wait unaccepted, how often the pool looks whether any thread still works. */
 const STALL_CHECK_MS = 20;
@@ -389,7 +385,7 @@ export class WorkerPool {
       umask,
       cells: slot.cells.buffer as SharedArrayBuffer,
       releases: this.#releases.buffer as SharedArrayBuffer,
-      telemetry: this.#opts.telemetry ?? NO_SPANS,
+      telemetry: this.#opts.telemetry,
     });
     // The call's stdin follows as soon as it is complete, unasked: the call finds it there when it reads.
     void call.job.stdin().then((got) => {

@@ -1,20 +1,22 @@
-import { afterEach, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { expect, test } from "bun:test";
+import { existsSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { useFixtureCleanup } from "../test/harness/cleanup.ts";
+import { makeTempDir } from "../test/harness/tempdir.ts";
 import { sendDatagram } from "../shared/sys/datagram.ts";
 import type { CallReport } from "../shared/telemetry/report.ts";
-import { ReportReceiver, reportSocketPath, sendCallReport } from "./report-socket.ts";
+import { reportSocketPath } from "./socket-paths.ts";
+import { ReportReceiver } from "./report-socket.ts";
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+/** What a plugin process sends (cli/standalone-telemetry.ts). */
+function sendCallReport(socket: string, r: CallReport): boolean {
+  return sendDatagram(reportSocketPath(socket), Buffer.from(JSON.stringify(r)));
+}
+
+useFixtureCleanup();
 
 function socketIn(): string {
-  const dir = mkdtempSync(join(tmpdir(), "cni-reports-"));
-  dirs.push(dir);
-  return join(dir, "plugins.sock");
+  return join(makeTempDir("cni-reports-"), "plugins.sock");
 }
 
 const REPORT: CallReport = { plugin: "loopback", command: "ADD", code: 0, durationS: 0.001, phases: [["link", 0.0002]], ipam: [] };

@@ -1,39 +1,27 @@
 /**
  * The report socket: how calls the agent did not serve are counted and traced all the same
  * (docs/observability.md, "Calls the agent did not serve"). A standalone plugin process (its shim
- * was refused, no agent answered, or it was started directly) sends one datagram per invocation to
- * a unix datagram socket next to the agent's socket; the agent reads them without blocking a few
- * times a second and records them as it records the calls it serves.
+ * was refused, no agent answered, or it was started directly) sends one datagram per invocation
+ * (cli/standalone-telemetry.ts) to a unix datagram socket next to the agent's socket
+ * (socket-paths.ts); the agent reads them without blocking a few times a second and
+ * records them as it records the calls it serves.
  *
  * Sending never waits and never fails a call: no agent, a full buffer or a message too large each
  * drop the report. The socket is the agent's user's only (mode 0600), as the agent's socket is
  * root's; a report is checked field by field (shared/telemetry/report.ts) and names a plugin of
  * this build, so a sender cannot grow the metrics without bound.
  */
-import { bindDatagram, receiveDatagram, sendDatagram } from "../shared/sys/datagram.ts";
+import { bindDatagram, receiveDatagram } from "../shared/sys/datagram.ts";
 import { close } from "../shared/sys/libc.ts";
 import { lstatIfExists, unlinkIfExists } from "../shared/sys/file.ts";
 import { setUmask } from "../shared/sys/process.ts";
 import { decodeCallReport, REPORT_LIMITS, type CallReport } from "../shared/telemetry/report.ts";
+import { reportSocketPath } from "./socket-paths.ts";
 
 /** How often the agent reads the reports waiting. */
 const DRAIN_EVERY_MS = 100;
 /** The socket's receive buffer: some thousands of reports (a burst of standalone calls). */
 const RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
-
-/** The report socket of the agent listening at `agentSocket`: `/run/cni/plugins.sock` → `/run/cni/plugins.reports.sock`. */
-export function reportSocketPath(agentSocket: string): string {
-  return agentSocket.endsWith(".sock") ? `${agentSocket.slice(0, -".sock".length)}.reports.sock` : `${agentSocket}.reports`;
-}
-
-/** Sends `report` to the agent of `agentSocket`, if one reads it; never waits, never throws. */
-export function sendCallReport(agentSocket: string, report: CallReport): boolean {
-  try {
-    return sendDatagram(reportSocketPath(agentSocket), Buffer.from(JSON.stringify(report)));
-  } catch {
-    return false;
-  }
-}
 
 /** What the receiver does with what it reads. */
 export interface ReportHandlers {

@@ -3,7 +3,7 @@
  * `--metrics-address` (metrics-server.ts); its span export (tracing.ts), configured by the
  * OpenTelemetry variables of its environment; and the report socket (report-socket.ts), through
  * which calls run standalone are counted and traced as well. All off unless the flag or the
- * environment asks (the calls' reports are then let go).
+ * environment asks (the calls then record nothing).
  */
 import { DEFAULT_SAMPLER } from "../shared/telemetry/otlp/config.ts";
 import type { CallReport } from "../shared/telemetry/report.ts";
@@ -58,8 +58,13 @@ export class AgentTelemetry {
     this.#metrics = deps.flags.metricsAddress !== undefined || this.#tracing !== undefined ? metrics : undefined;
   }
 
-  /** How the worker threads' calls record their telemetry (spans only when they are exported). */
-  get callSettings(): CallTelemetrySettings {
+  /**
+   * How the worker threads' calls record their telemetry (spans only when they are exported);
+   * undefined when the agent observes nothing: then a call records nothing and its delegates get
+   * TRACEPARENT as it came, as in a plugin process with no agent to report to.
+   */
+  get callSettings(): CallTelemetrySettings | undefined {
+    if (this.#metrics === undefined) return undefined;
     return { sampler: this.#tracing?.sampler ?? DEFAULT_SAMPLER, spans: this.#tracing !== undefined };
   }
 

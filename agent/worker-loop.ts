@@ -27,8 +27,8 @@ import type { TelemetryHost } from "../shared/telemetry/call.ts";
 import type { CallReport } from "../shared/telemetry/report.ts";
 import { sampleDecision } from "../shared/telemetry/sample-decision.ts";
 
-/** Runs one call of `plugin` with `io`, its invocations' telemetry going to `telemetry`; its exit status. */
-export type CallRunner = (plugin: string, io: PluginIO, telemetry: TelemetryHost) => Promise<number>;
+/** Runs one call of `plugin` with `io`, its invocations' telemetry going to `telemetry` (if any); its exit status. */
+export type CallRunner = (plugin: string, io: PluginIO, telemetry: TelemetryHost | undefined) => Promise<number>;
 /** The spec versions of `plugin` (an internal error is labelled with the newest). */
 export type VersionsOf = (plugin: string) => readonly string[];
 
@@ -53,8 +53,9 @@ function describe(err: unknown): string {
   return err instanceof Error ? (err.stack ?? err.message) : String(err);
 }
 
-/** Where a call's invocations put their telemetry: `reports`, sent with the answer. */
-function telemetryHost(settings: CallTelemetrySettings, reports: CallReport[]): TelemetryHost {
+/** Where a call's invocations put their telemetry: `reports`, sent with the answer (none when the agent observes nothing). */
+function telemetryHost(settings: CallTelemetrySettings | undefined, reports: CallReport[]): TelemetryHost | undefined {
+  if (settings === undefined) return undefined;
   return { sample: sampleDecision(settings.sampler), recordSpans: settings.spans, report: (r) => reports.push(r) };
 }
 

@@ -15,6 +15,7 @@ import { mark, phasesReport } from "../shared/sys/phases.ts";
 import { dhcpDaemon } from "../registry/dhcp-daemon.ts";
 import { pluginEntry, pluginNameOf, pluginNames, pluginOwnerships, runPluginCall } from "../registry/registry.ts";
 import { buildVersion } from "../registry/version.ts";
+import { standaloneTelemetry } from "./standalone-telemetry.ts";
 
 /** stdin/stdout (through libc), loaded when needed. */
 const stdio = () => import("../shared/cni/stdio.ts");
@@ -91,7 +92,7 @@ async function dispatch(argv0Name: string): Promise<number> {
   switch (route.kind) {
     case "plugin": {
       (await import("../shared/netlink/netfilter-release.ts")).closeNetfilterSocketsAtExit();
-      const telemetry = (await import("./standalone-telemetry.ts")).standaloneTelemetry(process.env);
+      const telemetry = standaloneTelemetry(process.env);
       const status = await runPluginCall(
         route.name,
         {

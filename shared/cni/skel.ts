@@ -236,9 +236,9 @@ export async function runPlugin(spec: PluginSpec, io: PluginIO, opts: RunOptions
     );
   const call = telemetry === undefined ? undefined : new CallTelemetry(spec.name, io.env, telemetry);
   const status = call === undefined ? await once() : await call.run(once);
-  if (call !== undefined) {
+  if (call !== undefined && telemetry?.report !== undefined) {
     try {
-      telemetry!.report(call.finish(status, stdout));
+      telemetry.report(call.finish(status, stdout));
     } catch {
       // Telemetry never changes a call's outcome.
     }

@@ -17,8 +17,8 @@ export interface TelemetryHost {
   sample: SampleDecision;
   /** Whether sampled calls record their spans (someone may export them). */
   recordSpans: boolean;
-  /** Takes a finished invocation's report; never throws, never waits. */
-  report(r: CallReport): void;
+  /** Takes a finished invocation's report; never throws, never waits. Undefined: nobody takes it (none is made). */
+  report: ((r: CallReport) => void) | undefined;
 }
 
 const KNOWN_COMMANDS = new Set(["ADD", "DEL", "CHECK", "STATUS", "GC", "VERSION"]);
@@ -28,6 +28,15 @@ const NESTED = -2;
 /** The most phase spans one invocation records (its phase times are kept whatever their number). */
 const MAX_PHASE_SPANS = 64;
 
+
+/** An invocation's place in its trace. */
+interface TraceContext {
+  traceId: string;
+  /** The runtime's (or the calling plugin's) span; "" for a root. */
+  parentSpanId: string;
+  spanId: string;
+  sampled: boolean;
+}
 
 interface PhaseRun {
   phase: Phase;
@@ -44,12 +53,10 @@ function epochMs(now: number): number {
 export class CallTelemetry implements InvocationRecorder {
   readonly #plugin: string;
   readonly #env: Readonly<Record<string, string | undefined>>;
+  readonly #host: Pick<TelemetryHost, "sample" | "recordSpans">;
   readonly #started = performance.now();
-  readonly #traceId: string;
-  readonly #parentSpanId: string;
-  readonly #spanId = newSpanId();
-  readonly #sampled: boolean;
-  readonly #recordSpans: boolean;
+  /** Worked out when first needed (a delegate's TRACEPARENT, or the spans): most calls need neither. */
+  #context: TraceContext | undefined;
   #depth = 0;
   readonly #totals = new Map<Phase, number>();
   readonly #runs: PhaseRun[] = [];
@@ -60,11 +67,16 @@ export class CallTelemetry implements InvocationRecorder {
   constructor(plugin: string, env: Readonly<Record<string, string | undefined>>, host: Pick<TelemetryHost, "sample" | "recordSpans">) {
     this.#plugin = plugin;
     this.#env = env;
-    const parent = parseTraceParent(env.TRACEPARENT);
-    this.#traceId = parent?.traceId ?? newTraceId();
-    this.#parentSpanId = parent?.spanId ?? "";
-    this.#sampled = host.sample(this.#traceId, parent?.sampled);
-    this.#recordSpans = host.recordSpans && this.#sampled;
+    this.#host = host;
+  }
+
+  /** This invocation's place in its trace: the runtime's TRACEPARENT continued, or a trace of its own. */
+  #trace(): TraceContext {
+    if (this.#context !== undefined) return this.#context;
+    const parent = parseTraceParent(this.#env.TRACEPARENT);
+    const traceId = parent?.traceId ?? newTraceId();
+    this.#context = { traceId, parentSpanId: parent?.spanId ?? "", spanId: newSpanId(), sampled: this.#host.sample(traceId, parent?.sampled) };
+    return this.#context;
   }
 
   /** Runs `fn` as this invocation: the phases marked meanwhile are its own. */
@@ -80,7 +92,8 @@ export class CallTelemetry implements InvocationRecorder {
 
   /** The `traceparent` of this invocation's span, for the plugins it delegates to. */
   get traceParent(): string {
-    return formatTraceParent(this.#traceId, this.#spanId, this.#sampled);
+    const t = this.#trace();
+    return formatTraceParent(t.traceId, t.spanId, t.sampled);
   }
 
   open(): number {
@@ -126,16 +139,16 @@ export class CallTelemetry implements InvocationRecorder {
       }),
       ipam: this.#ipam,
     };
-    if (this.#recordSpans) report.spans = this.#spans(command, code, error?.msg ?? "", end);
+    if (this.#host.recordSpans && this.#trace().sampled) report.spans = this.#spans(this.#trace(), command, code, error?.msg ?? "", end);
     return report;
   }
 
-  #spans(command: string, code: number, msg: string, end: number): SpanData[] {
-    const base = { traceId: this.#traceId, traceState: this.#env.TRACESTATE ?? "" };
+  #spans(t: TraceContext, command: string, code: number, msg: string, end: number): SpanData[] {
+    const base = { traceId: t.traceId, traceState: this.#env.TRACESTATE ?? "" };
     const call: SpanData = {
       ...base,
-      spanId: this.#spanId,
-      parentSpanId: this.#parentSpanId,
+      spanId: t.spanId,
+      parentSpanId: t.parentSpanId,
       name: `cni.${command} ${this.#plugin}`,
       kind: SPAN_KIND_SERVER,
       startMs: epochMs(this.#started),
@@ -155,7 +168,7 @@ export class CallTelemetry implements InvocationRecorder {
       (r): SpanData => ({
         ...base,
         spanId: newSpanId(),
-        parentSpanId: this.#spanId,
+        parentSpanId: t.spanId,
         name: r.phase,
         kind: SPAN_KIND_INTERNAL,
         startMs: epochMs(r.start),

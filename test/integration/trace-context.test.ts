@@ -1,10 +1,11 @@
 /**
  * The trace context libcni passes to plugins (TRACEPARENT, TRACESTATE, BAGGAGE; cni#1173) reaches
  * the delegated IPAM plugin, whether it runs in-process (the multi-call binary found in CNI_PATH)
- * or as its own process (another file in CNI_PATH), as a child of the delegating call (the same
- * trace, the caller's span as parent: docs/observability.md), and every call's line of the
- * per-call log (docs/call-log.md) carries the context it got, so a call can be followed from the
- * runtime's trace into the log.
+ * or as its own process (another file in CNI_PATH), and every call's line of the per-call log
+ * (docs/call-log.md) carries it, so a call can be followed from the runtime's trace into the log.
+ * Here nothing observes the calls (no agent takes reports, no export is configured), so the
+ * context passes on as it came; agent-traces.test.ts has the delegate as a child of its caller's
+ * span when spans are recorded.
  */
 import { describe, expect, test } from "bun:test";
 import { chmodSync, readFileSync, writeFileSync } from "node:fs";
@@ -69,28 +70,12 @@ describe.skipIf(!sandboxed())("trace context (TRACEPARENT, TRACESTATE, BAGGAGE)"
 
       const lines = logLines(log);
       expect(lines.map((l) => `${l.plugin} ${l.command}`)).toEqual(["host-local ADD", "ptp ADD", "host-local DEL", "ptp DEL", "host-local DEL", "ptp DEL"]);
-      // ptp got the runtime's context; its IPAM plugin gets the same trace with ptp's span as parent.
-      const [, traceId, runtimeSpan] = TRACE.TRACEPARENT.split("-");
-      const childOfPtp = new RegExp(`^00-${traceId}-(?!${runtimeSpan})[0-9a-f]{16}-01$`);
-      for (const l of [lines[1]!, lines[3]!]) expect(l).toMatchObject(LOGGED);
-      for (const l of [lines[0]!, lines[2]!]) {
-        expect(l).toMatchObject({ tracestate: TRACE.TRACESTATE, baggage: TRACE.BAGGAGE });
-        expect(l.traceparent).toMatch(childOfPtp);
-      }
-      // Without a context ptp starts a trace of its own, which its IPAM plugin joins.
-      expect(Object.keys(lines[5]!).filter((k) => k in LOGGED)).toEqual([]);
-      expect(Object.keys(lines[4]!).filter((k) => k in LOGGED)).toEqual(["traceparent"]);
-      expect(lines[4]!.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
-      expect(lines[4]!.traceparent!.split("-")[1]).not.toBe(traceId);
+      for (const l of lines.slice(0, 4)) expect(l).toMatchObject(LOGGED);
+      for (const l of lines.slice(4)) expect(Object.keys(l).filter((k) => k in LOGGED)).toEqual([]);
       if (exec) {
         const got = readFileSync(exec.seen, "utf8").trimEnd().split("\n");
-        expect(got).toHaveLength(9);
-        for (const at of [0, 3]) {
-          expect(got[at]).toMatch(new RegExp(`^TRACEPARENT=${childOfPtp.source.slice(1)}`));
-          expect(got.slice(at + 1, at + 3)).toEqual([`TRACESTATE=${TRACE.TRACESTATE}`, `BAGGAGE=${TRACE.BAGGAGE}`]);
-        }
-        expect(got[6]).toMatch(/^TRACEPARENT=00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
-        expect(got.slice(7)).toEqual(["TRACESTATE=", "BAGGAGE="]);
+        const traced = Object.entries(TRACE).map(([k, v]) => `${k}=${v}`);
+        expect(got).toEqual([...traced, ...traced, "TRACEPARENT=", "TRACESTATE=", "BAGGAGE="]);
       }
       await ns.destroy();
     });
