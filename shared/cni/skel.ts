@@ -26,7 +26,7 @@ import { CALL_LOG_ENV, CALL_LOG_KEY } from "./call-log-switch.ts";
 import { PROCESS_SCOPE } from "./call-scope.ts";
 import { withDelegate } from "./delegate.ts";
 import { mark } from "../sys/phases.ts";
-import { CallTelemetry, type TelemetryHost } from "../telemetry/call.ts";
+import type { TelemetryHost } from "../telemetry/call.ts";
 import { describeCall, phaseEnd, phaseStart } from "../telemetry/invocation.ts";
 import { ID_PATTERN, readCniEnv, type CniEnv } from "./env.ts";
 import { goJsonMarshalIndent } from "./result/go-json.ts";
@@ -234,7 +234,9 @@ export async function runPlugin(spec: PluginSpec, io: PluginIO, opts: RunOptions
       inProcess,
       opts.delegated === true ? noMark : mark,
     );
-  const call = telemetry === undefined ? undefined : new CallTelemetry(spec.name, io.env, telemetry);
+  // Loaded only when something takes the call's telemetry: a plugin process nothing observes never loads it.
+  const call =
+    telemetry === undefined ? undefined : new (require("../telemetry/call.ts") as typeof import("../telemetry/call.ts")).CallTelemetry(spec.name, io.env, telemetry);
   const status = call === undefined ? await once() : await call.run(once);
   if (call !== undefined && telemetry?.report !== undefined) {
     try {
