@@ -27,7 +27,8 @@ import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { parseIP, type IPAddr } from "../../shared/ip/addr.ts";
-import { allocatableInSet, hasFreeAddress } from "../../shared/ipam/free.ts";
+import { allocatableInSet, hasFreeAddress, rangeUsage } from "../../shared/ipam/free.ts";
+import { phaseEnd, phaseStart, recordingCall, reportIpamUsage } from "../../shared/telemetry/invocation.ts";
 import { formatRangeSet } from "../../shared/ipam/range-set.ts";
 import { planRequests, resultFrame, unmatchedError, withAddresses } from "../../shared/ipam/result.ts";
 import { allocate, heldAddresses } from "./allocate.ts";
@@ -46,16 +47,53 @@ function withCleanup(err: unknown, note: string): CniError {
   return err instanceof CniError ? new CniError(err.code, msg, { cause: err, details: err.details }) : new InternalError(msg, { cause: err });
 }
 
+/** Every reserved address of the network (any node). */
+async function allReserved(client: EtcdClient, conf: ClusterLocalConfig): Promise<IPAddr[]> {
+  const under = NetworkKeys.under(keysOf(conf).ipsPrefix);
+  const keysOnly = await client.range({ ...under, keysOnly: true });
+  return keysOnly.kvs.flatMap((kv) => {
+    const ip = parseIP(kv.key.slice(under.key.length));
+    return ip === null ? [] : [ip];
+  });
+}
+
+/**
+ * Runs `work`, a call's work on the cluster's store, as its "ipam" phase; then, when the call
+ * records telemetry, reports how many addresses of each range the cluster has used and free (one
+ * more keys-only read: docs/observability.md, cni_ipam_addresses). The figures never fail the call.
+ */
+async function storeWork<T>(conf: ClusterLocalConfig, client: EtcdClient, work: () => Promise<T>): Promise<T> {
+  const phase = phaseStart();
+  try {
+    const out = await work();
+    if (recordingCall()) {
+      try {
+        const reserved = await allReserved(client, conf);
+        for (const u of rangeUsage(conf.rangeSets, reserved)) reportIpamUsage({ plugin: "cluster-local", network: conf.name, ...u });
+      } catch {
+        // Telemetry only.
+      }
+    }
+    return out;
+  } finally {
+    phaseEnd("ipam", phase);
+  }
+}
+
 async function add(args: CmdArgs): Promise<Result> {
   const conf = loadClusterLocalConfig(args);
   const frame = resultFrame(conf);
   const plan = planRequests(conf);
   if (plan.unmatched.length > 0) throw unmatchedError(plan.unmatched);
+  const client = new EtcdClient(conf.etcd);
+  return storeWork(conf, client, () => addWith(args, conf, frame, plan.wants, client));
+}
+
+async function addWith(args: CmdArgs, conf: ClusterLocalConfig, frame: Result, wants: ReturnType<typeof planRequests>["wants"], client: EtcdClient): Promise<Result> {
   const keys = keysOf(conf);
   const owner = { containerID: args.containerID, ifname: args.ifName, node: conf.etcd.node };
-  const client = new EtcdClient(conf.etcd);
   try {
-    return withAddresses(frame, await allocate(client, { keys, rangeSets: conf.rangeSets, wants: plan.wants, owner }));
+    return withAddresses(frame, await allocate(client, { keys, rangeSets: conf.rangeSets, wants, owner }));
   } catch (err) {
     if (!client.writeMayHaveApplied()) throw err;
     // A write of this call may have been applied although it failed: release what this
@@ -71,7 +109,8 @@ async function add(args: CmdArgs): Promise<Result> {
 
 async function del(args: CmdArgs): Promise<void> {
   const conf = loadClusterLocalConfig(args, { forDel: true });
-  await releaseAttachment(new EtcdClient(conf.etcd), keysOf(conf), args.containerID, args.ifName);
+  const client = new EtcdClient(conf.etcd);
+  await storeWork(conf, client, () => releaseAttachment(client, keysOf(conf), args.containerID, args.ifName));
 }
 
 async function check(args: CmdArgs): Promise<void> {
@@ -88,7 +127,8 @@ async function gc(args: CmdArgs): Promise<void> {
   const conf = loadClusterLocalConfig(args);
   const valid = validAttachmentsOf(args.config);
   if (valid === undefined) return;
-  await collectStale(new EtcdClient(conf.etcd), keysOf(conf), conf.etcd.node, valid);
+  const client = new EtcdClient(conf.etcd);
+  await storeWork(conf, client, () => collectStale(client, keysOf(conf), conf.etcd.node, valid));
 }
 
 /** Every reserved address of the network (any node): counted first, listed only when it could matter. */
@@ -96,11 +136,7 @@ async function reservedAddresses(client: EtcdClient, conf: ClusterLocalConfig): 
   const under = NetworkKeys.under(keysOf(conf).ipsPrefix);
   const { count } = await client.range({ ...under, countOnly: true });
   if (conf.rangeSets.every((set) => BigInt(count) < allocatableInSet(set))) return undefined;
-  const keysOnly = await client.range({ ...under, keysOnly: true });
-  return keysOnly.kvs.flatMap((kv) => {
-    const ip = parseIP(kv.key.slice(under.key.length));
-    return ip === null ? [] : [ip];
-  });
+  return allReserved(client, conf);
 }
 
 async function status(args: CmdArgs): Promise<void> {

@@ -14,7 +14,8 @@
  * - plain cluster: a member killed in the middle of a burst (every ADD unique or code 11 with
  *   nothing left); two members down (ADD 11, STATUS 50; back after a restart); GC on node A never
  *   touches node B; `cni-plugins inspect`/`gc` show this node's reservations; requested addresses,
- *   ADD retries, DEL of someone else's; bad input.
+ *   ADD retries, DEL of someone else's; bad input; the agent's IPAM gauge of the network, from
+ *   calls it served and one run standalone on another node.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -26,7 +27,9 @@ import { describeRun, execPlugin, type PluginInvocation, type PluginRun } from "
 import { addrsOf } from "../harness/ip-oracle.ts";
 import { pingFrom, resultIps } from "../harness/macvlan-helpers.ts";
 import { createContainerNetns, type ContainerNetns } from "../harness/netns.ts";
+import { startAgent } from "../harness/agent.ts";
 import { DIST_BIN, MULTI_CALL_BINARY } from "../harness/paths.ts";
+import { freeLoopbackPort } from "../harness/prometheus.ts";
 import { sandboxed } from "../harness/sandbox.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
 import { ALL_SPEC_VERSIONS, hasCheck, hasStatusAndGc } from "../harness/versions.ts";
@@ -331,6 +334,46 @@ describe.skipIf(!sandboxed())("cluster-local on a three-member etcd cluster", ()
       expect(resultIps(r).map((x) => x.address)).toEqual(["10.124.0.2/22"]);
       await cluster.deletePrefix(prefix);
     }, 60_000);
+
+    test("the agent's cni_ipam_addresses of a cluster-local network equals the cluster's reservations after ADD, DEL and GC, whoever ran them", async () => {
+      const prefix = "/gauge/";
+      const port = await freeLoopbackPort();
+      const agent = await startAgent(["--metrics-address", `127.0.0.1:${port}`]);
+      const gauge = async () => {
+        const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        const value = (state: string) => {
+          const line = text.split("\n").find((l) => l.startsWith(`cni_ipam_addresses{plugin="cluster-local",network="${NET}",range="${POD_SUBNET}",state="${state}"}`));
+          return line === undefined ? undefined : Number(line.split(" ").pop());
+        };
+        return { used: value("used"), free: value("free") };
+      };
+      /** The /22 less its network, broadcast and gateway addresses. */
+      const usable = 1024 - 3;
+      const via = (inv: PluginInvocation): PluginInvocation => ({ ...inv, env: { ...inv.env, CNI_PLUGINS_SOCKET: agent.socket } });
+      const ids = [cid("gg"), cid("gg"), cid("gg")];
+      // Served by the agent (same namespaces), and one run standalone on another node, reported.
+      for (const id of ids.slice(0, 2)) expectResult(await execPlugin("cluster-local", via(ipamInv("ADD", id, ipamAlone(cluster, prefix, "node-a")))));
+      expectResult(await onNode("node-b", "cluster-local", via(ipamInv("ADD", ids[2]!, ipamAlone(cluster, prefix, "node-b")))));
+      const settled = async (used: number) => {
+        const deadline = Date.now() + 5000;
+        let g = await gauge();
+        while (g.used !== used && Date.now() < deadline) {
+          await Bun.sleep(100);
+          g = await gauge();
+        }
+        return g;
+      };
+      expect((await reservedIps(cluster, prefix)).size).toBe(3);
+      expect(await settled(3)).toEqual({ used: 3, free: usable - 3 });
+      expectSuccess(await execPlugin("cluster-local", via(ipamInv("DEL", ids[0]!, ipamAlone(cluster, prefix, "node-a")))), { silent: true });
+      expect(await settled(2)).toEqual({ used: 2, free: usable - 2 });
+      const gc = { ...ipamAlone(cluster, prefix, "node-a"), "cni.dev/valid-attachments": [] };
+      expectSuccess(await execPlugin("cluster-local", via({ command: "GC", config: gc })), { silent: true });
+      expect((await reservedIps(cluster, prefix)).size).toBe(1);
+      expect(await settled(1)).toEqual({ used: 1, free: usable - 1 });
+      await agent.stop();
+      await cluster.deletePrefix(prefix);
+    });
 
     test("GC on node A with A's valid attachments releases A's stale reservations and never touches node B's", async () => {
       const prefix = "/gc/";
