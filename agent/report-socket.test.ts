@@ -30,7 +30,7 @@ test("reports sent are received; invalid datagrams are counted as such; the sock
   const socket = socketIn();
   const got: CallReport[] = [];
   const invalid: string[] = [];
-  const receiver = new ReportReceiver(socket, { report: (r) => got.push(r), invalid: (why) => invalid.push(why) });
+  const receiver = await ReportReceiver.open(socket, { report: (r) => got.push(r), invalid: (why) => invalid.push(why) }, () => {});
   try {
     expect(statSync(reportSocketPath(socket)).mode & 0o777).toBe(0o600);
     expect(sendCallReport(socket, REPORT)).toBe(true);
@@ -53,12 +53,13 @@ test("with no agent a report is dropped at once", () => {
   expect(performance.now() - started).toBeLessThan(50);
 });
 
-test("a stale socket file of an earlier agent is replaced; another file is not", () => {
+test("a stale socket file of an earlier agent is replaced; another file is not", async () => {
   const socket = socketIn();
-  new ReportReceiver(socket, { report: () => {}, invalid: () => {} });
+  const none = { report: () => {}, invalid: () => {} };
+  await ReportReceiver.open(socket, none, () => {});
   // The first receiver is gone without close (as across a restart's execve): its file stays.
-  const again = new ReportReceiver(socket, { report: () => {}, invalid: () => {} });
+  const again = await ReportReceiver.open(socket, none, () => {});
   again.close();
   writeFileSync(reportSocketPath(socket), "not a socket");
-  expect(() => new ReportReceiver(socket, { report: () => {}, invalid: () => {} })).toThrow("is not a socket");
+  await expect(ReportReceiver.open(socket, none, () => {})).rejects.toThrow("is not a socket");
 });

@@ -13,8 +13,8 @@
  */
 import { bindDatagram, receiveDatagram } from "../shared/sys/datagram.ts";
 import { close } from "../shared/sys/libc.ts";
-import { lstatIfExists, unlinkIfExists } from "../shared/sys/file.ts";
-import { setUmask } from "../shared/sys/process.ts";
+import { unlinkIfExists } from "../shared/sys/file.ts";
+import { listenPrivately } from "../shared/sys/socket-file.ts";
 import { decodeCallReport, REPORT_LIMITS, type CallReport } from "../shared/telemetry/report.ts";
 import { reportSocketPath } from "./socket-paths.ts";
 
@@ -38,22 +38,22 @@ export class ReportReceiver {
   readonly #timer: ReturnType<typeof setInterval>;
   readonly #buf = new Uint8Array(REPORT_LIMITS.bytes + 1);
 
-  /** Binds the socket for the agent at `agentSocket` (a stale socket file left by an earlier agent is replaced). */
-  constructor(agentSocket: string, handlers: ReportHandlers) {
-    this.#path = reportSocketPath(agentSocket);
-    const existing = lstatIfExists(this.#path);
-    if (existing !== undefined) {
-      if (!existing.isSocket()) throw new Error(`${this.#path} exists and is not a socket`);
-      unlinkIfExists(this.#path);
-    }
-    const mask = setUmask(0o177);
-    try {
-      this.#fd = bindDatagram(this.#path, RECEIVE_BUFFER_BYTES);
-    } finally {
-      setUmask(mask);
-    }
+  private constructor(path: string, fd: number, handlers: ReportHandlers) {
+    this.#path = path;
+    this.#fd = fd;
     this.#timer = setInterval(() => this.#drain(handlers), DRAIN_EVERY_MS);
     this.#timer.unref?.();
+  }
+
+  /**
+   * Binds the socket for the agent at `agentSocket` as every socket of the agent is made
+   * (shared/sys/socket-file.ts listenPrivately: a private directory, born 0600, a stale socket
+   * file left by an earlier agent replaced, anything else refused).
+   */
+  static async open(agentSocket: string, handlers: ReportHandlers, log: (line: string) => void): Promise<ReportReceiver> {
+    const path = reportSocketPath(agentSocket);
+    const fd = await listenPrivately(path, () => bindDatagram(path, RECEIVE_BUFFER_BYTES), log);
+    return new ReportReceiver(path, fd, handlers);
   }
 
   #drain(handlers: ReportHandlers): void {

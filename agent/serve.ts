@@ -167,7 +167,9 @@ export class Agent {
     this.#telemetry.refused(r);
   }
 
-  start(): void {
+  /** Serves; the report socket and the metrics endpoint, when wanted, are open before the first call. */
+  async start(): Promise<void> {
+    await this.#telemetry.start();
     const agent = this.#listeners.find((l) => l.name === "agent")!;
     const connections = this.#connections;
     // The main thread too gives back, once quiet, what a burst of connections left behind.
@@ -201,7 +203,6 @@ export class Agent {
     const dhcp = this.#listeners.find((l) => l.name === "dhcp");
     if (dhcp !== undefined && this.#flags.dhcp !== undefined) void this.#startDhcp(dhcp, this.#flags.dhcp);
     this.#armIdle();
-    this.#telemetry.start();
     this.#log(
       `serving on ${agent.ownedPath ?? `inherited fd ${agent.fd}`} (build ${this.#build || "unknown"}, ` +
         `${this.#flags.minWorkers}-${this.#flags.maxWorkers} worker threads${dhcp ? ", dhcp daemon" : ""})`,
@@ -427,7 +428,7 @@ export async function runServeCommand(args: readonly string[], env: Env, pluginN
     return 1;
   }
   agent = new Agent(flags, env, listeners, pluginNameOf);
-  agent.start();
+  await agent.start();
   if (early !== undefined) void agent.end(...early);
   const how = await agent.ended;
   if (how.restart) agent.reexec();

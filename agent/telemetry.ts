@@ -74,35 +74,46 @@ export class AgentTelemetry {
   }
 
   /** Opens the report socket and the metrics endpoint (a failure of either is logged: calls go on). */
-  start(): void {
+  async start(): Promise<void> {
     const metrics = this.#metrics;
     if (metrics === undefined) return;
     const { flags, log } = this.#deps;
-    try {
-      this.#reports = new ReportReceiver(flags.socket, {
-        report: (r) => {
-          // Only plugins of this build: a sender cannot add label values of its own.
-          if (!this.#deps.isPlugin(r.plugin)) {
-            metrics.standaloneReport("invalid");
-            return;
-          }
-          metrics.standaloneReport("accepted");
-          this.#record(r);
-        },
-        invalid: (why) => {
-          metrics.standaloneReport("invalid");
-          if (flags.verbose) log(`report dropped: ${why}`);
-        },
-      });
-    } catch (err) {
-      log(`calls run standalone will not be counted: the report socket: ${(err as Error).message}`);
-    }
+    await this.#openReports(metrics);
     if (flags.metricsAddress === undefined) return;
     try {
       this.#server = serveMetrics(flags.metricsAddress, metrics);
       log(`metrics on ${this.#server.url}`);
     } catch (err) {
       log(`no metrics endpoint: ${(err as Error).message}`);
+    }
+  }
+
+  /** The report socket (its failure is logged: calls run standalone are then not counted). */
+  async #openReports(metrics: AgentMetrics): Promise<void> {
+    const { flags, log } = this.#deps;
+    try {
+      const receiver = await ReportReceiver.open(
+        flags.socket,
+        {
+          report: (r) => {
+            // Only plugins of this build: a sender cannot add label values of its own.
+            if (!this.#deps.isPlugin(r.plugin)) {
+              metrics.standaloneReport("invalid");
+              return;
+            }
+            metrics.standaloneReport("accepted");
+            this.#record(r);
+          },
+          invalid: (why) => {
+            metrics.standaloneReport("invalid");
+            if (flags.verbose) log(`report dropped: ${why}`);
+          },
+        },
+        log,
+      );
+      this.#reports = receiver;
+    } catch (err) {
+      log(`calls run standalone will not be counted: the report socket: ${(err as Error).message}`);
     }
   }
 

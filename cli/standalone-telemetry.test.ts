@@ -28,7 +28,7 @@ test("nothing observes the call (no agent reads reports, no export): no host, no
 test("an agent reads reports: the report, spans included, reaches it", async () => {
   const socket = agentSocket();
   const got: CallReport[] = [];
-  const receiver = new ReportReceiver(socket, { report: (r) => got.push(r), invalid: () => {} });
+  const receiver = await ReportReceiver.open(socket, { report: (r) => got.push(r), invalid: () => {} }, () => {});
   try {
     const t = standaloneTelemetry({ CNI_PLUGINS_SOCKET: socket });
     const r = await invocation(t.host!);

@@ -27,8 +27,8 @@ import { validAttachmentsOf } from "../../shared/cni/netconf.ts";
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import { parseIP, type IPAddr } from "../../shared/ip/addr.ts";
-import { allocatableInSet, hasFreeAddress, rangeUsage } from "../../shared/ipam/free.ts";
-import { phaseEnd, phaseStart, recordingCall, reportIpamUsage } from "../../shared/telemetry/invocation.ts";
+import { allocatableInSet, hasFreeAddress, reportRangeUsage } from "../../shared/ipam/free.ts";
+import { phaseEnd, phaseStart, recordingCall } from "../../shared/telemetry/invocation.ts";
 import { formatRangeSet } from "../../shared/ipam/range-set.ts";
 import { planRequests, resultFrame, unmatchedError, withAddresses } from "../../shared/ipam/result.ts";
 import { allocate, heldAddresses } from "./allocate.ts";
@@ -68,8 +68,7 @@ async function storeWork<T>(conf: ClusterLocalConfig, client: EtcdClient, work: 
     const out = await work();
     if (recordingCall()) {
       try {
-        const reserved = await allReserved(client, conf);
-        for (const u of rangeUsage(conf.rangeSets, reserved)) reportIpamUsage({ plugin: "cluster-local", network: conf.name, ...u });
+        reportRangeUsage("cluster-local", conf.name, conf.rangeSets, await allReserved(client, conf));
       } catch {
         // Telemetry only.
       }

@@ -19,14 +19,14 @@ import { InternalError, PluginUnavailableError, messageOf } from "../../shared/c
 import type { CmdArgs, PluginSpec, Result } from "../../shared/cni/types.ts";
 import { ALL_VERSIONS } from "../../shared/cni/version.ts";
 import type { AllocatedIP } from "../../shared/ipam/candidates.ts";
-import { hasFreeAddress, rangeUsage } from "../../shared/ipam/free.ts";
+import { hasFreeAddress, reportRangeUsage } from "../../shared/ipam/free.ts";
 import { formatRangeSet } from "../../shared/ipam/range-set.ts";
 import { planRequests, rangeSetFailure, resultFrame, unmatchedError, withAddresses } from "../../shared/ipam/result.ts";
 import { IPAllocator } from "./allocator/allocator.ts";
 import { loadHostLocalConfig, type IPAMConfig } from "./config.ts";
 import { collectGarbage, parseValidAttachments } from "./gc.ts";
 import { DiskStore } from "./store/disk.ts";
-import { phaseEnd, phaseStart, recordingCall, reportIpamUsage } from "../../shared/telemetry/invocation.ts";
+import { phaseEnd, phaseStart, recordingCall } from "../../shared/telemetry/invocation.ts";
 
 /**
  * Runs `fn`, a call's work on the store, as its "ipam" phase; then, when the call records
@@ -48,8 +48,7 @@ function reportUsage(conf: IPAMConfig, store: DiskStore, locked: boolean): void 
   try {
     if (!locked) store.lock();
     try {
-      const reserved = store.reservations().map((r) => r.ip);
-      for (const u of rangeUsage(conf.rangeSets, reserved)) reportIpamUsage({ plugin: "host-local", network: conf.name, ...u });
+      reportRangeUsage("host-local", conf.name, conf.rangeSets, store.reservations().map((r) => r.ip));
     } finally {
       if (!locked) store.unlock();
     }

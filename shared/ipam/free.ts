@@ -7,6 +7,7 @@
 import { formatIP, type IPAddr } from "../ip/addr.ts";
 import { allocatableCount, excludedSpan, formatRange, rangeContains } from "./range.ts";
 import { rangeFor, type RangeSet } from "./range-set.ts";
+import { reportIpamUsage } from "../telemetry/invocation.ts";
 
 /** How many addresses of `set` can be handed out when nothing is reserved. */
 export function allocatableInSet(set: RangeSet): bigint {
@@ -30,6 +31,15 @@ export function hasFreeAddress(set: RangeSet, reserved: Iterable<IPAddr>): boole
     taken.add(formatIP(ip));
   }
   return BigInt(taken.size) < allocatableInSet(set);
+}
+
+/**
+ * Reports to the invocation running (shared/telemetry/invocation.ts) how many addresses of each
+ * range of `sets` the reserved addresses leave used and free: what host-local and cluster-local do
+ * after ADD, DEL and GC, when the call records telemetry.
+ */
+export function reportRangeUsage(plugin: string, network: string, sets: readonly RangeSet[], reserved: Iterable<IPAddr>): void {
+  for (const u of rangeUsage(sets, reserved)) reportIpamUsage({ plugin, network, ...u });
 }
 
 /** How many addresses of one range are reserved and how many can still be handed out. */

@@ -7,7 +7,7 @@ export { allocatedIn, AllocationError, exhaustedError, iterateCandidates, reques
 export type { AllocatedIP, Candidate } from "./candidates.ts";
 export { allocatorIpamFields, allocatorNetFields, goStruct, loadAllocatorConfig, pathField } from "./config.ts";
 export type { AllocatorConfig } from "./config.ts";
-export { allocatableInSet, hasFreeAddress, rangeUsage } from "./free.ts";
+export { allocatableInSet, hasFreeAddress, rangeUsage, reportRangeUsage } from "./free.ts";
 export type { RangeUsage } from "./free.ts";
 export { goTrimSpace } from "./go-strings.ts";
 export { formatRangeSet, rangeFor, rangeSetContains } from "./range-set.ts";
