@@ -22,7 +22,14 @@
  *   sandbox's namespaces goes through the shim to the agent; the others run standalone, as they
  *   would on a node. The lane fails when the agent served no call at all (its log is
  *   .test-out/<lane>.agent.log).
- * - all: unit, integration, integration-agent, vm, e2e, e2e-agent, diff, diff-agent, then the totals.
+ * - arm64: the arm64 build (dist/arm64/bin, `make build ARCH=arm64`) on this amd64 host under
+ *   qemu-user with a Cortex-A53 CPU (test/harness/aarch64-emulation.ts registers a binfmt_misc
+ *   handler for the lane): the unit tests of the architecture-dependent code run by Bun's aarch64
+ *   runtime (.test-out/arm64-unit.xml), then test/e2e/arch-diff.test.ts in the diff lane's sandbox
+ *   with a node agent per node (.test-out/arm64.xml): every plugin compared with the amd64 build.
+ *   Each part has a time limit; the lane fails when it is exceeded.
+ * - all: unit, integration, integration-agent, vm, e2e, e2e-agent, diff, diff-agent, arm64, then the
+ *   totals.
  *
  * As a normal user, the root lanes (integration, vm, e2e, diff) and the unit lane run in ONE
  * elevated child, `bun test/run.ts elevated <lane,...>` (sudo, or the desktop prompt;
@@ -56,6 +63,7 @@ import {
 import { DIST_BIN, MULTI_CALL_BINARY, REPO_ROOT, TEST_OUT } from "./harness/paths.ts";
 import { netnsIdOf, SANDBOX_ENV } from "./harness/sandbox.ts";
 import { NODE_AGENT_LOG_ENV } from "./harness/agent.ts";
+import { emulationMissing, emulatorArgv, registerAarch64Handler } from "./harness/aarch64-emulation.ts";
 
 const UNIT_ROOTS = ["shared", "plugins", "ipam", "meta", "operator", "agent", "registry", "cli", "build", "test/harness", "test/bench"];
 const INTEGRATION_DIR = "test/integration";
@@ -73,13 +81,19 @@ const VM_WALL_LIMIT_S = 1500; // every *.vm.test.ts file (vlan, ipvlan, dummy, v
 const VM_INFRA_FAILURE = 125;
 const VM_TIMEOUT = 124;
 
-type Suite = "unit" | "integration" | "integration-agent" | "vm" | "e2e" | "e2e-agent" | "diff" | "diff-agent";
+type Suite = "unit" | "integration" | "integration-agent" | "vm" | "e2e" | "e2e-agent" | "diff" | "diff-agent" | "arm64" | "arm64-unit";
 
 /** test/e2e: real runtimes + interop (lane e2e) and the differential suite against Go 1.1.1 (lane diff). */
 const E2E_DIR = "test/e2e";
 const E2E_FILES = ["cnitool.test.ts", "podman.test.ts", "containerd.test.ts", "interop.test.ts", "dist.test.ts", "image.test.ts", "docker.test.ts", "deb.test.ts"];
 const DIFF_FILES = ["diff.test.ts"];
 const E2E_TEST_TIMEOUT_MS = 300_000;
+/** The arm64 lane: its build, the unit tests Bun's aarch64 runtime runs, its suite, its limits. */
+const ARM64_BIN = join(REPO_ROOT, "dist", "arm64", "bin");
+const ARM64_UNIT_ROOTS = ["shared/sys", "shared/netlink"];
+const ARM64_FILES = ["arch-diff.test.ts"];
+const ARM64_UNIT_LIMIT_S = 240;
+const ARM64_LIMIT_S = 420;
 
 function log(text: string): void {
   process.stderr.write(`${text}\n`);
@@ -264,6 +278,52 @@ function sandboxArgv(stateDirs: string[], command: string[], agentLogFile?: stri
   return ["unshare", "--net", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", `${mounts}ip link set lo up && ${agent}`, "sh", ...command];
 }
 
+/** `timeout`'s status when it ended the command; what a part of the arm64 lane then reports. */
+const TIMED_OUT = 124;
+function overLimit(part: string, limitS: number): (code: number | null) => string | undefined {
+  return (code) => (code === TIMED_OUT ? `${part}: exceeded its ${limitS} s limit and was killed` : undefined);
+}
+
+/**
+ * Root only: the arm64 build under emulation (see the header). Both parts always run; the totals
+ * are their sum, saved as the lane's.
+ */
+async function runArm64AsRoot(): Promise<SuiteTotals> {
+  const started = Date.now();
+  const missing = emulationMissing() ?? (existsSync(join(ARM64_BIN, "cni-plugins")) ? undefined : `${relative(REPO_ROOT, ARM64_BIN)} is not built (make build ARCH=arm64)`);
+  if (missing !== undefined) return saveTotals("arm64", failedSuite(`arm64: ${missing}`));
+  const runtime = Bun.spawnSync(["bash", join(REPO_ROOT, "build", "bun-runtime.sh"), "bun-linux-aarch64"], { stderr: "inherit" });
+  if (runtime.exitCode !== 0) return saveTotals("arm64", failedSuite("arm64: build/bun-runtime.sh bun-linux-aarch64 failed"));
+  const arm64Bun = runtime.stdout.toString().trim();
+  let release: () => void;
+  try {
+    release = registerAarch64Handler();
+  } catch (err) {
+    return saveTotals("arm64", failedSuite(`arm64: ${(err as Error).message}`));
+  }
+  try {
+    const unitFiles = findUnitTests().filter((f) => ARM64_UNIT_ROOTS.some((root) => f.startsWith(`./${root}/`)));
+    const unitArgv = ["timeout", "--kill-after=10", String(ARM64_UNIT_LIMIT_S), ...emulatorArgv(), arm64Bun, "test", ...unitFiles, "--reporter=junit", `--reporter-outfile=${junitFile("arm64-unit")}`];
+    const unit = await runBunTest("arm64-unit", unitArgv, { ...process.env }, overLimit("arm64 unit tests", ARM64_UNIT_LIMIT_S));
+    log(`arm64: unit tests under Bun's aarch64 runtime took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    const files = ARM64_FILES.map((f) => `./${E2E_DIR}/${f}`);
+    const argv = sandboxArgv(["/var/lib/cni", "/run/cni"], ["timeout", "--kill-after=10", String(ARM64_LIMIT_S), process.execPath, "test", ...files, `--timeout=${E2E_TEST_TIMEOUT_MS}`, "--reporter=junit", `--reporter-outfile=${junitFile("arm64")}`]);
+    const diffStarted = Date.now();
+    const diff = await runBunTest("arm64", argv, { ...process.env, CNI_TEST_BIN_DIR: ARM64_BIN, [SANDBOX_ENV]: netnsIdOf("self"), ...nodeAgentEnv("arm64", true) }, overLimit("arm64 suite", ARM64_LIMIT_S));
+    log(`arm64: the arm64 build against the amd64 build took ${((Date.now() - diffStarted) / 1000).toFixed(1)} s`);
+    const checked = withAgentCheck("arm64", diff);
+    log(`arm64: lane took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    return saveTotals("arm64", {
+      passed: unit.passed + checked.passed,
+      failed: unit.failed + checked.failed,
+      skipped: unit.skipped + checked.skipped,
+      problems: [...unit.problems, ...checked.problems],
+    });
+  } finally {
+    release();
+  }
+}
+
 function isRoot(): boolean {
   return process.getuid?.() === 0;
 }
@@ -354,8 +414,9 @@ const ROOT_LANES: Record<ElevatedLane, () => Promise<SuiteTotals>> = {
   "e2e-agent": () => runE2eAsRoot("e2e-agent"),
   diff: () => runE2eAsRoot("diff"),
   "diff-agent": () => runE2eAsRoot("diff-agent"),
+  arm64: runArm64AsRoot,
 };
-const ALL_ROOT_LANES: PrivilegedLane[] = ["integration", "integration-agent", "vm", "e2e", "e2e-agent", "diff", "diff-agent"];
+const ALL_ROOT_LANES: PrivilegedLane[] = ["integration", "integration-agent", "vm", "e2e", "e2e-agent", "diff", "diff-agent", "arm64"];
 /** What a root run writes in the checkout (`sudo make test` builds and installs, too). */
 const OUTPUT_DIRS = [".test-out", "dist", "node_modules"];
 /** Written first by the elevated child: proof that elevation worked (its absence: "not run"). */
@@ -444,9 +505,10 @@ async function main(): Promise<void> {
     case "diff":
     case "integration-agent":
     case "e2e-agent":
-    case "diff-agent": {
+    case "diff-agent":
+    case "arm64": {
       // `integration`, `e2e` and `diff` run both ways: standalone and with the resident agent.
-      const lanes: PrivilegedLane[] = mode === "vm" || mode.endsWith("-agent") ? [mode] : [mode, `${mode as "integration" | "e2e" | "diff"}-agent`];
+      const lanes: PrivilegedLane[] = mode === "vm" || mode === "arm64" || mode.endsWith("-agent") ? [mode] : [mode, `${mode as "integration" | "e2e" | "diff"}-agent`];
       if (!isRoot()) return runWithElevation(lanes, false, `sudo make test-${mode.replace(/-agent$/, "")}`);
       const results: SuiteTotals[] = [];
       for (const lane of lanes) results.push(await ROOT_LANES[lane]());
@@ -468,7 +530,7 @@ async function main(): Promise<void> {
       finish(results.map(([, totals]) => totals));
     }
     default:
-      log("usage: bun test/run.ts <unit|integration|vm|e2e|diff|all> (or integration-agent, e2e-agent, diff-agent alone)");
+      log("usage: bun test/run.ts <unit|integration|vm|e2e|diff|arm64|all> (or integration-agent, e2e-agent, diff-agent alone)");
       process.exit(2);
   }
 }

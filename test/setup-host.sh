@@ -49,8 +49,15 @@ declare -A PROBE=(
   # agent traces: the OTLP protobuf the agent sends, decoded by protoc with the official message
   # definitions (test/harness/otlp-receiver.ts, test/fixtures/otlp)
   [protobuf-compiler]=/usr/bin/protoc
+  # the build: build/check-x86-64-v2.sh disassembles the amd64 executable; the arm64 build's shim
+  # is cross-compiled statically, and its image takes the loader and libc from the cross libc
+  [binutils]=/usr/bin/objdump
+  [gcc-aarch64-linux-gnu]=/usr/bin/aarch64-linux-gnu-gcc
+  [libc6-dev-arm64-cross]=/usr/aarch64-linux-gnu/lib/libc.a
+  # the arm64 lane: the arm64 build run by qemu-user (test/harness/aarch64-emulation.ts)
+  [qemu-user-static]=/usr/bin/qemu-aarch64-static
 )
-ORDER=(iproute2 iptables nftables jq util-linux procps containernetworking-plugins strace iputils-ping busybox-static dnsmasq-base python3 dbus firewalld curl podman runc containerd golang-go golang-github-appc-cni-dev golang-google-grpc-dev golang-github-gogo-protobuf-dev dpkg-dev docker.io etcd-server openssl apparmor prometheus protobuf-compiler)
+ORDER=(iproute2 iptables nftables jq util-linux procps containernetworking-plugins strace iputils-ping busybox-static dnsmasq-base python3 dbus firewalld curl podman runc containerd golang-go golang-github-appc-cni-dev golang-google-grpc-dev golang-github-gogo-protobuf-dev dpkg-dev docker.io etcd-server openssl apparmor prometheus protobuf-compiler binutils gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static)
 
 # nsenter ships in util-linux on Debian 12 but in util-linux-extra / separately elsewhere.
 missing=()

@@ -3,6 +3,8 @@ import { toErrorJson } from "../cni/errors.ts";
 import { TeardownError } from "../undo/teardown.ts";
 import { collectEverywhere, runAll, teardownEverywhere, type BackendName, type FirewallFeature } from "./backend.ts";
 import { CommandError, CommandNotFoundError } from "./exec.ts";
+import { annotateError } from "../error/annotate.ts";
+import { NftUnsupportedError } from "./nftables/driver.ts";
 
 /** A feature that records its calls and fails as told. */
 function feature(backend: BackendName, opts: { available?: boolean; fail?: unknown } = {}): FirewallFeature<string, string, string> & { calls: string[] } {
@@ -42,6 +44,17 @@ describe("teardown in every backend", () => {
     expect(teardownEverywhere([gone, unsupported], "c1", "iptables")).toEqual([]);
     expect(gone.calls).toEqual([]);
     expect(teardownEverywhere([feature("iptables", { fail: new CommandNotFoundError("iptables") })], "c1", "iptables")).toEqual([]);
+  });
+  test("a backend whose every family answers that the kernel lacks nf_tables is skipped; one real failure among them is not", () => {
+    // what a feature that works per family (runAll over IPv4 and IPv6) throws on such a kernel
+    const perFamily = (errors: unknown[]) => new TeardownError(errors.map((e, i) => annotateError(`IPv${i === 0 ? 4 : 6}`, e)));
+    const missing = () => new NftUnsupportedError("nf_tables is not available: protocol not supported (EPROTONOSUPPORT)");
+    const noKernel = feature("nftables", { fail: perFamily([missing(), missing()]) });
+    expect(teardownEverywhere([noKernel], "c1", "iptables")).toEqual([]);
+    expect(() => collectEverywhere([noKernel], "net", [])).not.toThrow();
+    expect(() => collectEverywhere([feature("nftables", { fail: annotateError("IPv6", missing()) })], "net", [])).not.toThrow();
+    const oneReal = feature("nftables", { fail: perFamily([missing(), new Error("busy")]) });
+    expect(() => collectEverywhere([oneReal], "net", [])).toThrow("IPv6: busy");
   });
   test("other failures: all backends still run, the failures are reported together and named", () => {
     const ipt = feature("iptables", { fail: new Error("lock held") });

@@ -16,7 +16,7 @@
  * Errors are plain (the CNI code is chosen by shared/cni/errors.ts from the cause chain); callers add
  * their context with `annotate`.
  */
-import { annotateError } from "../error/annotate.ts";
+import { annotateError, causeChain } from "../error/annotate.ts";
 import type { CmdArgs, ValidAttachment } from "../cni/types.ts";
 import { TeardownError } from "../undo/teardown.ts";
 import { UNCOORDINATED, type AttachmentLock } from "./attachment-lock.ts";
@@ -78,7 +78,13 @@ export function chooseBackend(requested: BackendName | undefined, d: FirewallDri
 
 /** True for "this backend cannot be used here": its tool is missing, or the kernel lacks nftables. */
 export function isBackendUnsupported(err: unknown): boolean {
-  return err instanceof CommandNotFoundError || isNftUnsupported(err);
+  // through the context added on the way up (one family of several), or the failures of every
+  // family together
+  for (const e of causeChain(err)) {
+    if (e instanceof CommandNotFoundError || isNftUnsupported(e)) return true;
+    if (e instanceof TeardownError) return e.errors.length > 0 && e.errors.every(isBackendUnsupported);
+  }
+  return false;
 }
 
 /**

@@ -3,9 +3,9 @@
  * namespaces, on a socket of its own; stopped (by its pid) when the test ends.
  */
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { registerCleanup } from "./cleanup.ts";
-import { MULTI_CALL_BINARY, SHIM_NAME } from "./paths.ts";
+import { DIST_BIN, MULTI_CALL_BINARY, SHIM_NAME } from "./paths.ts";
 import { makeTempDir } from "./tempdir.ts";
 
 /** Where an agent lane collects the logs of the agents of its tests' nodes (unset outside agent lanes). */
@@ -15,13 +15,14 @@ export const NODE_AGENT_LOG_ENV = "CNI_TEST_NODE_AGENT_LOG";
 const nodeAgents = new Map<string, Promise<RunningAgent>>();
 
 /**
- * In an agent lane, the socket of the agent serving `exe` (a shim) run in network namespace `netns`
- * (a node's host namespace): started there on first use, as a real node runs its own (an agent
- * serves only callers in its own network namespace); the namespace's destroy stops it
- * (stopNodeAgent). Undefined outside agent lanes and for executables that are not our shims.
+ * In an agent lane, the socket of the agent serving `exe` (a shim of the build under test, DIST_BIN)
+ * run in network namespace `netns` (a node's host namespace): started there on first use, as a real
+ * node runs its own (an agent serves only callers in its own network namespace); the namespace's
+ * destroy stops it (stopNodeAgent). Undefined outside agent lanes and for executables that are not
+ * the tested build's shims (the Go reference; the host's build that the arm64 lane compares with).
  */
 export async function nodeAgentSocket(netns: string, exe: string): Promise<string | undefined> {
-  if (process.env[NODE_AGENT_LOG_ENV] === undefined || !existsSync(join(dirname(exe), SHIM_NAME))) return undefined;
+  if (process.env[NODE_AGENT_LOG_ENV] === undefined || resolve(dirname(exe)) !== resolve(DIST_BIN) || !existsSync(join(dirname(exe), SHIM_NAME))) return undefined;
   let agent = nodeAgents.get(netns);
   if (agent === undefined) {
     agent = startAgent([], { argvPrefix: ["nsenter", `--net=${netns}`, "--"] });

@@ -20,7 +20,7 @@ import { closeSync, existsSync, lstatSync, openSync, statSync } from "node:fs";
 import { join } from "node:path";
 
 /** The root lanes; "-agent": the same tests with a resident agent serving the plugin calls. */
-export type PrivilegedLane = "integration" | "integration-agent" | "vm" | "e2e" | "e2e-agent" | "diff" | "diff-agent";
+export type PrivilegedLane = "integration" | "integration-agent" | "vm" | "e2e" | "e2e-agent" | "diff" | "diff-agent" | "arm64";
 
 /** What this machine and session offer for getting root. */
 export interface ElevationProbe {

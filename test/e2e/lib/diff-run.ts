@@ -4,6 +4,8 @@
  * snapshots are compared and every difference not excused by known-differences.ts fails the row.
  * Shared by the host lane (test/e2e/diff.test.ts) and the VM lane
  * (test/integration/diff-kernel.vm.test.ts, the rows that need kernel features the host lacks).
+ * The arm64 lane (test/e2e/arch-diff.test.ts) compares two builds of ours the same way
+ * ({@link diffRowBetween}), with no difference excused.
  */
 import { expect } from "bun:test";
 import { createContainerNetns } from "../../harness/netns.ts";
@@ -11,13 +13,13 @@ import { requireKernel } from "../../harness/kernel.ts";
 import { makeTempDir } from "../../harness/tempdir.ts";
 import { describeOutcome, runChain, type ChainOutcome } from "./chain.ts";
 import { diffOrdered, diffState, formatDifference, normaliseResult, type Difference } from "./compare.ts";
-import { createNode } from "./node.ts";
+import { createNode, type Node } from "./node.ts";
 import { GO_BIN_DIR, OUR_BIN, missingReason } from "./plugins.ts";
 import { snapshot } from "./snapshot.ts";
 import type { DiffCase } from "../diff-cases.ts";
 import { knownDifference } from "../known-differences.ts";
 
-interface SideRecord {
+export interface SideRecord {
   add: ChainOutcome;
   check?: ChainOutcome;
   del?: ChainOutcome;
@@ -33,8 +35,13 @@ function statusOf(o: ChainOutcome | undefined): unknown {
   return { ok: false, plugin: o.failed?.type, exit: run?.status, code: (run?.json as any)?.code };
 }
 
-async function runSide(row: DiffCase, binDir: string): Promise<SideRecord> {
-  const node = await createNode();
+/**
+ * One side of a row. `shared`: a node kept across rows (the caller destroys it); a row that prepares
+ * its host (a master link, a daemon) still gets a fresh node, as prepare assumes one.
+ */
+async function runSide(row: DiffCase, binDir: string, shared?: Node): Promise<SideRecord> {
+  const fresh = shared === undefined || row.prepare !== undefined;
+  const node = fresh ? await createNode() : shared;
   const container = await createContainerNetns();
   try {
     const prepared = await row.prepare?.(node, { binDir });
@@ -59,7 +66,7 @@ async function runSide(row: DiffCase, binDir: string): Promise<SideRecord> {
     return rec;
   } finally {
     await container.destroy();
-    await node.host.destroy();
+    if (fresh) await node.host.destroy();
   }
 }
 
@@ -88,23 +95,37 @@ export function diffRowReason(row: DiffCase): string | undefined {
   return undefined;
 }
 
+/** Both sides of `row` (the reference's plugins, then the candidate's) and their differences. */
+export async function diffRowBetween(
+  row: DiffCase,
+  referenceBin: string,
+  candidateBin: string,
+  nodes?: { reference: Node; candidate: Node },
+): Promise<{ reference: SideRecord; candidate: SideRecord; differences: Difference[] }> {
+  const reference = await runSide(row, referenceBin, nodes?.reference);
+  const candidate = await runSide(row, candidateBin, nodes?.candidate);
+  return { reference, candidate, differences: compareSides(reference, candidate, row.badInput === true) };
+}
+
+/** The error texts behind every step whose status differs (and ADD of a bad input), for the log. */
+export function logStepErrors(row: DiffCase, reference: SideRecord, candidate: SideRecord, diffs: Difference[]): void {
+  const msg = (o: ChainOutcome | undefined) => (o?.failed?.run.json as any)?.msg;
+  for (const step of ["add", "check", "del", "del2"] as const) {
+    if (!(step === "add" && row.badInput) && !diffs.some((d) => d.path.startsWith(`${step}.status`))) continue;
+    process.stderr.write(`diff: ${row.name}: ${step}: go=${JSON.stringify(statusOf(reference[step]))} ${JSON.stringify(msg(reference[step]))} | ours=${JSON.stringify(statusOf(candidate[step]))} ${JSON.stringify(msg(candidate[step]))}\n`);
+  }
+}
+
 /** The test body of one row: Go, then ours, then the comparison (NOTE lines for excused differences). */
 export async function runDiffRow(row: DiffCase): Promise<void> {
-  const go = await runSide(row, GO_BIN_DIR);
-  const ours = await runSide(row, OUR_BIN);
-  const diffs = compareSides(go, ours, row.badInput === true);
+  const { reference: go, candidate: ours, differences: diffs } = await diffRowBetween(row, GO_BIN_DIR, OUR_BIN);
   const unexplained: string[] = [];
   for (const d of diffs) {
     const known = knownDifference(row.name, d.path, d.go, d.ours);
     if (known) process.stderr.write(`NOTE diff: ${row.name}: ${d.path} differs (${known.kind}: ${known.reason})\n`);
     else unexplained.push(formatDifference(d));
   }
-  // The error texts behind every step whose status differs (and ADD of a bad input), for the log.
-  const msg = (o: ChainOutcome | undefined) => (o?.failed?.run.json as any)?.msg;
-  for (const step of ["add", "check", "del", "del2"] as const) {
-    if (!(step === "add" && row.badInput) && !diffs.some((d) => d.path.startsWith(`${step}.status`))) continue;
-    process.stderr.write(`diff: ${row.name}: ${step}: go=${JSON.stringify(statusOf(go[step]))} ${JSON.stringify(msg(go[step]))} | ours=${JSON.stringify(statusOf(ours[step]))} ${JSON.stringify(msg(ours[step]))}\n`);
-  }
+  logStepErrors(row, go, ours, diffs);
   expect(unexplained).toEqual([]);
   // A row whose ADD fails on both sides alike compares nothing: the reference must succeed.
   if (!row.badInput) expect(describeOutcome(go.add)).toBe("ok");

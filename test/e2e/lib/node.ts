@@ -82,3 +82,23 @@ export async function runOnNode(node: Node, type: string, inv: NodeInvocation): 
     ms: performance.now() - started,
   };
 }
+
+/**
+ * Makes a node fresh again for the next row that reuses it (the arm64 lane's rows share a node, so
+ * its agent starts once): every link but `lo` deleted, every iptables and ip6tables table flushed
+ * and its chains removed, the nftables ruleset flushed. Sysctls keep what earlier rows set; a
+ * suite that compares two nodes runs the same rows on both, so they differ alike.
+ */
+export function resetNode(node: Node): void {
+  for (const line of node.sh(["ip", "-o", "link", "show"]).stdout.split("\n")) {
+    const name = /^\d+: ([^:@]+)[@:]/.exec(line)?.[1];
+    if (name !== undefined && name !== "lo") node.sh(["ip", "link", "del", name]);
+  }
+  for (const tool of ["iptables", "ip6tables"]) {
+    for (const table of ["filter", "nat", "mangle", "raw"]) {
+      node.sh([tool, "-w", "-t", table, "-F"]);
+      node.sh([tool, "-w", "-t", table, "-X"]);
+    }
+  }
+  node.sh(["nft", "flush", "ruleset"]);
+}
