@@ -42,3 +42,13 @@ export function nativeCommand(argv: readonly string[]): string[] {
 export function cCompiler(): string[] {
   return THIS_MACHINE === "aarch64" ? ["aarch64-linux-gnu-gcc", "-static"] : ["cc"];
 }
+
+/**
+ * True, and says so on stderr, when this process is emulated and `suite` needs what the emulator
+ * does not pass through to the kernel (`missing`, as it fails there): such a suite runs natively
+ * only.
+ */
+export function skipWhenEmulated(suite: string, missing: string): boolean {
+  if (EMULATED) console.warn(`[skip] ${suite}: under qemu user-mode emulation ${missing}`);
+  return EMULATED;
+}
