@@ -18,6 +18,7 @@ import type { Socket } from "bun";
 import { dhcpDaemon } from "../registry/dhcp-daemon.ts";
 import { buildId } from "../registry/version.ts";
 import { writeAllSync } from "../shared/cni/stdio.ts";
+import { SIGHUP, SIGINT, SIGTERM } from "../shared/sys/constants.ts";
 import { readTextFile } from "../shared/sys/file.ts";
 import { blockSignals, execve, ignoreSignal } from "../shared/sys/process.ts";
 import { Connection, type Decision } from "./connection.ts";
@@ -33,9 +34,8 @@ import { missingRuntimeOptions } from "./runtime-options.ts";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-/** SIGHUP, SIGINT, SIGTERM: what the agent handles (os.constants.signals numbers on Linux). */
-const SIGHUP = 1;
-const HANDLED_SIGNALS = [SIGHUP, 2, 15];
+/** What the agent handles. */
+const HANDLED_SIGNALS = [SIGHUP, SIGINT, SIGTERM];
 
 /**
  * The longest a call waits, unaccepted, for a worker thread or for its attachment: well inside the

@@ -16,9 +16,10 @@
 import { toErrorJson } from "../shared/cni/errors.ts";
 import type { PluginIO } from "../shared/cni/types.ts";
 import { formatError } from "../shared/cni/skel.ts";
+import { CLONE_FS } from "../shared/sys/constants.ts";
 import { SyscallError } from "../shared/sys/errno.ts";
 import { unshare } from "../shared/sys/libc.ts";
-import { CLONE_FS, chdirThread, setUmask } from "../shared/sys/process.ts";
+import { chdirThread, setUmask } from "../shared/sys/process.ts";
 import { deferNetfilterCloses } from "./deferred-close.ts";
 import { idleCollector } from "./idle-gc.ts";
 import { workerCallScope, type WorkerCallScope } from "./worker-scope.ts";

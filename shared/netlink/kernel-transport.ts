@@ -6,8 +6,10 @@
 import { AF_NETLINK, MSG_PEEK, MSG_TRUNC, SOCK_CLOEXEC, SOCK_RAW } from "../sys/constants.ts";
 import { ENOPROTOOPT, SyscallError } from "../sys/errno.ts";
 import { OwnedFd } from "../sys/fd.ts";
+import { SOCKADDR_NL } from "../sys/layouts.ts";
 import { bind, close, getsockname, recvfrom, sendto, setsockoptInt, socket } from "../sys/libc.ts";
-import { HOST_LITTLE_ENDIAN, readU32 } from "./codec.ts";
+import { netlinkAddress } from "../sys/sockaddr.ts";
+import { readU32 } from "./codec.ts";
 import { NETLINK_CAP_ACK, NETLINK_EXT_ACK, NETLINK_ROUTE, SOL_NETLINK } from "./constants/netlink.ts";
 import { NETLINK_NETFILTER } from "./constants/nfnetlink.ts";
 import { deferRelease, releaseDeferrable } from "./netfilter-release.ts";
@@ -27,13 +29,6 @@ export function openNetlinkSocket(protocol = NETLINK_ROUTE): NetlinkSocket {
  */
 const RECV_BUFFER_SIZE = 64 * 1024;
 let recvBuffer: Uint8Array | undefined;
-
-/** sockaddr_nl { nl_family = AF_NETLINK, nl_pad, nl_pid = 0 (kernel assigns), nl_groups = 0 }. */
-function sockaddrNl(): Uint8Array {
-  const b = new Uint8Array(12);
-  new DataView(b.buffer).setUint16(0, AF_NETLINK, HOST_LITTLE_ENDIAN);
-  return b;
-}
 
 /**
  * A bound AF_NETLINK socket (SOCK_CLOEXEC) with extended ACKs enabled. A NETLINK_NETFILTER one
@@ -55,10 +50,10 @@ export class KernelTransport implements NetlinkTransport {
           if (!(err instanceof SyscallError && err.errno === ENOPROTOOPT)) throw err;
         }
       }
-      bind(file.fd, sockaddrNl());
-      const addr = new Uint8Array(12);
+      bind(file.fd, netlinkAddress());
+      const addr = new Uint8Array(SOCKADDR_NL.size);
       getsockname(file.fd, addr);
-      this.portId = readU32(addr, 4);
+      this.portId = readU32(addr, SOCKADDR_NL.nl_pid);
     } catch (err) {
       file.close();
       throw err;
@@ -72,7 +67,7 @@ export class KernelTransport implements NetlinkTransport {
   }
 
   send(msg: Uint8Array): void {
-    sendto(this.#file.fd, msg, 0, sockaddrNl());
+    sendto(this.#file.fd, msg, 0, netlinkAddress());
   }
 
   /** Receives one whole datagram (valid until the next receive on any socket), growing the shared buffer when the kernel's is larger. */

@@ -14,8 +14,9 @@
  */
 import { AF_NETLINK, SOCK_CLOEXEC, SOCK_RAW, SOL_SOCKET, SO_RCVTIMEO } from "../sys/constants.ts";
 import { OwnedFd } from "../sys/fd.ts";
-import { bind, setsockopt, setsockoptInt, socket } from "../sys/libc.ts";
-import { attrMap, HOST_LITTLE_ENDIAN, parseMessages, readString } from "./codec.ts";
+import { bind, setsockoptInt, setsockoptTimeval, socket } from "../sys/libc.ts";
+import { netlinkAddress } from "../sys/sockaddr.ts";
+import { attrMap, parseMessages, readString } from "./codec.ts";
 import { NETLINK_ADD_MEMBERSHIP, SOL_NETLINK } from "./constants/netlink.ts";
 import { NETLINK_NETFILTER, NFGENMSG_SIZE, NFNLGRP_NFTABLES, NFNL_SUBSYS_NFTABLES } from "./constants/nfnetlink.ts";
 import {
@@ -83,16 +84,9 @@ export class NftEventSocket {
   static open(timeoutMs = 1000): NftEventSocket {
     const file = new OwnedFd(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER));
     try {
-      const addr = new Uint8Array(12);
-      new DataView(addr.buffer).setUint16(0, AF_NETLINK, HOST_LITTLE_ENDIAN);
-      bind(file.fd, addr);
+      bind(file.fd, netlinkAddress());
       setsockoptInt(file.fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, NFNLGRP_NFTABLES);
-      // struct timeval { time_t tv_sec; suseconds_t tv_usec; } (64-bit)
-      const tv = new Uint8Array(16);
-      const v = new DataView(tv.buffer);
-      v.setBigInt64(0, BigInt(Math.floor(timeoutMs / 1000)), HOST_LITTLE_ENDIAN);
-      v.setBigInt64(8, BigInt((timeoutMs % 1000) * 1000), HOST_LITTLE_ENDIAN);
-      setsockopt(file.fd, SOL_SOCKET, SO_RCVTIMEO, tv);
+      setsockoptTimeval(file.fd, SOL_SOCKET, SO_RCVTIMEO, timeoutMs);
     } catch (err) {
       file.close();
       throw err;

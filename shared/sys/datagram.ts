@@ -6,19 +6,7 @@
 import { AF_UNIX, MSG_DONTWAIT, SO_RCVBUF, SO_RCVBUFFORCE, SOCK_CLOEXEC, SOCK_DGRAM, SOCK_NONBLOCK, SOL_SOCKET } from "./constants.ts";
 import { EAGAIN, SyscallError } from "./errno.ts";
 import { bind, close, recvfrom, sendto, setsockoptInt, socket } from "./libc.ts";
-
-/** sun_path's size in struct sockaddr_un. */
-const SUN_PATH_MAX = 108;
-
-/** struct sockaddr_un for `path`: sa_family_t, then sun_path NUL-terminated. Throws ENAMETOOLONG. */
-export function unixAddress(path: string): Uint8Array {
-  const name = Buffer.from(path);
-  if (name.length >= SUN_PATH_MAX) throw new SyscallError("bind", 36 /* ENAMETOOLONG */, JSON.stringify(path));
-  const addr = new Uint8Array(2 + name.length + 1);
-  new DataView(addr.buffer).setUint16(0, AF_UNIX, true);
-  addr.set(name, 2);
-  return addr;
-}
+import { unixAddress } from "./sockaddr.ts";
 
 /**
  * Sends `message` to the datagram socket at `path` without waiting: false when it is not sent (no

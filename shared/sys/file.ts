@@ -5,35 +5,32 @@
  * (docs/performance.md). Failures throw SyscallError, whose `code` (ENOENT, EEXIST, ...) and
  * positive `errno` are what callers test, as they would on a node:fs error.
  */
-import { O_CLOEXEC, O_CREAT, O_EXCL, O_RDONLY, O_TRUNC, O_WRONLY } from "./constants.ts";
+import {
+  AT_EMPTY_PATH,
+  AT_FDCWD,
+  AT_REMOVEDIR,
+  AT_SYMLINK_NOFOLLOW,
+  DT_DIR,
+  DT_LNK,
+  DT_REG,
+  DT_UNKNOWN,
+  O_CLOEXEC,
+  O_CREAT,
+  O_EXCL,
+  O_RDONLY,
+  O_TRUNC,
+  O_WRONLY,
+  S_IFDIR,
+  S_IFLNK,
+  S_IFMT,
+  S_IFREG,
+  S_IFSOCK,
+  STATX_BASIC_STATS,
+  STATX_MNT_ID,
+} from "./constants.ts";
 import { EAGAIN, EEXIST, EIO, ENOENT, SyscallError } from "./errno.ts";
-import { AT_FDCWD, close, getcwd, getdents64, getpid, gettid, linkat, mkdirat, openat, read, renameat, statx, STATX_SIZE, unlinkat, utimensat, write } from "./libc.ts";
-
-/** <fcntl.h> flags of the *at calls. */
-const AT_SYMLINK_NOFOLLOW = 0x100;
-const AT_REMOVEDIR = 0x200;
-const AT_EMPTY_PATH = 0x1000;
-/** <linux/stat.h>: every field of struct stat. */
-const STATX_BASIC_STATS = 0x7ff;
-/** <linux/stat.h>: stx_mnt_id, asked for and (in stx_mask) given (Linux 5.8). */
-const STATX_MNT_ID = 0x1000;
-/**
- * Byte offsets in struct statx of stx_mask and stx_mnt_id. The struct is <linux/stat.h>'s, one for
- * every architecture, of fixed-width fields in natural alignment with explicit padding (its own
- * comments mark 0x90 for stx_mnt_id), so x86_64 and arm64 agree; offsetof() says the same.
- */
-const STX_MASK_OFFSET = 0;
-const STX_MNT_ID_OFFSET = 144;
-const S_IFMT = 0o170000;
-const S_IFREG = 0o100000;
-const S_IFDIR = 0o040000;
-const S_IFLNK = 0o120000;
-const S_IFSOCK = 0o140000;
-/** <dirent.h> d_type values. */
-const DT_UNKNOWN = 0;
-const DT_DIR = 4;
-const DT_REG = 8;
-const DT_LNK = 10;
+import { LINUX_DIRENT64, STATX, STATX_TIMESTAMP } from "./layouts.ts";
+import { close, getcwd, getdents64, getpid, gettid, linkat, mkdirat, openat, read, renameat, statx, unlinkat, utimensat, write } from "./libc.ts";
 
 /**
  * `path` made absolute against the calling thread's working directory and cleaned, as Go's
@@ -74,42 +71,42 @@ export class FileStat {
   readonly #v: DataView;
 
   constructor(buf: Uint8Array) {
-    this.#v = new DataView(buf.buffer, buf.byteOffset, STATX_SIZE);
+    this.#v = new DataView(buf.buffer, buf.byteOffset, STATX.size);
   }
 
   /** Device, as glibc's makedev(major, minor) (node:fs `dev`). */
   get dev(): bigint {
-    const major = BigInt(this.#v.getUint32(136, true));
-    const minor = BigInt(this.#v.getUint32(140, true));
+    const major = BigInt(this.#v.getUint32(STATX.stx_dev_major, true));
+    const minor = BigInt(this.#v.getUint32(STATX.stx_dev_minor, true));
     return ((major & 0xfffff000n) << 32n) | ((major & 0xfffn) << 8n) | ((minor & 0xffffff00n) << 12n) | (minor & 0xffn);
   }
   get ino(): bigint {
-    return this.#v.getBigUint64(32, true);
+    return this.#v.getBigUint64(STATX.stx_ino, true);
   }
   get mode(): number {
-    return this.#v.getUint16(28, true);
+    return this.#v.getUint16(STATX.stx_mode, true);
   }
   /** The owner's user id. */
   get uid(): number {
-    return this.#v.getUint32(20, true);
+    return this.#v.getUint32(STATX.stx_uid, true);
   }
   get size(): number {
-    return Number(this.#v.getBigUint64(40, true));
+    return Number(this.#v.getBigUint64(STATX.stx_size, true));
   }
   get mtimeNs(): bigint {
-    return this.#time(112);
+    return this.#time(STATX.stx_mtime);
   }
   get ctimeNs(): bigint {
-    return this.#time(96);
+    return this.#time(STATX.stx_ctime);
   }
   /** The id of the file's mount; undefined when the kernel did not fill it in (statWithMount asks for it; Linux 5.8). */
   get mountId(): bigint | undefined {
-    if ((this.#v.getUint32(STX_MASK_OFFSET, true) & STATX_MNT_ID) === 0) return undefined;
-    return this.#v.getBigUint64(STX_MNT_ID_OFFSET, true);
+    if ((this.#v.getUint32(STATX.stx_mask, true) & STATX_MNT_ID) === 0) return undefined;
+    return this.#v.getBigUint64(STATX.stx_mnt_id, true);
   }
 
   #time(at: number): bigint {
-    return this.#v.getBigInt64(at, true) * 1_000_000_000n + BigInt(this.#v.getUint32(at + 8, true));
+    return this.#v.getBigInt64(at + STATX_TIMESTAMP.tv_sec, true) * 1_000_000_000n + BigInt(this.#v.getUint32(at + STATX_TIMESTAMP.tv_nsec, true));
   }
 
   isFile(): boolean {
@@ -127,7 +124,7 @@ export class FileStat {
 }
 
 function statAt(dirfd: number, path: string, flags: number, mask = STATX_BASIC_STATS): FileStat {
-  const buf = new Uint8Array(STATX_SIZE);
+  const buf = new Uint8Array(STATX.size);
   statx(dirfd, path, flags, mask, buf);
   return new FileStat(buf);
 }
@@ -439,12 +436,12 @@ export function readDir(path: string): DirEntry[] {
     for (;;) {
       const n = getdents64(fd, buf);
       if (n === 0) break;
-      // struct linux_dirent64: u64 d_ino, s64 d_off, u16 d_reclen, u8 d_type, char d_name[].
       for (let off = 0; off < n; ) {
-        const reclen = v.getUint16(off + 16, true);
-        const type = buf[off + 18]!;
-        const name = decode(buf.subarray(off + 19, buf.indexOf(0, off + 19)));
-        const ino = v.getBigUint64(off, true);
+        const reclen = v.getUint16(off + LINUX_DIRENT64.d_reclen, true);
+        const type = buf[off + LINUX_DIRENT64.d_type]!;
+        const nameAt = off + LINUX_DIRENT64.d_name;
+        const name = decode(buf.subarray(nameAt, buf.indexOf(0, nameAt)));
+        const ino = v.getBigUint64(off + LINUX_DIRENT64.d_ino, true);
         off += reclen;
         if (name === "." || name === "..") continue;
         out.push({ name, ino, kind: type === DT_UNKNOWN ? kindOf(`${path}/${name}`) : kindFromType(type) });

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { closeSync, openSync, readFileSync, readlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { nativeCommand } from "../../test/harness/arch.ts";
 import { AF_NETLINK, NSFS_MAGIC, O_CLOEXEC, O_RDONLY, O_RDWR, PROC_SUPER_MAGIC, SOCK_CLOEXEC, SOCK_RAW } from "./constants.ts";
 import { EBADF, ENODEV, ENOENT, SyscallError } from "./errno.ts";
 import * as libc from "./libc.ts";
@@ -126,7 +127,7 @@ describe.skipIf(!isRoot)("unshare, mount, umount2 (in a child process, so this p
       try { libc.umount2(dir, 0); } catch (e) { err = e.code; }
       console.log(JSON.stringify({ changed: before !== after, magic, gone, err }));
     `;
-    const r = Bun.spawnSync(["unshare", "-m", "--propagation", "private", process.execPath, "-e", script], { stdout: "pipe", stderr: "pipe" });
+    const r = Bun.spawnSync(["unshare", "-m", "--propagation", "private", ...nativeCommand([process.execPath, "-e", script])], { stdout: "pipe", stderr: "pipe" });
     expect(r.stderr.toString()).toBe("");
     expect(JSON.parse(r.stdout.toString())).toEqual({ changed: true, magic: 0x01021994 /* TMPFS_MAGIC */, gone: true, err: "ENOENT" });
   });

@@ -10,10 +10,14 @@
  * - `isize`/`i64` returns arrive as BigInt and are converted with `Number()`.
  * - Calls that may be interrupted by a signal without side effects (read, write, recvfrom,
  *   sendto, blocking flock) are retried on EINTR.
+ * - The argument and return types are the C ones on LP64 (x86_64 and arm64 alike): int is i32,
+ *   size_t, ssize_t and unsigned long are 64-bit, socklen_t and mode_t u32.
  */
 
 import type * as Ffi from "bun:ffi";
+import { LOCK_NB } from "./constants.ts";
 import { EINTR, EINVAL, SyscallError } from "./errno.ts";
+import { STATFS, TIMESPEC, TIMEVAL } from "./layouts.ts";
 import { spanEnd, spanStart } from "./phases.ts";
 
 /** glibc's soname (Debian/Ubuntu/RHEL). A musl build would bind "libc.so" instead. */
@@ -165,6 +169,15 @@ export function setsockoptInt(fd: number, level: number, opt: number, value: num
   setsockopt(fd, level, opt, new Uint8Array(Int32Array.of(value).buffer));
 }
 
+/** setsockopt(2) with a struct timeval of `ms` milliseconds (SO_RCVTIMEO, SO_SNDTIMEO). */
+export function setsockoptTimeval(fd: number, level: number, opt: number, ms: number): void {
+  const tv = new Uint8Array(TIMEVAL.size);
+  const v = new DataView(tv.buffer);
+  v.setBigInt64(TIMEVAL.tv_sec, BigInt(Math.floor(ms / 1000)), true);
+  v.setBigInt64(TIMEVAL.tv_usec, BigInt((ms % 1000) * 1000), true);
+  setsockopt(fd, level, opt, tv);
+}
+
 /** getsockopt(2) into `val`; returns the option length the kernel wrote. */
 export function getsockopt(fd: number, level: number, opt: number, val: Uint8Array): number {
   const len = new Uint32Array([val.byteLength]);
@@ -210,7 +223,7 @@ export function flock(fd: number, op: number): void {
   for (;;) {
     if (sym().flock(fd, op) === 0) return spanEnd("flock", started);
     const e = errno();
-    if (e !== EINTR || (op & 4) /* LOCK_NB */ !== 0) throw new SyscallError("flock", e, `fd=${fd} op=${op}`);
+    if (e !== EINTR || (op & LOCK_NB) !== 0) throw new SyscallError("flock", e, `fd=${fd} op=${op}`);
   }
 }
 
@@ -219,21 +232,23 @@ export function ioctl(fd: number, req: number, arg: Uint8Array): number {
   return check(sym().ioctl(fd, req, arg), "ioctl", `fd=${fd} req=0x${req.toString(16)}`);
 }
 
-/** Size of struct statfs on the 64-bit Linux targets (120), rounded up. */
-const STATFS_SIZE = 128;
+/** The filesystem magic (`f_type`, a long) of a struct statfs. */
+function statfsType(buf: Uint8Array): { type: number } {
+  return { type: Number(new DataView(buf.buffer).getBigInt64(STATFS.f_type, true)) };
+}
 
 /** statfs(2); returns the filesystem magic (`f_type`). */
 export function statfs(path: string): { type: number } {
-  const out = new BigInt64Array(STATFS_SIZE / 8);
+  const out = new Uint8Array(STATFS.size);
   check(sym().statfs(cstr(path), out), "statfs", JSON.stringify(path));
-  return { type: Number(out[0] ?? 0n) };
+  return statfsType(out);
 }
 
 /** fstatfs(2); returns the filesystem magic (`f_type`). */
 export function fstatfs(fd: number): { type: number } {
-  const out = new BigInt64Array(STATFS_SIZE / 8);
+  const out = new Uint8Array(STATFS.size);
   check(sym().fstatfs(fd, out), "fstatfs", `fd=${fd}`);
-  return { type: Number(out[0] ?? 0n) };
+  return statfsType(out);
 }
 
 /** getpid(2). */
@@ -273,9 +288,6 @@ export function ifNameToIndex(name: string): number {
   return idx;
 }
 
-/** `dirfd` meaning "relative to the current directory" (<fcntl.h>). */
-export const AT_FDCWD = -100;
-
 /** openat(2), retried on EINTR. Returns the new fd (pass O_CLOEXEC in `flags`). */
 export function openat(dirfd: number, path: string, flags: number, mode = 0): number {
   const p = cstr(path);
@@ -287,11 +299,8 @@ export function openat(dirfd: number, path: string, flags: number, mode = 0): nu
   }
 }
 
-/** Size of struct statx (<linux/stat.h>; the same on every architecture). */
-export const STATX_SIZE = 256;
-
 /**
- * statx(2) into `buf` (STATX_SIZE bytes): `path` relative to `dirfd`; with AT_EMPTY_PATH and ""
+ * statx(2) into `buf` (STATX.size bytes, layouts.ts): `path` relative to `dirfd`; with AT_EMPTY_PATH and ""
  * the file behind `dirfd` itself.
  */
 export function statx(dirfd: number, path: string, flags: number, mask: number, buf: Uint8Array): void {
@@ -323,7 +332,6 @@ export function mkdirat(dirfd: number, path: string, mode: number): void {
   check(sym().mkdirat(dirfd, cstr(path), mode), "mkdir", JSON.stringify(path));
 }
 
-/** utimensat(2) with access and modification times in (seconds, nanoseconds). */
 /**
  * getcwd(3): the calling thread's working directory (a thread of the resident agent has its own;
  * `process.cwd()` is the process's, cached by the runtime).
@@ -334,8 +342,15 @@ export function getcwd(): string {
   return new TextDecoder().decode(buf.subarray(0, buf.indexOf(0)));
 }
 
+/** utimensat(2) with access and modification times in (seconds, nanoseconds). */
 export function utimensat(dirfd: number, path: string, atime: [number, number], mtime: [number, number], flags = 0): void {
-  const times = new BigInt64Array([BigInt(atime[0]), BigInt(atime[1]), BigInt(mtime[0]), BigInt(mtime[1])]);
-  check(sym().utimensat(dirfd, cstr(path), new Uint8Array(times.buffer), flags), "utimensat", JSON.stringify(path));
+  // struct timespec times[2]: access, then modification.
+  const times = new Uint8Array(2 * TIMESPEC.size);
+  const v = new DataView(times.buffer);
+  for (const [i, [sec, nsec]] of [atime, mtime].entries()) {
+    v.setBigInt64(i * TIMESPEC.size + TIMESPEC.tv_sec, BigInt(sec), true);
+    v.setBigInt64(i * TIMESPEC.size + TIMESPEC.tv_nsec, BigInt(nsec), true);
+  }
+  check(sym().utimensat(dirfd, cstr(path), times, flags), "utimensat", JSON.stringify(path));
 }
 

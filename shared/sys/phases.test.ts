@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { nativeCommand } from "../../test/harness/arch.ts";
 import { mark, phasesEnabled, phasesReport, spanEnd, spanStart } from "./phases.ts";
 
 describe("phase timer", () => {
@@ -18,7 +19,7 @@ describe("phase timer", () => {
       mark("handler done");
       process.stdout.write(phasesReport());
     `;
-    const r = Bun.spawnSync({ cmd: [process.execPath, "-e", script], env: { ...process.env, CNI_PHASES: "1" }, stdout: "pipe", stderr: "pipe" });
+    const r = Bun.spawnSync({ cmd: nativeCommand([process.execPath, "-e", script]), env: { ...process.env, CNI_PHASES: "1" }, stdout: "pipe", stderr: "pipe" });
     expect(r.exitCode).toBe(0);
     const line = r.stdout.toString();
     expect(line.startsWith("CNI_PHASES {")).toBe(true);

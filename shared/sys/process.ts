@@ -4,21 +4,26 @@
  * Bound in their own dlopen group on first use, so a plugin process never pays for them.
  */
 import type * as Ffi from "bun:ffi";
-import { unixAddress } from "./datagram.ts";
-import { AF_UNIX, O_CLOEXEC, SOCK_CLOEXEC, SOCK_STREAM, SOL_SOCKET } from "./constants.ts";
+import {
+  AF_UNIX,
+  F_DUPFD_CLOEXEC,
+  F_GETFD,
+  F_SETFD,
+  FD_CLOEXEC,
+  O_CLOEXEC,
+  O_PATH,
+  SIG_BLOCK,
+  SIG_IGN,
+  SIG_UNBLOCK,
+  SO_PEERCRED,
+  SOCK_CLOEXEC,
+  SOCK_STREAM,
+  SOL_SOCKET,
+} from "./constants.ts";
 import { SyscallError } from "./errno.ts";
+import { SIGSET_T, UCRED } from "./layouts.ts";
 import { bind, close, getsockopt, socket } from "./libc.ts";
-
-/** getsockopt option: the credentials of a unix socket's peer at connect(2) (struct ucred). */
-export const SO_PEERCRED = 17;
-/** unshare(2): give the calling thread its own root, working directory and umask. */
-export const CLONE_FS = 0x00000200;
-const F_DUPFD_CLOEXEC = 1030;
-const F_GETFD = 1;
-const F_SETFD = 2;
-const FD_CLOEXEC = 1;
-/** The same on x86_64 and arm64 (unlike O_DIRECTORY; fchdir refuses a non-directory anyway). */
-const O_PATH = 0o10000000;
+import { unixAddress } from "./sockaddr.ts";
 
 let ffi: typeof Ffi | undefined;
 
@@ -60,13 +65,17 @@ export interface PeerCredentials {
 
 /** SO_PEERCRED of a connected unix socket. */
 export function peerCredentials(fd: number): PeerCredentials {
-  const cred = new Uint8Array(12);
+  const cred = new Uint8Array(UCRED.size);
   getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred);
   const v = new DataView(cred.buffer);
-  return { pid: v.getInt32(0, true), uid: v.getUint32(4, true), gid: v.getUint32(8, true) };
+  return { pid: v.getInt32(UCRED.pid, true), uid: v.getUint32(UCRED.uid, true), gid: v.getUint32(UCRED.gid, true) };
 }
 
-/** Sets the calling thread's working directory to `path` (a directory; O_PATH, no read access needed). */
+/**
+ * Sets the calling thread's working directory to `path` (a directory; O_PATH, no read access
+ * needed; opened without O_DIRECTORY, whose value differs between x86_64 and arm64: fchdir refuses
+ * a non-directory anyway).
+ */
 export function chdirThread(path: string): void {
   const fd = sym().open(cstr(path), O_PATH | O_CLOEXEC, 0);
   if (fd < 0) fail("open", JSON.stringify(path));
@@ -117,8 +126,12 @@ export function keepAcrossExec(fd: number, target: number): void {
   if (sym().fcntl(target, F_SETFD, flags & ~FD_CLOEXEC) < 0) fail("fcntl", `F_SETFD fd=${target}`);
 }
 
-const SIG_BLOCK = 0;
-const SIG_UNBLOCK = 1;
+/** A sigset_t holding `signals` (signal n at bit n - 1 of the 64-bit words). */
+export function signalSet(signals: readonly number[]): BigUint64Array {
+  const set = new BigUint64Array(SIGSET_T.size / 8);
+  for (const n of signals) set[Math.floor((n - 1) / 64)]! |= 1n << BigInt((n - 1) % 64);
+  return set;
+}
 
 /**
  * sigprocmask(2) of the calling thread: blocks (or unblocks) `signals`. A blocked signal stays
@@ -127,13 +140,8 @@ const SIG_UNBLOCK = 1;
  * must not end it across execve is ignored instead: ignoreSignal.)
  */
 export function blockSignals(signals: readonly number[], block: boolean): void {
-  const set = new BigUint64Array(16); // sigset_t: 1024 bits
-  for (const n of signals) set[Math.floor((n - 1) / 64)]! |= 1n << BigInt((n - 1) % 64);
-  if (sym().sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, set, null) !== 0) fail("sigprocmask", signals.join(","));
+  if (sym().sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, signalSet(signals), null) !== 0) fail("sigprocmask", signals.join(","));
 }
-
-/** <signal.h> SIG_IGN. */
-const SIG_IGN = 1n;
 
 /**
  * signal(2) with SIG_IGN: `signal` is ignored, one pending is discarded, and it stays ignored across
@@ -148,7 +156,7 @@ export function execve(path: string, argv: readonly string[], env: Readonly<Reco
   const calls = sym();
   const argvStrings = argv.map(cstr);
   const envStrings = Object.entries(env).map(([k, v]) => cstr(`${k}=${v}`));
-  // NULL-terminated tables of pointers into the strings above (alive until execve returns).
+  // NULL-terminated tables of pointers (8 bytes on both architectures) into the strings above (alive until execve returns).
   const table = (list: Buffer[]) => BigUint64Array.from([...list.map((b) => BigInt(ffi!.ptr(b))), 0n]);
   calls.execve(cstr(path), table(argvStrings), table(envStrings));
   fail("execve", `${JSON.stringify(path)} (${argvStrings.length} args, ${envStrings.length} variables)`);

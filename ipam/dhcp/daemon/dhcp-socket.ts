@@ -14,22 +14,21 @@ import * as libc from "../../../shared/sys/libc.ts";
 import {
   AF_INET,
   AF_INET6,
+  IP_TRANSPARENT,
   MSG_DONTWAIT,
   SOCK_CLOEXEC,
   SOCK_DGRAM,
   SOCK_NONBLOCK,
+  SOL_IP,
   SOL_SOCKET,
   SO_BINDTODEVICE,
   SO_BROADCAST,
   SO_REUSEADDR,
 } from "../../../shared/sys/constants.ts";
+import { inet6Address, inetAddress } from "../../../shared/sys/sockaddr.ts";
 import { ipToBytes, parseIP } from "../../../shared/ip/addr.ts";
 import { DHCP_CLIENT_PORT, DHCP_SERVER_PORT } from "../packet.ts";
 import { DHCP6_CLIENT_PORT, DHCP6_SERVER_PORT } from "../packet6.ts";
-
-// <linux/in.h>
-const SOL_IP = 0;
-const IP_TRANSPARENT = 19;
 
 /** How often a waiting receive polls its socket. */
 const POLL_INTERVAL_MS = 20;
@@ -42,25 +41,14 @@ function addressBytes(ip: string): Uint8Array {
   return ipToBytes(parsed);
 }
 
-/** struct sockaddr_in (16 bytes): family in host order, port and address in network order. */
+/** struct sockaddr_in of an IPv4 address and a port. */
 export function sockaddrIn(ip: string, port: number): Uint8Array {
-  const out = new Uint8Array(16);
-  const dv = new DataView(out.buffer);
-  dv.setUint16(0, AF_INET, true);
-  dv.setUint16(2, port, false);
-  out.set(addressBytes(ip), 4);
-  return out;
+  return inetAddress(addressBytes(ip), port);
 }
 
-/** struct sockaddr_in6 (28 bytes): family, port, flowinfo 0, address, scope id (interface index, host order). */
+/** struct sockaddr_in6 of an IPv6 address, a port and a scope id (interface index). */
 export function sockaddrIn6(ip: string, port: number, scopeId = 0): Uint8Array {
-  const out = new Uint8Array(28);
-  const dv = new DataView(out.buffer);
-  dv.setUint16(0, AF_INET6, true);
-  dv.setUint16(2, port, false);
-  out.set(addressBytes(ip), 8);
-  dv.setUint32(24, scopeId, true);
-  return out;
+  return inet6Address(addressBytes(ip), port, scopeId);
 }
 
 function sleep(ms: number): Promise<void> {

@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createConnection, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { peerCredOf, refusePeer, socketFdOf } from "./peer-cred.ts";
+import { peerCredentials } from "../../../shared/sys/process.ts";
+import { refusePeer, socketFdOf } from "./peer-cred.ts";
 
 /** Accepts one connection from this very process and hands the server side to `fn`. */
 async function withAcceptedSocket<T>(fn: (conn: Socket) => T): Promise<T> {
@@ -38,7 +39,7 @@ describe("SO_PEERCRED", () => {
     const cred = await withAcceptedSocket((conn) => {
       const fd = socketFdOf(conn);
       expect(fd).toBeGreaterThan(2);
-      return peerCredOf(fd!);
+      return peerCredentials(fd!);
     });
     expect(cred).toEqual({ pid: process.pid, uid: process.getuid!(), gid: process.getgid!() });
   });
