@@ -11,11 +11,16 @@
  * - each page's STATUS bullet names the code (50 or 51) of every STATUS check the plugin makes of
  *   its own — each check run in-process here — and no other, and says whether IPAM is asked;
  * - the per-call log page names the switches the code reads and the trace context it records;
+ * - docs/install.md's tables of what each way of installing puts where are what `make install`,
+ *   `make dist`, `make deb` and `cni-plugins install` really produce (file for file, every hard link
+ *   by inode, contents against the build and deploy/systemd/), its sizes and glibc version are the
+ *   build's, and every doc that names what a plugin name is a hard link to names the right file;
  * - README.md links docs/, and every relative link (and #anchor) in README.md and docs/ resolves.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { dirname, join, relative, resolve } from "node:path";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { basename, dirname, join, relative, resolve } from "node:path";
+import { BINARY_NAME, SHIM_NAME, sameContent } from "../cli/install.ts";
 import { TRACE_CONTEXT_ENV } from "../shared/cni/call-log.ts";
 import { runPlugin } from "../shared/cni/skel.ts";
 import { CALL_LOG_ENV, CALL_LOG_KEY } from "../shared/cni/call-log-switch.ts";
@@ -61,7 +66,7 @@ function section(text: string, title: string): string[] {
   return lines.slice(start + 1, end < 0 ? undefined : end);
 }
 
-/** Table rows whose first cell is a code span: path → type cell. */
+/** Table rows whose first cell is a code span: that path → the second cell (a field's type, a file's description). */
 function documentedRows(lines: string[]): Map<string, string> {
   const rows = new Map<string, string>();
   for (const line of lines) {
@@ -318,6 +323,236 @@ describe("docs/observability.md", () => {
     expect([...rows("### Refusal reasons").keys()]).toEqual([...REFUSAL_REASONS]);
     expect(text).toContain(`**Port ${METRICS_PORT}**`);
   });
+});
+
+/** Runs a command in the checkout; its stdout, or an error with its output. */
+function runInCheckout(argv: string[]): string {
+  const proc = Bun.spawnSync(argv, { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+  if (proc.exitCode !== 0) throw new Error(`${argv.join(" ")} exited ${proc.exitCode}: ${proc.stdout.toString()}${proc.stderr.toString()}`);
+  return proc.stdout.toString();
+}
+
+function make(...args: string[]): string {
+  return runInCheckout(["make", "--no-print-directory", ...args]);
+}
+
+/** The tables of a section's lines, each as its body rows (header and separator dropped). */
+function tables(lines: string[]): string[][] {
+  const out: string[][] = [];
+  let current: string[] | undefined;
+  for (const line of lines) {
+    if (!line.startsWith("|")) {
+      current = undefined;
+      continue;
+    }
+    if (current === undefined) out.push((current = []));
+    current.push(line);
+  }
+  return out.map((t) => t.slice(2));
+}
+
+/** A row of a table of files: a path (`<plugin>` and `<unit>` stand for each plugin and unit) and what the page says it is. */
+interface FileRow {
+  path: string;
+  what: string;
+}
+
+function fileRows(rows: string[]): FileRow[] {
+  return [...documentedRows(rows)].map(([path, what]) => ({ path, what }));
+}
+
+/** The one table of files in `## <title>` of docs/install.md. */
+function installTable(title: string): FileRow[] {
+  const found = tables(section(readFileSync(join(DOCS, "install.md"), "utf8"), title));
+  expect(found.length).toBe(1);
+  return fileRows(found[0]!);
+}
+
+/** The page's two tables of `## What is installed`: the plugin directory's names, and the systemd units. */
+function whatIsInstalled(): { names: FileRow[]; units: FileRow[] } {
+  const found = tables(section(readFileSync(join(DOCS, "install.md"), "utf8"), "## What is installed"));
+  expect(found.length).toBe(2);
+  return { names: fileRows(found[0]!), units: fileRows(found[1]!) };
+}
+
+/** Every path a row stands for. */
+function expandRow(row: FileRow, units: readonly string[]): string[] {
+  if (row.path.includes("<plugin>")) return pluginNames().map((n) => row.path.replace("<plugin>", n));
+  if (row.path.includes("<unit>")) return units.map((u) => row.path.replace("<unit>", u));
+  return [row.path];
+}
+
+/** Every file (anything but a directory) under `root`, as paths relative to it. */
+function filesUnder(root: string, prefix = ""): string[] {
+  return readdirSync(join(root, prefix)).flatMap((name) => {
+    const rel = prefix === "" ? name : `${prefix}/${name}`;
+    return lstatSync(join(root, rel)).isDirectory() ? filesUnder(root, rel) : [rel];
+  });
+}
+
+const BUILT = join(ROOT, "dist", "bin");
+const SYSTEMD_SOURCES = join(ROOT, "deploy", "systemd");
+
+/**
+ * What differs between a table of files and the tree `root` a way of installing produced: files
+ * the table does not list or lists but are missing; a name said to be a hard link to a file that
+ * does not share its inode, or a file whose link count is not what the table says; the executable
+ * or the shim not the build's bytes; a unit not deploy/systemd/'s with its paths in the directory
+ * the row names.
+ */
+function treeProblems(root: string, rows: FileRow[], units: readonly string[]): string[] {
+  const problems: string[] = [];
+  const documented = new Map<string, { row: FileRow; target: string }>();
+  for (const row of rows) {
+    const link = /hard link to `([^`]+)`/.exec(row.what)?.[1];
+    for (const path of expandRow(row, units)) {
+      const rel = path.replace(/^\//, "");
+      documented.set(rel, { row, target: link === undefined ? rel : join(dirname(rel), link) });
+    }
+  }
+  const found = filesUnder(root).sort();
+  for (const rel of found) if (!documented.has(rel)) problems.push(`${rel}: installed, not in the table`);
+  const groups = new Map<string, number>();
+  for (const { target } of documented.values()) groups.set(target, (groups.get(target) ?? 0) + 1);
+  for (const [rel, { row, target }] of documented) {
+    const file = join(root, rel);
+    if (!existsSync(file)) {
+      problems.push(`${rel}: in the table, not installed`);
+      continue;
+    }
+    const st = lstatSync(file);
+    if (!existsSync(join(root, target)) || st.ino !== lstatSync(join(root, target)).ino) problems.push(`${rel}: not a hard link to ${target}`);
+    if (st.nlink !== groups.get(target)) problems.push(`${rel}: ${st.nlink} names share its inode, the table says ${groups.get(target)}`);
+    const name = basename(rel);
+    if ((name === BINARY_NAME || name === SHIM_NAME) && !sameContent(file, join(BUILT, name))) problems.push(`${rel}: not the build's ${name}`);
+    if (row.path.includes("<unit>")) {
+      const dir = /its paths in `([^`]+)`/.exec(row.what)?.[1];
+      const expected = readFileSync(join(SYSTEMD_SOURCES, name), "utf8").replaceAll("/opt/cni/bin/", `${dir}/`);
+      if (dir === undefined || readFileSync(file, "utf8") !== expected) problems.push(`${rel}: not deploy/systemd/${name} with its paths in ${dir}`);
+    }
+  }
+  return problems;
+}
+
+/** The newest GLIBC_x.y symbol version an ELF file needs. */
+function newestGlibc(file: string): string {
+  const versions = [...runInCheckout(["readelf", "--version-info", "--wide", file]).matchAll(/Name: GLIBC_(\d+(?:\.\d+)+)/g)].map((m) => m[1]!);
+  expect(versions.length).toBeGreaterThan(0);
+  const key = (v: string) => v.split(".").map(Number);
+  return versions.sort((a, b) => {
+    const [ka, kb] = [key(a), key(b)];
+    for (let i = 0; i < Math.max(ka.length, kb.length); i++) if ((ka[i] ?? 0) !== (kb[i] ?? 0)) return (ka[i] ?? 0) - (kb[i] ?? 0);
+    return 0;
+  }).at(-1)!;
+}
+
+/** The glibc versions the table of `## Requirements` names ("glibc 2.17 or later"). */
+function documentedGlibc(): string[] {
+  const text = tables(section(readFileSync(join(DOCS, "install.md"), "utf8"), "## Requirements")).flat().join("\n");
+  return [...text.matchAll(/glibc (\d+(?:\.\d+)+) or later/g)].map((m) => m[1]!);
+}
+
+/** The command `## What is installed` gives for turning the resident agent on (its one code block). */
+function enableCommand(): string {
+  const blocks = [...section(readFileSync(join(DOCS, "install.md"), "utf8"), "## What is installed").join("\n").matchAll(/```\n([\s\S]*?)\n```/g)];
+  expect(blocks.length).toBe(1);
+  return blocks[0]![1]!;
+}
+
+/**
+ * `make <target>` into a temporary RELEASE_DIR: its one artifact (the file ending in `suffix`) and
+ * a directory it was extracted into by the command `extract(artifact, tree)` gives.
+ */
+function madeRelease(target: string, suffix: string, extract: (artifact: string, tree: string) => string[]): { artifact: string; tree: string } {
+  const release = makeTempDir(`cni-docs-${target}-`);
+  make(target, `RELEASE_DIR=${release}`);
+  const made = readdirSync(release).filter((f) => f.endsWith(suffix));
+  expect(made.length).toBe(1);
+  const artifact = join(release, made[0]!);
+  const tree = makeTempDir(`cni-docs-${target}-tree-`);
+  runInCheckout(extract(artifact, tree));
+  return { artifact, tree };
+}
+
+/** Builds (or finds up to date) dist/bin; the unit names the page's unit table lists. */
+function buildAndUnits(): string[] {
+  make("build");
+  return whatIsInstalled().units.map((u) => u.path);
+}
+
+describe("docs/install.md", () => {
+  useFixtureCleanup();
+  const TIMEOUT_MS = 600_000;
+
+  test("What is installed: the plugin directory make build fills, the sizes, every plugin, the units of deploy/systemd/", () => {
+    const units = buildAndUnits();
+    const { names } = whatIsInstalled();
+    expect(treeProblems(BUILT, names, units)).toEqual([]);
+    // "about N MB" within a fifth either way; "under N MB" strictly
+    const sizes: string[] = [];
+    for (const row of names) {
+      const size = statSync(join(BUILT, expandRow(row, units)[0]!)).size / 1e6;
+      const about = Number(/about (\d+) MB/.exec(row.what)?.[1] ?? NaN);
+      if (Math.abs(size - about) > about * 0.2) sizes.push(`${row.path}: ${size.toFixed(1)} MB, the page says about ${about} MB`);
+      const under = Number(/under (\d+) MB/.exec(row.what)?.[1] ?? NaN);
+      if (size >= under) sizes.push(`${row.path}: ${size.toFixed(1)} MB, the page says under ${under} MB`);
+    }
+    expect(sizes).toEqual([]);
+    const plugins = names.find((r) => r.path === "<plugin>");
+    expect([...plugins!.what.matchAll(/`([^`]+)`/g)].map((m) => m[1]!).filter((n) => n !== SHIM_NAME)).toEqual(pluginNames());
+    expect([...units].sort()).toEqual(readdirSync(SYSTEMD_SOURCES).filter((f) => /\.(service|socket)$/.test(f)).sort());
+  }, TIMEOUT_MS);
+
+  test("From the checkout: make install DESTDIR=... installs exactly its table", () => {
+    const units = buildAndUnits();
+    const stage = makeTempDir("cni-docs-install-");
+    make("install", `DESTDIR=${stage}`);
+    expect(treeProblems(stage, installTable("## From the checkout"), units)).toEqual([]);
+  }, TIMEOUT_MS);
+
+  test("Release tarball: make dist's archive, extracted, is exactly its table; its README says how to turn the agent on", () => {
+    const units = buildAndUnits();
+    const { tree } = madeRelease("dist", ".tgz", (archive, into) => ["tar", "-C", into, "-xzf", archive]);
+    expect(treeProblems(tree, installTable("## Release tarball"), units)).toEqual([]);
+    expect(readFileSync(join(tree, "README.md"), "utf8")).toContain(enableCommand());
+  }, TIMEOUT_MS);
+
+  test("Debian package: make deb's package, extracted, is exactly its table; it depends on the glibc named", () => {
+    const units = buildAndUnits();
+    const { artifact, tree } = madeRelease("deb", ".deb", (pkg, into) => ["dpkg-deb", "-x", pkg, into]);
+    expect(treeProblems(tree, installTable("## Debian package"), units)).toEqual([]);
+    const depends = runInCheckout(["dpkg-deb", "-f", artifact, "Depends"]);
+    for (const version of documentedGlibc()) expect(depends).toContain(`libc6 (>= ${version})`);
+  }, TIMEOUT_MS);
+
+  test("Kubernetes DaemonSet: cni-plugins install --dest writes exactly its table", () => {
+    const units = buildAndUnits();
+    const dest = join(makeTempDir("cni-docs-installer-"), "bin");
+    runInCheckout([join(BUILT, BINARY_NAME), "install", "--dest", dest]);
+    expect(treeProblems(dest, installTable("## Kubernetes DaemonSet"), units)).toEqual([]);
+  }, TIMEOUT_MS);
+
+  test("Requirements: the glibc named is the newest version the executable needs", () => {
+    make("build");
+    const documented = documentedGlibc();
+    expect(documented.length).toBeGreaterThan(0);
+    expect([...new Set(documented)]).toEqual([newestGlibc(join(BUILT, BINARY_NAME))]);
+  }, TIMEOUT_MS);
+
+  test("every doc that says what the plugin names are hard links to names the file make build links them to", () => {
+    make("build");
+    const inode = (name: string) => statSync(join(BUILT, name)).ino;
+    const linkedTo = [BINARY_NAME, SHIM_NAME].filter((n) => pluginNames().every((p) => inode(p) === inode(n)));
+    expect(linkedTo.length).toBe(1);
+    const wrong: string[] = [];
+    for (const file of [join(ROOT, "README.md"), join(ROOT, "deploy", "README.dist.md"), ...markdownFiles(DOCS)]) {
+      const text = readFileSync(file, "utf8").replace(/\s+/g, " ");
+      for (const m of text.matchAll(/hard links? to `([^`]+)`/g)) {
+        if (basename(m[1]!) !== linkedTo[0]) wrong.push(`${relative(ROOT, file)}: "${m[0]}"`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  }, TIMEOUT_MS);
 });
 
 /** GitHub's heading anchors: lower case, punctuation dropped, spaces to dashes. */

@@ -51,7 +51,7 @@ export interface InstallPlan {
   shim?: string | undefined;
   /** The CNI bin directory; created when missing. */
   dest: string;
-  /** Plugin names to provide as links to `dest/cni-plugins`. */
+  /** Plugin names to provide as links to `dest/cni-plugins-shim` (to `dest/cni-plugins` without a shim). */
   names: readonly string[];
 }
 

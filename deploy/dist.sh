@@ -4,9 +4,9 @@
 #   cni-plugins          the multi-call executable
 #   cni-plugins-shim     the exec shim (stored once)
 #   <plugin>...          hard links to the shim inside the tar, one per plugin name
-#   systemd/             the units of the resident agent and the dhcp daemon (for /etc/systemd/system)
+#   systemd/             the units of the resident agent, the dhcp daemon and the reload watcher
+#                        (`cni-plugins reload --watch`), for /etc/systemd/system
 #   LICENSE, README.md
-#   cni-reload.service   the systemd unit of `cni-plugins reload --watch` (for /etc/systemd/system)
 # plus OUT/SHA256SUMS (deploy/sha256sums.sh). Offline. The archive's metadata is fixed (owners 0/0,
 # mtimes = the commit time, fixed order, gzip -n), so the same build gives the same bytes.
 #

@@ -6,8 +6,9 @@ import { join, resolve } from "node:path";
 export const REPO_ROOT = resolve(import.meta.dir, "..", "..");
 
 /**
- * The directory `make build` fills: dist/bin/cni-plugins plus one hard link per plugin. Set
- * CNI_TEST_BIN_DIR to test another install (e.g. /opt/cni/bin after `make install`).
+ * The directory `make build` fills: dist/bin/cni-plugins, dist/bin/cni-plugins-shim and one hard
+ * link to the shim per plugin. Set CNI_TEST_BIN_DIR to test another install (e.g. /opt/cni/bin
+ * after `make install`).
  */
 export const DIST_BIN = process.env.CNI_TEST_BIN_DIR || join(REPO_ROOT, "dist", "bin");
 
