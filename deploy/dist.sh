@@ -21,7 +21,6 @@ install_plugins "$STAGE"
 install -d -m 0755 "$STAGE/systemd"
 install_units "$STAGE/systemd" /opt/cni/bin
 install -m 0644 "$ROOT/LICENSE" "$STAGE/LICENSE"
-install -m 0644 "$ROOT/deploy/systemd/cni-reload.service" "$STAGE/cni-reload.service"
 render_readme "$STAGE/README.md"
 
 mkdir -p "$OUT"

@@ -90,7 +90,7 @@ const DIFF_FILES = ["diff.test.ts"];
 const E2E_TEST_TIMEOUT_MS = 300_000;
 /** The arm64 lane: its build, the unit tests Bun's aarch64 runtime runs, its suite, its limits. */
 const ARM64_BIN = join(REPO_ROOT, "dist", "arm64", "bin");
-const ARM64_UNIT_ROOTS = ["shared/sys", "shared/netlink"];
+const ARM64_UNIT_ROOTS = ["shared/sys", "shared/sysctl", "shared/netlink"];
 const ARM64_FILES = ["arch-diff.test.ts"];
 const ARM64_UNIT_LIMIT_S = 240;
 const ARM64_LIMIT_S = 420;

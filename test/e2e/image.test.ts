@@ -7,10 +7,14 @@
  *   one executable that works, the other plugin untouched; a second run writes nothing;
  * - while a loop keeps executing the installed plugins, the directory is flipped between the Go
  *   bridge binary (installed by the host's `cni-plugins install --source`) and the image's build
- *   several times: no exec may ever fail (no missing file, no ETXTBSY, no half-written executable).
+ *   several times: no exec may ever fail (no missing file, no ETXTBSY, no half-written executable);
+ * - the release archive is one manifest list (an OCI image index, read as the OCI image spec
+ *   defines it, every blob checked against its digest) of a linux/amd64 and a linux/arm64 image,
+ *   each holding its own architecture's executable, shim and loader.
  */
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { lstatSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pluginNames } from "../../registry/registry.ts";
 import { useFixtureCleanup } from "../harness/cleanup.ts";
@@ -25,6 +29,8 @@ const STATE = join(E2E_CACHE, "podman-image");
 const RUNROOT = "/run/cni-ts-e2e-podman-image";
 const IMAGE_NAME = "localhost/cni-plugins-ts-e2e";
 const IMAGE = `${IMAGE_NAME}:latest`;
+/** Where `make image` writes the archive (kept out of the checkout's dist/). */
+const RELEASE = join(STATE, "release");
 const SETUP = join(import.meta.dir, "setup", "podman-setup.sh");
 const env = {
   CONTAINERS_CONF: join(STATE, "containers.conf"),
@@ -45,6 +51,7 @@ describe.skipIf(skipReason !== undefined)("installer image (make image) and `cni
   useFixtureCleanup();
 
   beforeAll(async () => {
+    rmSync(RELEASE, { recursive: true, force: true });
     mkdirSync(RUNROOT, { recursive: true });
     Bun.spawnSync(["mount", "-t", "tmpfs", "e2e-podman-image-run", RUNROOT]);
     const setup = await run(["bash", SETUP, OUR_BIN, STATE], { env: { PODMAN_RUNROOT: RUNROOT }, timeoutMs: 180_000 });
@@ -52,7 +59,7 @@ describe.skipIf(skipReason !== undefined)("installer image (make image) and `cni
       setupError = `podman-setup.sh failed: ${show(setup)}`;
       return;
     }
-    const made = await run(["make", "-C", REPO_ROOT, "--no-print-directory", "image", `IMAGE_NAME=${IMAGE_NAME}`], { env, timeoutMs: 280_000 });
+    const made = await run(["make", "-C", REPO_ROOT, "--no-print-directory", "image", `IMAGE_NAME=${IMAGE_NAME}`, `RELEASE_DIR=${RELEASE}`], { env, timeoutMs: 280_000 });
     if (made.status !== 0) setupError = `make image failed: ${show(made)}`;
   }, 300_000);
 
@@ -96,6 +103,46 @@ describe.skipIf(skipReason !== undefined)("installer image (make image) and `cni
     expect(statSync(join(dir, "cni-plugins")).ino).toBe(bin.ino);
     expect(statSync(join(dir, "cni-plugins")).mtimeMs).toBe(bin.mtimeMs);
   }, 240_000);
+
+  rowTest("image: the release archive is one manifest list of a linux/amd64 and a linux/arm64 image", undefined, async () => {
+    expect(setupError).toBeUndefined();
+    const archives = readdirSync(RELEASE).filter((f) => /^cni-plugins-ts-image-.*\.oci\.tar$/.test(f));
+    expect(archives).toHaveLength(1);
+    expect(readFileSync(join(RELEASE, "SHA256SUMS"), "utf8")).toContain(`  ${archives[0]}\n`);
+    const layout = makeTempDir("cni-e2e-image-oci-");
+    expect(show(await run(["tar", "-xf", join(RELEASE, archives[0]!), "-C", layout]))).toStartWith("exit=0");
+    // a blob by descriptor: its bytes must hash to the digest and have the size the descriptor says
+    type Descriptor = { mediaType: string; digest: string; size: number; platform?: { architecture: string; os: string } };
+    const blob = (d: Descriptor): Buffer => {
+      const bytes = readFileSync(join(layout, "blobs", ...d.digest.split(":")));
+      expect(`sha256:${createHash("sha256").update(bytes).digest("hex")}`).toBe(d.digest);
+      expect(bytes.length).toBe(d.size);
+      return bytes;
+    };
+    const top = JSON.parse(readFileSync(join(layout, "index.json"), "utf8")) as { manifests: Descriptor[] };
+    expect(top.manifests).toHaveLength(1);
+    expect(top.manifests[0]!.mediaType).toBe("application/vnd.oci.image.index.v1+json");
+    const list = JSON.parse(blob(top.manifests[0]!).toString()) as { manifests: Descriptor[] };
+    const platforms = list.manifests.map((m) => `${m.platform?.os}/${m.platform?.architecture}`).sort();
+    expect(platforms).toEqual(["linux/amd64", "linux/arm64"]);
+    const machines: Record<string, string> = { amd64: "Advanced Micro Devices X86-64", arm64: "AArch64" };
+    const loaders: Record<string, string> = { amd64: "lib64/ld-linux-x86-64.so.2", arm64: "lib/ld-linux-aarch64.so.1" };
+    for (const m of list.manifests) {
+      const arch = m.platform!.architecture;
+      const manifest = JSON.parse(blob(m).toString()) as { config: Descriptor; layers: Descriptor[] };
+      expect((JSON.parse(blob(manifest.config).toString()) as { architecture: string }).architecture).toBe(arch);
+      expect(manifest.layers).toHaveLength(1); // FROM scratch: the COPY of the root filesystem
+      const rootfs = makeTempDir(`cni-e2e-image-${arch}-`);
+      const layer = join(layout, "blobs", ...manifest.layers[0]!.digest.split(":"));
+      blob(manifest.layers[0]!);
+      expect(show(await run(["tar", "-xf", layer, "-C", rootfs]))).toStartWith("exit=0");
+      for (const exe of ["bin/cni-plugins", "bin/cni-plugins-shim"]) {
+        const header = await run(["readelf", "-h", join(rootfs, exe)]);
+        expect(`${arch} ${exe}: ${/Machine:\s*(.*)/.exec(header.stdout)?.[1]?.trim()}`).toBe(`${arch} ${exe}: ${machines[arch]}`);
+      }
+      expect(statSync(join(rootfs, loaders[arch]!)).isFile()).toBe(true);
+    }
+  }, 120_000);
 
   rowTest("image: upgrades under a loop that keeps executing the plugins never make an exec fail", undefined, async () => {
     expect(setupError).toBeUndefined();
