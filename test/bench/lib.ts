@@ -17,11 +17,15 @@ import { join } from "node:path";
 export type Impl = "direct" | "standalone" | "resident" | "go";
 export const IMPLS: readonly Impl[] = ["direct", "standalone", "resident", "go"];
 
-/** Where the plugins are: ours as built (shims), ours as links to the executable, Go's. */
+/**
+ * Where the plugins are: ours as built (shims), ours as links to the executable, Go's, and links to
+ * ours built on Bun's x64 runtime instead of the baseline one (`make bench` builds it).
+ */
 export interface Dirs {
   ours: string;
   direct: string;
   go: string;
+  avx2: string;
 }
 
 /** The plugin directory of `impl`. */

@@ -62,6 +62,7 @@ function plan(): [string, number][] {
     ["shim", ROUNDS],
     ["phases", ROUNDS],
     ["telemetry", ROUNDS],
+    ["runtime", ROUNDS],
   ];
   return only === undefined ? all : all.filter(([id]) => only.includes(id));
 }
@@ -81,6 +82,24 @@ function buildHello(state: string): string {
   const out = join(state, "hello");
   sh([process.execPath, "build", ...compileFlags(), join(import.meta.dir, "hello.ts"), "--outfile", out]);
   return out;
+}
+
+/**
+ * Ours built as `make build` builds it but on Bun's default x64 runtime instead of the baseline one
+ * (build/bun-runtime.sh), as a directory of symbolic links named after the plugins: what pinning
+ * the baseline costs per call is the difference to `direct`.
+ */
+function x64RuntimeDir(state: string): string {
+  const runtime = sh(["bash", join(ROOT, "build", "bun-runtime.sh"), "bun-linux-x64"]).trim();
+  const exe = join(state, "x64-runtime", "cni-plugins");
+  mkdirSync(join(state, "x64-runtime"));
+  sh([process.execPath, "build", ...compileFlags(), "--target=bun-linux-x64", `--compile-executable-path=${runtime}`, join(ROOT, "cli", "entry.ts"), join(ROOT, "agent", "worker.ts"), "--outfile", exe]);
+  const dir = join(state, "x64-runtime-links");
+  mkdirSync(dir);
+  for (const name of readdirSync(OURS)) {
+    if (name !== "cni-plugins-shim" && name !== "cni-plugins") symlinkSync(exe, join(dir, name));
+  }
+  return dir;
 }
 
 /**
@@ -119,14 +138,14 @@ async function startAgent(state: string): Promise<{ socket: string; pid: number;
 }
 
 /** Worker: runs one scenario in this (fresh) network namespace and prints its output as JSON. */
-async function worker(id: string, rounds: number, hello: string, direct: string): Promise<void> {
+async function worker(id: string, rounds: number, hello: string, direct: string, avx2: string): Promise<void> {
   sh(["ip", "link", "set", "lo", "up"]);
   const scenario = SCENARIOS[id];
   if (scenario === undefined) throw new Error(`unknown scenario ${id}`);
   const state = mkdtempSync(join(tmpdir(), `cni-bench-${id}-`));
   const agent = await startAgent(state);
   try {
-    const out = await scenario({ dirs: { ours: OURS, direct, go: GO }, agent, hello, rounds, state });
+    const out = await scenario({ dirs: { ours: OURS, direct, go: GO, avx2 }, agent, hello, rounds, state });
     process.stdout.write(`${JSON.stringify(out)}\n`);
   } finally {
     await agent.stop();
@@ -134,10 +153,10 @@ async function worker(id: string, rounds: number, hello: string, direct: string)
   }
 }
 
-function runWorker(id: string, rounds: number, hello: string, direct: string): ScenarioOutput | string {
+function runWorker(id: string, rounds: number, hello: string, direct: string, avx2: string): ScenarioOutput | string {
   const started = performance.now();
   log(`${id}: ${rounds} rounds`);
-  const argv = ["unshare", "-n", process.execPath, import.meta.path, "--worker", id, "--rounds", String(rounds), "--hello", hello, "--direct", direct];
+  const argv = ["unshare", "-n", process.execPath, import.meta.path, "--worker", id, "--rounds", String(rounds), "--hello", hello, "--direct", direct, "--avx2", avx2];
   const r = spawnSync(REALTIME ? "chrt" : argv[0]!, REALTIME ? ["-r", "1", ...argv] : argv.slice(1), {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "inherit"],
@@ -182,6 +201,10 @@ const ROWS: Readonly<Record<string, RowSpec[]>> = {
     { metric: "alone", scenario: "exec shim alone, over a static executable that does nothing", columns: ["resident", "floor"], targets: [{ kind: "within", of: "resident", vs: "floor", max: 1 }] },
   ],
   loopback: [{ metric: "add", scenario: "loopback ADD", targets: [RES(0.5), STAND] }],
+  runtime: [
+    { metric: "version", scenario: "VERSION, the executable on the baseline vs the x64 runtime", columns: ["direct", "avx2"], targets: [{ kind: "within", of: "direct", vs: "avx2", max: 1 }] },
+    { metric: "loopback add", scenario: "loopback ADD, the executable on the baseline vs the x64 runtime", columns: ["direct", "avx2"], targets: [{ kind: "within", of: "direct", vs: "avx2", max: 1 }] },
+  ],
   telemetry: [
     { metric: "loopback add", scenario: "loopback ADD, resident: metrics and span export on vs off", columns: ["resident", "observed"], targets: [{ kind: "within", of: "observed", vs: "resident", max: 0.5 }] },
     { metric: "bridge add", scenario: "bridge+host-local ADD, resident: metrics and span export on vs off", columns: ["resident", "observed"], targets: [{ kind: "within", of: "observed", vs: "resident", max: 1 }] },
@@ -285,10 +308,21 @@ function phaseReport(out: ScenarioOutput | string): string[] {
   return lines;
 }
 
+/**
+ * The arm64 lane's time (`make test-arm64`, or the lane in `make test`), as its last run recorded
+ * it: a bench does not run the lane (three minutes of emulation), it states what the lane costs.
+ */
+function arm64LaneReport(): string[] {
+  const file = join(ROOT, ".test-out", "arm64.time.json");
+  if (!existsSync(file)) return ["", "arm64 lane: no run recorded (make test-arm64 records its time in .test-out/arm64.time.json)"];
+  const t = JSON.parse(readFileSync(file, "utf8")) as { seconds: number; unitSeconds: number; at: string };
+  return ["", `arm64 lane (last run ${t.at}): ${t.seconds.toFixed(0)} s, of which ${t.unitSeconds.toFixed(0)} s unit tests under Bun's aarch64 runtime (limit 600 s)`];
+}
+
 async function main(): Promise<number> {
   const workerId = argValue("--worker");
   if (workerId !== undefined) {
-    await worker(workerId, ROUNDS, argValue("--hello") ?? "", argValue("--direct") ?? "");
+    await worker(workerId, ROUNDS, argValue("--hello") ?? "", argValue("--direct") ?? "", argValue("--avx2") ?? "");
     return 0;
   }
   if (process.env[INNER] !== "1") {
@@ -307,17 +341,19 @@ async function main(): Promise<number> {
   try {
     const hello = buildHello(state);
     const direct = directDir(state);
-    normalisePageCache([OURS, GO], [hello]);
+    const avx2 = plan().some(([id]) => id === "runtime") ? x64RuntimeDir(state) : "";
+    normalisePageCache([OURS, GO, ...(avx2 === "" ? [] : [avx2])], [hello]);
     const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
     log(`ours ${OURS}, Go ${GO}, ${navigator.hardwareConcurrency} CPUs, load ${load}`);
     const rows: Row[] = [];
     const report: string[] = [];
     for (const [id, rounds] of plan()) {
-      const out = runWorker(id, rounds, hello, direct);
+      const out = runWorker(id, rounds, hello, direct, avx2);
       rows.push(...rowsFor(id, out));
       if (typeof out !== "string") report.push(...(out.report ?? []));
       if (id === "phases") report.push(...phaseReport(out));
     }
+    report.push(...arm64LaneReport());
     const endLoad = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
     process.stdout.write(`${report.join("\n")}\n\n`);
     process.stdout.write(

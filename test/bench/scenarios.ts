@@ -208,6 +208,35 @@ const loopback: Scenario = (ctx) => {
   return { samples: s };
 };
 
+/**
+ * What pinning Bun's baseline runtime costs per call: the executable as built (`direct`) next to the
+ * same sources on Bun's default x64 runtime (`avx2`, run.ts builds it), both called directly under
+ * the plugin's name, alternating: VERSION, and loopback ADD in a fresh namespace.
+ */
+const runtime: Scenario = (ctx) => {
+  const s: Samples = {};
+  const ns = new ContainerNetns("rt-bench");
+  const dirs = { direct: ctx.dirs.direct, avx2: ctx.dirs.avx2 } as const;
+  try {
+    for (let round = -2; round < ctx.rounds * 3; round++) {
+      for (const series of alternation(["direct", "avx2"] as const, round)) {
+        const version = call(dirs[series], "bridge", "VERSION", { CNI_CONTAINERID: "", CNI_NETNS: "", CNI_IFNAME: "", CNI_PATH: "" }, `{"cniVersion":"${CNI_VERSION}"}`).ms;
+        const e = env(ctx, "direct", `rt-${round}`, ns.path, { CNI_IFNAME: "lo" });
+        const conf = JSON.stringify({ cniVersion: CNI_VERSION, name: "rt-bench", type: "loopback" });
+        const add = call(dirs[series], "loopback", "ADD", e, conf).ms;
+        call(dirs[series], "loopback", "DEL", e, conf);
+        if (round >= 0) {
+          push(s, "version", series, version);
+          push(s, "loopback add", series, add);
+        }
+      }
+    }
+  } finally {
+    ns.remove();
+  }
+  return { samples: s };
+};
+
 const bridgeHostLocal: Scenario = (ctx) => ({
   samples: chainRounds(ctx, "br", (impl) => [bridge(ctx, impl, { ipMasq: false })], {}, 2),
 });
@@ -877,6 +906,7 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   shim,
   phases,
   telemetry,
+  runtime,
 };
 
 /** Removes a scenario's scratch directory. */

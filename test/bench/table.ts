@@ -8,7 +8,7 @@
 import { ratio } from "./stats.ts";
 
 /** The series a row may have; see the header. */
-export type Column = "direct" | "standalone" | "resident" | "observed" | "go" | "hello" | "host-local" | "floor";
+export type Column = "direct" | "standalone" | "resident" | "observed" | "go" | "hello" | "host-local" | "floor" | "avx2";
 
 export const COLUMN_LABEL: Readonly<Record<Column, string>> = {
   direct: "direct",
@@ -19,6 +19,7 @@ export const COLUMN_LABEL: Readonly<Record<Column, string>> = {
   hello: "hello",
   "host-local": "host-local",
   floor: "static-true",
+  avx2: "x64 runtime",
 };
 
 export type Target =
@@ -86,7 +87,7 @@ function targetText(row: Row): string {
 
 /** The reference a row is compared with: Go, else the first other reference it has. */
 function referenceOf(row: Row): Column | undefined {
-  return (["go", "hello", "host-local", "floor", "observed"] as const).find((c) => row.values[c] !== undefined);
+  return (["go", "hello", "host-local", "floor", "observed", "avx2"] as const).find((c) => row.values[c] !== undefined);
 }
 
 /** The table as aligned text, header first; errors are listed under it. */
