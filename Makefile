@@ -75,7 +75,7 @@ $(BINARY): node_modules/.installed $(SOURCES) $(SHIM_SOURCE) Makefile build/bun-
 
 # The executable, the shim and a link to the shim per plugin name into BINDIR; the systemd units of
 # the resident agent (cni-plugins.{service,socket}, cni-plugins-dhcp.socket) and of the dhcp daemon
-# (cni-dhcp.{service,socket}) into SYSTEMDDIR, none enabled.
+# (cni-dhcp.{service,socket}) into SYSTEMDDIR, none enabled; then the command that enables the agent.
 UNITS := $(notdir $(wildcard deploy/systemd/*.service deploy/systemd/*.socket))
 install: build
 	install -d $(DESTDIR)$(BINDIR)
@@ -84,6 +84,7 @@ install: build
 	@for p in $$($(BUN) build/list-plugins.ts); do ln -f $(DESTDIR)$(BINDIR)/cni-plugins-shim $(DESTDIR)$(BINDIR)/$$p; done
 	install -d $(DESTDIR)$(SYSTEMDDIR)
 	@for u in $(UNITS); do sed 's#/opt/cni/bin/#$(BINDIR)/#g' deploy/systemd/$$u > $(DESTDIR)$(SYSTEMDDIR)/$$u && chmod 0644 $(DESTDIR)$(SYSTEMDDIR)/$$u; done
+	@echo "the resident agent (docs/resident.md) is not enabled; to enable it: systemctl enable --now cni-plugins.socket"
 
 # dist/cni-plugins-ts-linux-$(ARCH)-$(VERSION).tgz (extract into /opt/cni/bin) + dist/SHA256SUMS.
 dist: build

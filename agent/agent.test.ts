@@ -21,11 +21,13 @@ import { Agent } from "./serve.ts";
 const BUILD = "test-build";
 const logLines: string[] = [];
 
-async function startAgent(dir: string, extra: string[] = []): Promise<{ agent: Agent; path: string }> {
+/** An agent on `dir`/agent.sock; with `dhcpSocket`, also a listener for the dhcp daemon there (as systemd passes it). */
+async function startAgent(dir: string, extra: string[] = [], dhcpSocket?: string): Promise<{ agent: Agent; path: string }> {
   const path = join(dir, "agent.sock");
   const flags = parseServeFlags(["--socket", path, "--min-workers", "2", "--max-workers", "8", ...extra]);
-  const listener = await createListener("agent", path, (l) => logLines.push(l));
-  const agent = new Agent(flags, {}, [listener], pluginNameOf, {
+  const listeners = [await createListener("agent", path, (l) => logLines.push(l))];
+  if (dhcpSocket !== undefined) listeners.push(await createListener("dhcp", dhcpSocket, (l) => logLines.push(l)));
+  const agent = new Agent(flags, {}, listeners, pluginNameOf, {
     buildId: BUILD,
     spawnWorker: () => new Worker(new URL("./testing.ts", import.meta.url).href),
     log: (l) => logLines.push(l),
@@ -182,6 +184,16 @@ describe("Agent lifecycle", () => {
   test("--idle-exit ends an idle agent", async () => {
     const { agent } = await startAgent(dir, ["--idle-exit", "1"]);
     expect(await agent.ended).toEqual({ restart: false, reason: "idle for 1 s" });
+    agent.close();
+  });
+
+  test("--idle-exit leaves an agent that runs the dhcp daemon running: the daemon renews leases between calls", async () => {
+    const dhcpArgs = ["--dhcp", "--", "-leasedir", join(dir, "leases")];
+    const { agent } = await startAgent(dir, ["--idle-exit", "1", ...dhcpArgs], join(dir, "dhcp.sock"));
+    const outcome = await Promise.race([agent.ended.then(() => "ended"), Bun.sleep(2_500).then(() => "still serving")]);
+    expect(outcome).toBe("still serving");
+    await agent.end(false, "test");
+    expect(await agent.ended).toEqual({ restart: false, reason: "test" });
     agent.close();
   });
 });

@@ -14,7 +14,7 @@ export interface ServeFlags {
   maxRssMiB: number;
   /** End a call that runs longer than this many seconds (`--call-timeout`; 0: never), as if its caller had gone. */
   callTimeoutS: number;
-  /** Exit after this many seconds without a call (`--idle-exit`; 0: never); for socket activation. */
+  /** Exit after this many seconds without a call (`--idle-exit`; 0: never; ignored with the dhcp daemon); for socket activation. */
   idleExitS: number;
   /** Also serve the dhcp daemon (`--dhcp`), with these `dhcp daemon` flags (after `--`). */
   dhcp: string[] | undefined;
@@ -48,7 +48,8 @@ flags:
                        would end a plugin process: its delegates are killed, its waits end (code 11)
   --max-requests N     restart gracefully after N calls (default 100000; 0: never)
   --max-rss MIB        restart gracefully when the resident set exceeds MIB MiB (default 512; 0: never)
-  --idle-exit SECONDS  exit after SECONDS without a call (default 0: never); with socket activation
+  --idle-exit SECONDS  exit after SECONDS without a call (default 0: never; never while it runs the
+                       dhcp daemon); with socket activation
   --verbose            log every call: served (plugin, command, status, time) or refused (why)
   --metrics-address HOST:PORT
                        serve Prometheus metrics at http://HOST:PORT/metrics (off unless given;

@@ -9,7 +9,8 @@
  * Lifecycle: SIGTERM/SIGINT drain (calls already accepted finish, new ones are refused and fall
  * back) and exit 0; SIGHUP, `--max-requests` calls or `--max-rss` MiB restart gracefully: drain,
  * then execve(2) of this executable with the listening sockets kept open, so the new image answers
- * the calls queued meanwhile. `--idle-exit` ends an idle agent (socket activation starts it again).
+ * the calls queued meanwhile. `--idle-exit` ends an idle agent (socket activation starts it again),
+ * unless it runs the dhcp daemon, whose leases need renewing between calls.
  * With `--dhcp`, or when systemd passes a socket named "dhcp", the dhcp daemon runs in this process
  * too, on its own socket. With `--metrics-address` or the OpenTelemetry variables in its
  * environment it counts and traces every call, served or run standalone (telemetry.ts).
@@ -286,8 +287,13 @@ export class Agent {
     }
   }
 
+  /** The dhcp daemon runs in this process: it renews its leases between calls, so the agent is never idle. */
+  get #hostsDhcp(): boolean {
+    return this.#flags.dhcp !== undefined && this.#listeners.some((l) => l.name === "dhcp");
+  }
+
   #armIdle(): void {
-    if (this.#flags.idleExitS === 0) return;
+    if (this.#flags.idleExitS === 0 || this.#hostsDhcp) return;
     clearTimeout(this.#idleTimer);
     this.#idleTimer = setTimeout(() => {
       if (this.#pool.inFlight === 0) void this.#end(false, `idle for ${this.#flags.idleExitS} s`);

@@ -3,11 +3,13 @@
  * container runs the image's own entrypoint and command, with the node's /opt/cni/bin mounted at
  * the `--dest` it names; the long-running container is the reload watcher, chrooted into the node's
  * root file system mounted at the `--host-root` it names; the Containerfile's entrypoint is the
- * executable image-rootfs.sh puts in the image; the manifest's image is what `make image` tags. (test/e2e/image.test.ts builds and runs
- * the image itself.)
+ * executable image-rootfs.sh puts in the image; the manifest's image is what `make image` tags; the
+ * agent's unit exits when idle and is not restarted then; the Debian maintainer scripts parse and
+ * name every unit. (test/e2e/image.test.ts builds and runs the image itself; test/e2e/deb-systemd.test.ts
+ * runs the maintainer scripts.)
  */
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { METRICS_PORT, parseServeFlags } from "../agent/flags.ts";
 
@@ -105,6 +107,27 @@ describe("deploy/", () => {
   test("daemonset.yaml: the reload-watch container runs `cni-plugins reload --watch` in the host's namespaces", () => {
     expect(hostCommand("reload-watch")).toEqual(["reload", "--watch"]);
     expect(ds.spec.template.spec.containers.map((c) => c.name).sort()).toEqual(["agent", "reload-watch"]);
+  });
+
+  test("cni-plugins.service: an agent that exits when idle stays exited (the socket starts it), a crash is restarted", () => {
+    const unit = readFileSync(join(DEPLOY, "systemd", "cni-plugins.service"), "utf8");
+    const exec = unit.split("\n").find((l) => l.startsWith("ExecStart="))!.split(" ");
+    expect(parseServeFlags(exec.slice(exec.indexOf("serve") + 1)).idleExitS).toBeGreaterThan(0);
+    expect(unit).toMatch(/^Restart=on-failure$/m);
+    expect(readFileSync(join(DEPLOY, "systemd", "cni-plugins.socket"), "utf8")).toMatch(/^Service=cni-plugins\.service$/m);
+  });
+
+  test("debian/: the maintainer scripts are POSIX sh that parses, and each handles every unit the package ships", () => {
+    const units = readdirSync(join(DEPLOY, "systemd")).filter((f) => /\.(service|socket)$/.test(f));
+    expect(units.length).toBeGreaterThan(0);
+    for (const script of ["postinst", "prerm", "postrm"]) {
+      const path = join(DEPLOY, "debian", script);
+      const text = readFileSync(path, "utf8");
+      expect(text).toStartWith("#!/bin/sh\n");
+      expect(text).toMatch(/^set -e$/m);
+      expect(Bun.spawnSync(["sh", "-n", path]).exitCode).toBe(0);
+      expect(`${script}: ${units.filter((u) => !text.includes(u)).join(" ")}`).toBe(`${script}: `);
+    }
   });
 
   test("Containerfile: FROM scratch, entrypoint = the executable image-rootfs.sh installs, in install mode", () => {

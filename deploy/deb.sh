@@ -3,12 +3,16 @@
 # containernetworking-plugins (Provides/Conflicts/Replaces), so `apt-get install ./<file>.deb`
 # swaps the Go plugins for ours where Debian installs them (podman looks there):
 #   /usr/lib/cni/cni-plugins, /usr/lib/cni/cni-plugins-shim + a hard link to the shim per plugin name
-#   /lib/systemd/system/cni-plugins.{service,socket}, cni-plugins-dhcp.socket   (the resident agent,
-#     `cni-plugins serve`; not enabled: `systemctl enable --now cni-plugins.socket`)
-#   /lib/systemd/system/cni-dhcp.{service,socket}   (the dhcp daemon, `dhcp daemon`; not enabled)
+#   /lib/systemd/system/cni-plugins.{service,socket}   (the resident agent, `cni-plugins serve`:
+#     cni-plugins.socket is enabled and started on install, the agent starts on the first call)
+#   /lib/systemd/system/cni-plugins-dhcp.socket, cni-dhcp.{service,socket}   (the dhcp daemon, in
+#     the agent or on its own; not enabled)
 #   /lib/systemd/system/cni-reload.service          (`cni-plugins reload --watch`; not enabled)
 #   /usr/share/doc/cni-plugins-ts/{copyright,README.md}
-# No maintainer scripts: units that were enabled for Debian's package stay enabled (same paths).
+#   DEBIAN/{postinst,prerm,postrm}                  (deploy/debian/: enable and start the socket on
+#     install, keep an operator's `systemctl disable` across upgrades, restart running services on
+#     upgrade, stop them on removal, remove the enablement links on purge; units that were enabled
+#     for Debian's package stay enabled: same paths)
 # Going back: `apt-get install containernetworking-plugins` removes this package again.
 #
 # Usage: deploy/deb.sh BINARY VERSION ARCH OUT_DIR PLUGIN...
@@ -39,6 +43,9 @@ install_units "$STAGE/lib/systemd/system" /usr/lib/cni
 } > "$STAGE/usr/share/doc/$PKG/copyright"
 chmod 0644 "$STAGE/usr/share/doc/$PKG/copyright"
 render_readme "$STAGE/usr/share/doc/$PKG/README.md"
+for script in postinst prerm postrm; do
+  install -m 0755 "$HERE/debian/$script" "$STAGE/DEBIAN/$script"
+done
 
 cat > "$STAGE/DEBIAN/control" <<CONTROL
 Package: $PKG

@@ -85,7 +85,7 @@ type Suite = "unit" | "integration" | "integration-agent" | "vm" | "e2e" | "e2e-
 
 /** test/e2e: real runtimes + interop (lane e2e) and the differential suite against Go 1.1.1 (lane diff). */
 const E2E_DIR = "test/e2e";
-const E2E_FILES = ["cnitool.test.ts", "podman.test.ts", "containerd.test.ts", "interop.test.ts", "dist.test.ts", "image.test.ts", "docker.test.ts", "deb.test.ts"];
+const E2E_FILES = ["cnitool.test.ts", "podman.test.ts", "containerd.test.ts", "interop.test.ts", "dist.test.ts", "image.test.ts", "docker.test.ts", "deb.test.ts", "deb-systemd.test.ts"];
 const DIFF_FILES = ["diff.test.ts"];
 const E2E_TEST_TIMEOUT_MS = 300_000;
 /** The arm64 lane: its build, the unit tests Bun's aarch64 runtime runs, its suite, its limits. */

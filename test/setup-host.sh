@@ -56,8 +56,12 @@ declare -A PROBE=(
   [libc6-dev-arm64-cross]=/usr/aarch64-linux-gnu/lib/libc.a
   # the arm64 lane: the arm64 build run by qemu-user (test/harness/aarch64-emulation.ts)
   [qemu-user-static]=/usr/bin/qemu-aarch64-static
+  # the Debian package's maintainer scripts under a running systemd: a container booted with
+  # systemd-nspawn from this host's root (test/e2e/deb-systemd.test.ts)
+  [systemd]=/lib/systemd/systemd
+  [systemd-container]=/usr/bin/systemd-nspawn
 )
-ORDER=(iproute2 iptables nftables jq util-linux procps containernetworking-plugins strace iputils-ping busybox-static dnsmasq-base python3 dbus firewalld curl podman runc containerd golang-go golang-github-appc-cni-dev golang-google-grpc-dev golang-github-gogo-protobuf-dev dpkg-dev docker.io etcd-server openssl apparmor prometheus protobuf-compiler binutils gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static)
+ORDER=(iproute2 iptables nftables jq util-linux procps containernetworking-plugins strace iputils-ping busybox-static dnsmasq-base python3 dbus firewalld curl podman runc containerd golang-go golang-github-appc-cni-dev golang-google-grpc-dev golang-github-gogo-protobuf-dev dpkg-dev docker.io etcd-server openssl apparmor prometheus protobuf-compiler binutils gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static systemd systemd-container)
 
 # nsenter ships in util-linux on Debian 12 but in util-linux-extra / separately elsewhere.
 missing=()

@@ -3,7 +3,8 @@
  * way an operator does it, `apt-get install ./cni-plugins-ts_<version>_<arch>.deb`, then podman
  * (Debian's, CNI backend, plugin directory /usr/lib/cni) running containers through it, then
  * `apt-get install ./containernetworking-plugins_<version>.deb` putting Debian's package back: ours
- * is removed with nothing left behind and Debian's files verify.
+ * is removed with nothing left behind and Debian's files verify; purging ours then takes its
+ * enablement link (made without systemd running, as in an image build) and leaves Debian's units alone.
  *
  * Everything happens in a private mount namespace (a `sleep` holder entered with nsenter) where
  * /usr, /etc, /var/lib, /var/log, /var/cache/apt and /var/cache/debconf are overlays with their
@@ -21,6 +22,7 @@ import { GO_BIN_DIR, REPO_ROOT } from "../harness/paths.ts";
 import { sandboxed } from "../harness/sandbox.ts";
 import { makeTempDir } from "../harness/tempdir.ts";
 import { readCallLog } from "./lib/attach.ts";
+import { debFiles } from "./lib/debian.ts";
 import { rowTest } from "./lib/plugins.ts";
 import { E2E_CACHE, commandMissing, run, show, type Ran } from "./lib/tools.ts";
 
@@ -94,12 +96,6 @@ const inNs = (argv: string[], env: Record<string, string> = {}, timeoutMs = 180_
   run(["nsenter", `--target=${holder!.pid}`, "--mount", "--", ...argv], { env: { DEBIAN_FRONTEND: "noninteractive", ...env }, timeoutMs });
 const status = async (pkg: string) => (await inNs(["dpkg-query", "-W", "-f=${Status}", pkg])).stdout;
 
-/** The paths a .deb installs (files and links, not directories). */
-async function debFiles(deb: string): Promise<string[]> {
-  const listing = (await run(["dpkg-deb", "-c", deb])).stdout.trim().split("\n");
-  return listing.filter((l) => !l.startsWith("d")).map((l) => l.split(/\s+/)[5]!.replace(/^\./, ""));
-}
-
 if (skipReason !== undefined) process.stderr.write(`SKIP deb: ${skipReason}\n`);
 
 describe.skipIf(skipReason !== undefined)("Debian package (make deb) over Debian's containernetworking-plugins", () => {
@@ -168,6 +164,8 @@ describe.skipIf(skipReason !== undefined)("Debian package (make deb) over Debian
     expect((await inNs(["cat", "/lib/systemd/system/cni-dhcp.service"])).stdout).toContain("ExecStart=/usr/lib/cni/dhcp daemon");
     expect((await inNs(["cat", "/lib/systemd/system/cni-plugins.service"])).stdout).toContain("ExecStart=/usr/lib/cni/cni-plugins serve");
     expect((await inNs(["cat", "/lib/systemd/system/cni-reload.service"])).stdout).toContain("ExecStart=/usr/lib/cni/cni-plugins reload --watch");
+    // No systemd runs here, as in a chroot or an image build: the agent's socket is enabled, not started.
+    expect((await inNs(["readlink", "/etc/systemd/system/sockets.target.wants/cni-plugins.socket"])).stdout.trim()).toBe("/lib/systemd/system/cni-plugins.socket");
 
     // 2. podman (CNI backend) with /usr/lib/cni, the per-call log on to see that our plugins ran
     const callLog = join(makeTempDir("cni-e2e-deb-log-"), "calls.jsonl");
@@ -219,6 +217,14 @@ describe.skipIf(skipReason !== undefined)("Debian package (make deb) over Debian
     expect(show(await inNs(["apt-get", "check"]))).toStartWith("exit=0");
     const version = await inNs(["/usr/lib/cni/bridge"], { CNI_COMMAND: "VERSION" });
     expect(JSON.parse(version.stdout).supportedVersions).not.toContain("1.1.0"); // the Go 1.1.1 binary again
+    // Purging ours then takes its enablement link and deb-systemd-helper's state of its units, but
+    // not of cni-dhcp.*, which are Debian's package's units again.
+    expect(show(await inNs(["dpkg", "--purge", OUR_PKG]))).toStartWith("exit=0");
+    const dshState = "/var/lib/systemd/deb-systemd-helper-enabled";
+    const present = (paths: string[]) => inNs(["sh", "-c", 'for p in "$@"; do [ -e "$p" ] || [ -L "$p" ] && echo "$p"; done; true', "sh", ...paths]);
+    expect((await present(["/etc/systemd/system/sockets.target.wants/cni-plugins.socket", `${dshState}/cni-plugins.socket.dsh-also`])).stdout.trim()).toBe("");
+    expect((await present([`${dshState}/cni-dhcp.socket.dsh-also`, `${dshState}/cni-dhcp.service.dsh-also`])).stdout.trim().split("\n")).toHaveLength(2);
+    expect(show(await inNs(["dpkg", "--verify", DEBIAN_PKG]))).toBe("exit=0 stdout= stderr=");
 
     // the real host was never written
     expect(installedVersion(DEBIAN_PKG)).toBeDefined();
