@@ -9,6 +9,7 @@
  *   or nf_tables are printed skips with the reason ({@link QEMU_USER_LACKS});
  * - STATUS and GC of every plugin;
  * - host-local's store written by one architecture and read, extended and emptied by the other;
+ *   cluster-local's reservations in a real etcd cluster (TLS) likewise;
  * - the arm64 executable standalone (no agent) for loopback, bridge + host-local and static.
  * The arm64 shims are served by the arm64 agent of their node (test/harness/agent.ts, as in the
  * agent lanes); the lane fails if it served no call. Rows run in order on one node per side, reset
@@ -16,7 +17,7 @@
  * seconds); a row that prepares its host gets fresh nodes.
  */
 import { afterAll, beforeAll, describe, expect } from "bun:test";
-import { readdirSync, symlinkSync } from "node:fs";
+import { existsSync, readdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { pluginNames } from "../../registry/registry.ts";
 import { runAllCleanups } from "../harness/cleanup.ts";
@@ -31,6 +32,8 @@ import { diffRowBetween, logStepErrors } from "./lib/diff-run.ts";
 import { createNode, resetNode, runOnNode, type Node } from "./lib/node.ts";
 import { rowTest } from "./lib/plugins.ts";
 import { requireKernel } from "../harness/kernel.ts";
+import { ETCD_BINARY, EtcdCluster } from "../harness/etcd-cluster.ts";
+import { execPlugin, type PluginRun } from "../harness/exec-plugin.ts";
 import { DIFF_CASES, type DiffCase } from "./diff-cases.ts";
 
 /** The host architecture's build: the reference. */
@@ -103,6 +106,11 @@ const EXTRA_ROWS: DiffCase[] = [
     list: (c): NetworkConfigList => ({ name: "ad-tap", cniVersion: V, plugins: [{ type: "tap", mtu: 1400, ipam: hl(c.dataDir, "10.81.2.0/24") }] }),
   },
 ];
+
+/** Why the cluster-local row cannot run: no etcd (test/setup-host.sh installs etcd-server). */
+function requireEtcd(): string | undefined {
+  return existsSync(ETCD_BINARY) ? undefined : `${ETCD_BINARY} is missing (Debian package etcd-server)`;
+}
 
 /** Why a row cannot run here (this kernel lacks a feature; qemu-user lacks one), or undefined. */
 function rowReason(row: DiffCase): string | undefined {
@@ -186,6 +194,46 @@ describe.skipIf(skipReason !== undefined)("arm64 build against the amd64 build",
     await a.destroy();
     await b.destroy();
   }, 120_000);
+
+  rowTest("arm64: cluster-local on a three-member etcd cluster over TLS, shared with amd64 calls", requireEtcd(), async () => {
+    // In the suite's own namespace (the members listen on its loopback), standalone: no agent runs
+    // here. One reservation by each architecture, checked and released by the other.
+    const cluster = await EtcdCluster.start({ tls: true, basePort: 24790 });
+    const container = await createContainerNetns();
+    try {
+      const prefix = "/cni-arch";
+      const before = (await cluster.keys(prefix)).map((k) => k.key).sort();
+      const conf = (node: string) => ({ cniVersion: "1.1.0", name: "ad-cl", type: "cluster-local", ipam: { type: "cluster-local", ranges: [[{ subnet: "10.81.8.0/24" }]], etcd: cluster.etcdConfig({ prefix, node }) } });
+      const inv = (containerID: string, command: "ADD" | "CHECK" | "DEL" | "STATUS", binDir: string, prev?: unknown) => ({
+        command,
+        containerID,
+        netns: container.path,
+        ifName: "eth0",
+        binDir,
+        timeoutMs: 60_000,
+        config: prev === undefined ? conf("node-1") : { ...conf("node-1"), prevResult: prev },
+      });
+      const ok = (r: PluginRun) => expect(`exit=${r.status} ${r.stdout.trim()} ${r.stderr.trim()}`).toStartWith("exit=0");
+      const arm = await execPlugin("cluster-local", inv("ad-cl-arm64", "ADD", DIST_BIN));
+      ok(arm);
+      const amd = await execPlugin("cluster-local", inv("ad-cl-amd64", "ADD", HOST_BIN));
+      ok(amd);
+      const ipOf = (r: PluginRun) => (r.json as { ips: { address: string }[] }).ips[0]!.address;
+      expect(new Set([ipOf(arm), ipOf(amd)]).size).toBe(2);
+      expect((await cluster.keys(prefix)).length).toBeGreaterThanOrEqual(before.length + 2);
+      ok(await execPlugin("cluster-local", inv("ad-cl-arm64", "CHECK", HOST_BIN, arm.json)));
+      ok(await execPlugin("cluster-local", inv("ad-cl-amd64", "CHECK", DIST_BIN, amd.json)));
+      ok(await execPlugin("cluster-local", inv("", "STATUS", DIST_BIN)));
+      ok(await execPlugin("cluster-local", inv("ad-cl-arm64", "DEL", HOST_BIN, arm.json)));
+      ok(await execPlugin("cluster-local", inv("ad-cl-amd64", "DEL", DIST_BIN, amd.json)));
+      // the reservations are gone; the range's last-reserved marker stays, as host-local's file does
+      const reservations = async () => (await cluster.keys(prefix)).map((k) => k.key).filter((k) => !k.endsWith("/last_reserved_ip.0")).sort();
+      expect(await reservations()).toEqual(before);
+    } finally {
+      await container.destroy();
+      await cluster.stop();
+    }
+  }, 180_000);
 
   rowTest("arm64: the executable standalone (no agent, no shim): loopback, bridge + host-local, static", undefined, async () => {
     // A directory of symbolic links to the arm64 executable: argv[0] names the plugin, and with no
