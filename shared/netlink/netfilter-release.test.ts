@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
+import { QEMU_USER_LACKS } from "../../test/harness/aarch64-emulation.ts";
 import { skipWhenEmulated } from "../../test/harness/arch.ts";
 import { withNetNS } from "../netns/enter.ts";
 import { createScratchNetns, skipUnlessRoot } from "../netns/testing.ts";
@@ -13,7 +14,7 @@ const isOpen = (fd: number) => existsSync(`/proc/self/fd/${fd}`);
 
 const SKIP =
   skipUnlessRoot("netfilter socket releases") ||
-  skipWhenEmulated("netfilter socket releases", "socket(AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER) fails with EPROTONOSUPPORT (it opens NETLINK_ROUTE, NETLINK_KOBJECT_UEVENT and NETLINK_AUDIT sockets only)");
+  skipWhenEmulated("netfilter socket releases", QEMU_USER_LACKS.nfnetlink);
 
 describe.skipIf(SKIP)("closing NETLINK_NETFILTER sockets (netfilter-release.ts)", () => {
   afterEach(() => deferNetfilterReleases(undefined));

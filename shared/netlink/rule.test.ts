@@ -4,6 +4,7 @@
  * (root only) add/list/delete in a throwaway netns checked with `ip -j rule`.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { QEMU_USER_LACKS } from "../../test/harness/aarch64-emulation.ts";
 import { skipWhenEmulated } from "../../test/harness/arch.ts";
 import { createScratchNetns, runIn, skipUnlessRoot, type ScratchNetns } from "../netns/testing.ts";
 import { fromHex, toHex } from "./codec.ts";
@@ -66,7 +67,7 @@ describe("rule requests match iproute2", () => {
 
 const SKIP =
   skipUnlessRoot("netlink rules") ||
-  skipWhenEmulated("netlink rules", "RTM_NEWRULE and RTM_DELRULE fail with EOPNOTSUPP (its NETLINK_ROUTE translation knows links, addresses and routes only)");
+  skipWhenEmulated("netlink rules", QEMU_USER_LACKS.rules);
 
 describe.skipIf(SKIP)("rules against the kernel", () => {
   let N: ScratchNetns;

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, lstatSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { QEMU_USER_LACKS } from "../../test/harness/aarch64-emulation.ts";
 import { skipWhenEmulated } from "../../test/harness/arch.ts";
 import { O_APPEND, O_CREAT, O_EXCL, O_NOFOLLOW, O_RDONLY, O_RDWR, O_WRONLY } from "./constants.ts";
 import { EEXIST, EINVAL, ELOOP, ENOENT, ENOTDIR, SyscallError } from "./errno.ts";
@@ -54,7 +55,7 @@ describe("file (libc)", () => {
     }
   });
 
-  const noMountIds = skipWhenEmulated("statWithMount", "statx(2) leaves stx_mnt_id 0 (its struct statx translation does not copy it) while stx_mask says STATX_MNT_ID");
+  const noMountIds = skipWhenEmulated("statWithMount", QEMU_USER_LACKS.mountId);
   test.skipIf(noMountIds)("statWithMount reads stx_mnt_id where mountinfo numbers the mount (the struct's offset on this architecture)", () => {
     // /proc/self/mountinfo: "<mount id> <parent id> <major:minor> <root> <mount point> ..."; the
     // last line for a mount point is the mount seen there.

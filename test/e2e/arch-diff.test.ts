@@ -6,7 +6,7 @@
  * - every row of diff-cases.ts this kernel and qemu-user can run (plugins, the bridge/ptp chains
  *   with portmap, firewall and tuning, the dhcp daemon of each build against dnsmasq, bad input),
  *   plus the bridge → portmap → firewall → tuning chain and tap; rows that need tc, routing rules
- *   or nf_tables are printed skips with the reason ({@link QEMU_USER_LACKS});
+ *   or nf_tables are printed skips with the reason (aarch64-emulation.ts QEMU_USER_LACKS);
  * - STATUS and GC of every plugin;
  * - host-local's store written by one architecture and read, extended and emptied by the other;
  *   cluster-local's reservations in a real etcd cluster (TLS) likewise;
@@ -30,6 +30,7 @@ import { runChain } from "./lib/chain.ts";
 import { diffOrdered, formatDifference, normaliseResult } from "./lib/compare.ts";
 import { diffRowBetween, logStepErrors } from "./lib/diff-run.ts";
 import { createNode, resetNode, runOnNode, type Node } from "./lib/node.ts";
+import { QEMU_USER_LACKS } from "../harness/aarch64-emulation.ts";
 import { rowTest } from "./lib/plugins.ts";
 import { requireKernel } from "../harness/kernel.ts";
 import { ETCD_BINARY, EtcdCluster } from "../harness/etcd-cluster.ts";
@@ -54,24 +55,11 @@ if (skipReason !== undefined) process.stderr.write(`SKIP arch-diff: ${skipReason
 
 const hl = (dataDir: string, subnet: string) => ({ type: "host-local", dataDir, ranges: [[{ subnet }]], routes: [{ dst: "0.0.0.0/0" }] });
 
-/**
- * What qemu-user (Debian's 7.2) does not pass on to the kernel: a row needing it fails under
- * emulation whatever the build, so it runs on arm64 kernels only. The messages these rows send are
- * built by the same code on both architectures and checked byte for byte by the golden tests, which
- * the lane also runs under Bun's aarch64 runtime (shared/netlink/tc/golden.test.ts, rule and
- * nftables encodings in shared/netlink/golden.test.ts and nftables.test.ts).
- */
-const QEMU_USER_LACKS = {
-  tc: "qemu-user forwards no tc netlink messages (RTM_NEWQDISC, RTM_NEWTFILTER: EOPNOTSUPP)",
-  rules: "qemu-user forwards no routing-rule netlink messages (RTM_NEWRULE, RTM_GETRULE: EOPNOTSUPP)",
-  nftables: "qemu-user opens no NETLINK_NETFILTER socket (EPROTONOSUPPORT)",
-};
-
 /** Why `row` cannot run under qemu-user, or undefined. */
 function emulationReason(row: DiffCase): string | undefined {
   if (row.plugins.includes("bandwidth")) return QEMU_USER_LACKS.tc;
   if (row.plugins.includes("sbr") || row.plugins.includes("vrf")) return QEMU_USER_LACKS.rules;
-  if (/macspoofchk/.test(row.name)) return QEMU_USER_LACKS.nftables;
+  if (/macspoofchk/.test(row.name)) return QEMU_USER_LACKS.nfnetlink;
   return undefined;
 }
 

@@ -3,9 +3,11 @@
  * kernel's: the arm64 lane runs the arm64 Bun on an x86_64 host under qemu user-mode emulation
  * (`qemu-aarch64-static -L /usr/aarch64-linux-gnu bun test ...`). A child of that process that is
  * an arm64 program (this Bun again, a program compiled for arm64) must then be started through the
- * emulator explicitly: the kernel cannot run it, and no binfmt_misc handler is assumed.
+ * emulator explicitly: the kernel cannot run it, and no binfmt_misc handler is assumed. What the
+ * emulator cannot do is named in aarch64-emulation.ts (QEMU_USER_LACKS).
  */
 import { readFileSync } from "node:fs";
+import { emulatorArgv } from "./aarch64-emulation.ts";
 
 /** The kernel's name of this process's architecture (uname -m). */
 const MACHINE: Readonly<Record<string, string>> = { x64: "x86_64", arm64: "aarch64" };
@@ -25,13 +27,13 @@ export const THIS_MACHINE = MACHINE[process.arch] ?? process.arch;
 /** This process runs under user-mode emulation: the kernel's architecture is another one. */
 export const EMULATED = ((k) => k !== undefined && k !== THIS_MACHINE)(kernelMachine());
 
-/** Where Debian's cross C library for arm64 is (libc6-arm64-cross): the root an emulated dynamic arm64 program loads it from. */
-const ARM64_LIBC_ROOT = "/usr/aarch64-linux-gnu";
-
-/** `argv`, a program of this process's architecture with its arguments, as a command that runs it here. */
+/**
+ * `argv`, a program of this process's architecture with its arguments, as a command that runs it
+ * here: under emulation through the emulator the arm64 lane runs this process with
+ * (aarch64-emulation.ts).
+ */
 export function nativeCommand(argv: readonly string[]): string[] {
-  if (!EMULATED) return [...argv];
-  return [`qemu-${THIS_MACHINE}-static`, ...(THIS_MACHINE === "aarch64" ? ["-L", ARM64_LIBC_ROOT] : []), ...argv];
+  return EMULATED ? [...emulatorArgv(), ...argv] : [...argv];
 }
 
 /**
@@ -49,6 +51,6 @@ export function cCompiler(): string[] {
  * only.
  */
 export function skipWhenEmulated(suite: string, missing: string): boolean {
-  if (EMULATED) console.warn(`[skip] ${suite}: under qemu user-mode emulation ${missing}`);
+  if (EMULATED) console.warn(`[skip] ${suite}: ${missing}`);
   return EMULATED;
 }
