@@ -15,7 +15,6 @@ import { annotate } from "../../shared/error/annotate.ts";
 import { runAll } from "../../shared/firewall/backend.ts";
 import type { IptablesPlan, IptRule } from "../../shared/firewall/iptables/chain.ts";
 import type { IptablesDriver } from "../../shared/firewall/iptables/driver.ts";
-import { hasRule } from "../../shared/firewall/iptables/rule.ts";
 import { readIptables, transactIptables } from "../../shared/firewall/iptables/transact.ts";
 import type { IPFamily } from "../../shared/ip/addr.ts";
 import type { FirewallRules, FirewallTarget } from "./backend.ts";
@@ -56,10 +55,10 @@ export function checkFamily(p: IptablesPlan, t: FirewallTarget, family: IPFamily
   for (const chain of [PRIV_CHAIN, t.conf.adminChain]) {
     if (!p.hasChain(chain)) problems.push(`IPv${family} filter chain ${chain} not found`);
   }
-  if (!hasRule(p.rulesOf(FORWARD), forwardJump)) problems.push(`expected ${FORWARD} rule [${forwardJump.join(" ")}] not found`);
+  if (!p.holds(FORWARD, forwardJump)) problems.push(`expected ${FORWARD} rule [${forwardJump.join(" ")}] not found`);
   const admin = adminJump(t.conf.adminChain);
-  if (!hasRule(p.rulesOf(PRIV_CHAIN), admin)) problems.push(`expected ${PRIV_CHAIN} rule [${admin.join(" ")}] not found`);
-  for (const a of addrs) for (const r of addressRules(a.host)) if (!hasRule(p.rulesOf(PRIV_CHAIN), r)) problems.push(`expected rule [${r.join(" ")}] not found`);
+  if (!p.holds(PRIV_CHAIN, admin)) problems.push(`expected ${PRIV_CHAIN} rule [${admin.join(" ")}] not found`);
+  for (const a of addrs) for (const r of addressRules(a.host)) if (!p.holds(PRIV_CHAIN, r)) problems.push(`expected rule [${r.join(" ")}] not found`);
   return problems;
 }
 
@@ -74,7 +73,7 @@ export function checkIsolation(p: IptablesPlan, t: FirewallTarget): string[] {
     [STAGE2, r.stage2Top],
     [STAGE2, r.stage2Return],
   ];
-  return want.filter(([chain, rule]) => !hasRule(p.rulesOf(chain), rule)).map(([chain, rule]) => `expected ${chain} rule [${rule.join(" ")}] not found`);
+  return want.filter(([chain, rule]) => !p.holds(chain, rule)).map(([chain, rule]) => `expected ${chain} rule [${rule.join(" ")}] not found`);
 }
 
 /** The ingress policy's problems in its families, read only (used with the firewalld backend, as upstream). */

@@ -88,7 +88,7 @@ export function iptablesMasq(ipt: IptablesDriver): MasqFeature {
           }
           for (const r of missingRules(p.rulesOf(spec.name), spec.rules)) problems.push(`IPv${family} nat chain ${spec.name} lacks rule: ${r.join(" ")}`);
           for (const e of spec.entryRules) {
-            if (missingRules(p.rulesOf(e.chain), [e.rule]).length) problems.push(`IPv${family} nat ${e.chain} lacks rule: ${e.rule.join(" ")}`);
+            if (!p.holds(e.chain, e.rule)) problems.push(`IPv${family} nat ${e.chain} lacks rule: ${e.rule.join(" ")}`);
           }
         });
       }

@@ -297,3 +297,16 @@ export function fromHex(hex: string): Uint8Array {
   for (let i = 0; i < out.length; i++) out[i] = parseInt(clean.slice(i * 2, i * 2 + 2), 16);
   return out;
 }
+
+/** True when `needle` occurs in `hay` (the first byte found natively, the rest compared). */
+export function containsBytes(hay: Uint8Array, needle: Uint8Array): boolean {
+  const first = needle[0];
+  if (first === undefined) return true;
+  const last = hay.length - needle.length;
+  for (let at = hay.indexOf(first); at >= 0 && at <= last; at = hay.indexOf(first, at + 1)) {
+    let i = 1;
+    while (i < needle.length && hay[at + i] === needle[i]) i++;
+    if (i === needle.length) return true;
+  }
+  return false;
+}

@@ -23,7 +23,7 @@
  * The socket acts on the netns it was opened in: `openNetlinkSocket(NETLINK_NETFILTER)`
  * (kernel-transport.ts) opens it in the calling thread's.
  */
-import { attrMap, buildMessage, parseAttrs, readBe32, readBe64, readString, type NlWriter } from "./codec.ts";
+import { attrMap, buildMessage, containsBytes, parseAttrs, readBe32, readBe64, readString, type NlWriter } from "./codec.ts";
 import { NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST } from "./constants/netlink.ts";
 import {
   NFGENMSG_SIZE,
@@ -265,18 +265,37 @@ export function nftChainExists(sock: NetlinkSocket, family: NftFamilyName, table
   return existsBy(sock, buildGetChainRequest(family, table, chain), `${family} ${table} ${chain}`);
 }
 
-/** The rules of `<family> <table> <chain>` with their expressions, in order; [] when the chain or table does not exist. */
-export function nftRules(sock: NetlinkSocket, family: NftFamilyName, table: string, chain: string): NftRule[] {
-  const out: NftRule[] = [];
+/**
+ * The rules of `<family> <table> <chain>` in order, undecoded: each one's NFT_MSG_NEWRULE payload
+ * (decode with {@link parseChainRule}); [] when the chain or table does not exist. Searching
+ * these bytes costs far less than decoding them: a caller that looks for particular rules in a
+ * chain of hundreds decodes only those whose bytes contain what it looks for.
+ */
+export function nftRulePayloads(sock: NetlinkSocket, family: NftFamilyName, table: string, chain: string): Uint8Array[] {
+  const out: Uint8Array[] = [];
   for (const m of sock.request(buildRuleDumpRequest(family, table, chain), `${family} ${table} ${chain}`)) {
-    if (m.payload[0] !== NFPROTO[family]) continue;
-    const r = parseRule(m.payload);
-    // The kernel filters on table and chain; checked again for kernels that ignore the filter.
-    if (r === undefined || r.table !== table || r.chain !== chain) continue;
-    const { table: _table, ...rule } = r;
-    out.push(rule);
+    if (m.payload[0] === NFPROTO[family]) out.push(m.payload);
   }
   return out;
+}
+
+/** One payload of {@link nftRulePayloads} decoded; undefined when it is not a rule of `<table> <chain>`. */
+export function parseChainRule(payload: Uint8Array, table: string, chain: string): NftRule | undefined {
+  const r = parseRule(payload);
+  // The kernel filters on table and chain; checked again for kernels that ignore the filter.
+  if (r === undefined || r.table !== table || r.chain !== chain) return undefined;
+  const { table: _table, ...rule } = r;
+  return rule;
+}
+
+/** True when `payload` contains one of `needles`. */
+function mentionsAny(payload: Uint8Array, needles: readonly Uint8Array[]): boolean {
+  return needles.some((n) => containsBytes(payload, n));
+}
+
+/** The rules of `<family> <table> <chain>` with their expressions, in order; [] when the chain or table does not exist. */
+export function nftRules(sock: NetlinkSocket, family: NftFamilyName, table: string, chain: string): NftRule[] {
+  return nftRulePayloads(sock, family, table, chain).flatMap((p) => parseChainRule(p, table, chain) ?? []);
 }
 
 /** The rules of `<family> <table> <chain>` in order (handle, comment, jump), [] when the chain or table does not exist. */
@@ -311,7 +330,8 @@ export function nftRulesDelete(sock: NetlinkSocket, family: NftFamilyName, table
  * rule true (delete), false (keep) or undefined (cannot tell). Returns how many rules it deleted
  * (a rule gone meanwhile is no error, as in {@link nftRulesDelete}), or undefined, having deleted
  * nothing, when `pick` could not tell for some rule. A chain or table that does not exist has no
- * rules.
+ * rules. `mentions`: every rule `pick` could take contains one of these byte strings; the others
+ * are kept without being decoded or asked about.
  */
 export function nftDeleteRulesWhere(
   sock: NetlinkSocket,
@@ -319,9 +339,13 @@ export function nftDeleteRulesWhere(
   table: string,
   chain: string,
   pick: (rule: NftRule) => boolean | undefined,
+  mentions?: readonly Uint8Array[],
 ): number | undefined {
   const picked: NftRule[] = [];
-  for (const rule of nftRules(sock, family, table, chain)) {
+  for (const payload of nftRulePayloads(sock, family, table, chain)) {
+    if (mentions !== undefined && !mentionsAny(payload, mentions)) continue;
+    const rule = parseChainRule(payload, table, chain);
+    if (rule === undefined) continue;
     const take = pick(rule);
     if (take === undefined) return undefined;
     if (take) picked.push(rule);
@@ -352,15 +376,19 @@ export interface ChainRemoval {
 export function nftRemoveChains(sock: NetlinkSocket, family: NftFamilyName, table: string, removals: readonly ChainRemoval[]): string[] {
   const present = removals.filter((r) => nftChainExists(sock, family, table, r.chain));
   if (present.length === 0) return [];
-  const listed = new Map<string, NftRuleRef[]>();
+  // A rule jumping to a chain holds the chain's name: only rules that contain it are decoded.
+  const listed = new Map<string, Uint8Array[]>();
   const ops: Uint8Array[] = [];
   const what: string[] = [];
   for (const r of present) {
+    const name = new TextEncoder().encode(r.chain);
     for (const referrer of r.referrers) {
-      let rules = listed.get(referrer);
-      if (rules === undefined) listed.set(referrer, (rules = nftRuleList(sock, family, table, referrer)));
-      for (const rule of rules) {
-        if (rule.jump !== r.chain) continue;
+      let payloads = listed.get(referrer);
+      if (payloads === undefined) listed.set(referrer, (payloads = nftRulePayloads(sock, family, table, referrer)));
+      for (const payload of payloads) {
+        if (!mentionsAny(payload, [name])) continue;
+        const rule = parseChainRule(payload, table, referrer);
+        if (rule?.jump !== r.chain) continue;
         ops.push(buildDeleteRuleRequest(family, table, rule));
         what.push(`${referrer} handle ${rule.handle}`);
       }

@@ -17,6 +17,12 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeTempDir } from "../harness/tempdir.ts";
 import { addressRules } from "../../meta/firewall/iptables-rules.ts";
+import { dnatChainName, dnatComment } from "../../meta/portmap/iptables-rules.ts";
+import { masqChain } from "../../shared/firewall/ipmasq-iptables.ts";
+import { LazyRule } from "../../shared/firewall/iptables/lazy-rule.ts";
+import { needleOf } from "../../shared/firewall/iptables/rule.ts";
+import { quoteToken } from "../../shared/firewall/iptables/save-format.ts";
+import { parseCIDR } from "../../shared/ip/cidr.ts";
 
 const ipt = (...args: string[]) => sh(["iptables-nft", "-w", "-t", "nat", ...args]);
 
@@ -47,6 +53,36 @@ describe.skipIf(!sandboxed())("nf_tables over netlink (real kernel)", () => {
     for (const tool of ["iptables-nft", "ip6tables-nft"]) {
       for (const op of ["-F", "-X"]) for (const chain of ["CNI-NL-FWD", "CNI-NL-ADM", "CNI-NL-LFWD", "CNI-NL-LADM"]) Bun.spawnSync({ cmd: [tool, "-w", "-t", "filter", op, chain] });
     }
+    for (const op of ["-F", "-X"]) for (const chain of ["CNI-NL-NEEDLE", "CNI-NL-NEEDLE-TO"]) Bun.spawnSync({ cmd: ["iptables-nft", "-w", "-t", "nat", op, chain] });
+  });
+
+  test("every rule shape the plugins look for in shared chains holds its needle in the kernel's bytes, and is found by it", () => {
+    // The plugins' own shapes (bridge ipMasq's jump, portmap's DNAT jump, firewall's address rules)
+    // between other pods' rules: the lazy listing decodes only the rules holding the needle.
+    const masq = masqChain("nl-net", "ctr-needle", 4, [parseCIDR("10.77.3.4/24")!]);
+    const dnatJump = ["-p", "tcp", "-m", "comment", "--comment", dnatComment("nl-net", "ctr-needle"), "-m", "multiport", "--dports", "18080", "-j", "CNI-NL-NEEDLE-TO"];
+    const shapes: string[][] = [
+      [...masq.entryRules[0]!.rule.slice(0, -1), "CNI-NL-NEEDLE-TO"],
+      dnatJump,
+      ...addressRules("10.77.3.4/32").map((r) => [...r]),
+    ];
+    expect(dnatChainName("nl-net", "ctr-needle")).toMatch(/^CNI-DN-/);
+    const others = Array.from({ length: 40 }, (_, i) => `-A CNI-NL-NEEDLE -s 10.77.9.${i}/32 -m comment --comment "other ${i}" -j CNI-NL-NEEDLE-TO`);
+    const line = (r: string[]) => `-A CNI-NL-NEEDLE ${r.map(quoteToken).join(" ")}`;
+    sh(["iptables-nft-restore", "--noflush", "-w"], `*nat\n:CNI-NL-NEEDLE - [0:0]\n:CNI-NL-NEEDLE-TO - [0:0]\n${[...others.slice(0, 20), ...shapes.map(line), ...others.slice(20)].join("\n")}\nCOMMIT\n`);
+    const listing = systemIptables({ PATH: process.env.PATH }, "nft").listChainLazily(4, "nat", "CNI-NL-NEEDLE")!;
+    expect(listing.length).toBe(40 + shapes.length);
+    for (const shape of shapes) {
+      const needle = needleOf(shape);
+      expect(needle).toBeDefined();
+      const holding = listing.filter((r) => r instanceof LazyRule && r.mentions(needle!));
+      expect(holding.length).toBeGreaterThanOrEqual(1);
+      // Other pods' rules never; this pod's other rules may (its address is in each of them).
+      expect(holding.length).toBeLessThanOrEqual(3);
+    }
+    // A whole-address needle is in the kernel's comparison, not only in a comment's text.
+    const fwd = listing.filter((r) => r instanceof LazyRule && r.mentions(needleOf(addressRules("10.77.3.4/32")[0]!)!));
+    expect(fwd.map((r) => (r as LazyRule).decode())).toContainEqual([...addressRules("10.77.3.4/32")[0]!]);
   });
 
   test("a chain's rules: the handles and comments nft lists, in order, and nothing of other chains or families", () => {
@@ -189,8 +225,14 @@ describe.skipIf(!sandboxed())("nf_tables over netlink (real kernel)", () => {
       // Nothing left of mine, or no such chain: done, nothing to do.
       expect(driver.deleteRules!(family, "filter", "CNI-NL-FWD", addressRules(mine))).toBe(true);
       expect(driver.deleteRules!(family, "filter", "CNI-NL-MISSING", addressRules(mine))).toBe(true);
-      // A rule of a shape it does not read (-p tcp): it cannot tell, declines, and nothing changes.
+      // A rule of a shape it does not read (-p tcp) that cannot be one of them (it lacks their
+      // address) is not read at all; one that holds their address: it cannot tell, declines, and
+      // nothing changes.
       f("-A", "CNI-NL-FWD", "-p", "tcp", "-j", "ACCEPT");
+      f("-A", "CNI-NL-FWD", ...addressRules(mine)[1]!);
+      expect(driver.deleteRules!(family, "filter", "CNI-NL-FWD", addressRules(mine))).toBe(true);
+      expect(f("-S", "CNI-NL-FWD")).not.toContain(mine);
+      f("-A", "CNI-NL-FWD", "-d", other, "-p", "tcp", "-j", "ACCEPT");
       const before = f("-S", "CNI-NL-FWD");
       expect(driver.deleteRules!(family, "filter", "CNI-NL-FWD", addressRules(other))).toBe(false);
       expect(f("-S", "CNI-NL-FWD")).toBe(before);

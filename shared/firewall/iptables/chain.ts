@@ -18,8 +18,9 @@
  * Facts the kernel guarantees save reads too: a chain that did not exist has no jumps to it, and
  * the target of a jump that was read exists.
  */
+import { LazyRule, type ChainListing } from "./lazy-rule.ts";
 import { ruleLine } from "./save-format.ts";
-import { canonicalRule, hasRule, ruleTarget, sameRule, sameRules } from "./rule.ts";
+import { canonicalRule, chainNeedle, hasRule, needleOf, ruleTarget, sameRule, sameRules } from "./rule.ts";
 
 /** A rule: argument list in iptables-save order, without `-A <chain>`. */
 export type IptRule = readonly string[];
@@ -34,21 +35,32 @@ export interface IptChain {
   entryRules: readonly { chain: string; rule: IptRule }[];
 }
 
-/** Reads one chain of one table: its rules, or undefined when the chain does not exist. */
-export type ChainReader = (table: string, chain: string) => IptRule[] | undefined;
+/**
+ * Reads one chain of one table: its rules, or undefined when the chain does not exist. `exact`:
+ * every rule decoded (asked when a rule read lazily cannot be decoded: lazy-rule.ts).
+ */
+export type ChainReader = (table: string, chain: string, exact?: boolean) => ChainListing | undefined;
+
+/** A chain as planned: rules decoded (canonical) or not yet (lazy-rule.ts). */
+type Entries = (string[] | LazyRule)[];
+
+/** The plan cannot go on: it would have to read a chain again after planning changes to it. */
+export class IptablesPlanError extends Error {}
 
 /** The planned commands for one table of a transaction. */
 export class IptablesPlan {
   readonly table: string;
   /** True when this plan may rely on assumptions (see module doc). */
   readonly optimistic: boolean;
-  private readonly read: (chain: string) => IptRule[] | undefined;
+  private readonly read: (chain: string, exact?: boolean) => ChainListing | undefined;
   /** Chains as read (then as planned); null = does not exist. Chains never read are absent from the map. */
-  private readonly known = new Map<string, string[][] | null>();
+  private readonly known = new Map<string, Entries | null>();
+  /** Chains this plan changed (their copies are no longer the kernel's). */
+  private readonly changed = new Set<string>();
   private readonly lines: string[] = [];
   private changes = 0;
 
-  constructor(table: string, read: (chain: string) => IptRule[] | undefined, optimistic = false) {
+  constructor(table: string, read: (chain: string, exact?: boolean) => ChainListing | undefined, optimistic = false) {
     this.table = table;
     this.read = read;
     this.optimistic = optimistic;
@@ -68,13 +80,20 @@ export class IptablesPlan {
   hasChain(name: string): boolean {
     const known = this.known.get(name);
     if (known !== undefined) return known !== null;
-    for (const rules of this.known.values()) if (rules?.some((r) => ruleTarget(r) === name)) return true;
+    for (const [chain, rules] of this.known) if (rules !== null && this.decoded(chain, rules, chainNeedle(name)).some((r) => ruleTarget(r) === name)) return true;
     return this.state(name) !== null;
   }
 
   /** The rules of `chain` (reads it); [] when it does not exist. */
   rulesOf(chain: string): readonly IptRule[] {
-    return this.state(chain) ?? [];
+    const list = this.state(chain);
+    return list === null ? [] : this.decoded(chain, list);
+  }
+
+  /** True when `chain` holds `rule` (reads it, decoding only the rules that may be `rule`). */
+  holds(chain: string, rule: IptRule): boolean {
+    const list = this.state(chain);
+    return list !== null && hasRule(this.decoded(chain, list, needleOf(rule)), rule);
   }
 
   /** `iptables -N`, unless the chain exists. */
@@ -93,7 +112,7 @@ export class IptablesPlan {
       this.lines.push(ruleLine("-C", chain, rule));
       return;
     }
-    if (hasRule(this.rulesOf(chain), rule)) return;
+    if (this.holds(chain, rule)) return;
     this.ensureChainExists(chain);
     if (where === "first") this.insertAt(chain, 1, rule);
     else this.append(chain, rule);
@@ -102,7 +121,7 @@ export class IptablesPlan {
   /** Inserts `rule` at 1-based `position` of `chain`. */
   insertAt(chain: string, position: number, rule: IptRule): void {
     const list = this.mustRules(chain);
-    this.change(ruleLine("-I", chain, rule, position), () => list.splice(position - 1, 0, canonicalRule(rule)));
+    this.change(ruleLine("-I", chain, rule, position), () => list.splice(position - 1, 0, canonicalRule(rule)), chain);
   }
 
   /**
@@ -116,8 +135,10 @@ export class IptablesPlan {
     }
     const list = this.state(chain);
     if (list === null) return;
+    this.decoded(chain, list, needleOf(rule));
     for (let i = list.length - 1; i >= 0; i--) {
-      if (sameRule(list[i]!, rule)) this.change(ruleLine("-D", chain, list[i]!), () => list.splice(i, 1));
+      const r = list[i]!;
+      if (Array.isArray(r) && sameRule(r, rule)) this.change(ruleLine("-D", chain, r), () => list.splice(i, 1), chain);
     }
   }
 
@@ -142,9 +163,9 @@ export class IptablesPlan {
     }
     const list = this.mustRules(spec.name);
     spec.rules.forEach((rule, i) => {
-      if (hasRule(list, rule)) return;
+      if (hasRule(this.decoded(spec.name, list), rule)) return;
       const later = spec.rules.slice(i + 1);
-      const before = list.findIndex((r) => later.some((l) => sameRule(r, l)));
+      const before = list.findIndex((r) => Array.isArray(r) && later.some((l) => sameRule(r, l)));
       if (before < 0) this.append(spec.name, rule);
       else this.insertAt(spec.name, before + 1, rule);
     });
@@ -161,12 +182,12 @@ export class IptablesPlan {
       this.create(name);
     } else {
       const current = this.state(name);
-      if (current !== null && sameRules(current, rules)) return;
+      if (current !== null && sameRules(this.decoded(name, current), rules)) return;
       if (current === null) this.create(name);
-      else this.change(`-F ${name}`, () => current.splice(0));
+      else this.change(`-F ${name}`, () => current.splice(0), name);
     }
     const list = this.mustRules(name);
-    for (const rule of rules) this.change(ruleLine("-A", name, rule), () => list.push(canonicalRule(rule)));
+    for (const rule of rules) this.change(ruleLine("-A", name, rule), () => list.push(canonicalRule(rule)), name);
   }
 
   /**
@@ -185,13 +206,15 @@ export class IptablesPlan {
       for (const chain of referrers) {
         const list = this.state(chain);
         if (list === null) continue;
+        this.decoded(chain, list, chainNeedle(name));
         for (let i = list.length - 1; i >= 0; i--) {
-          if (ruleTarget(list[i]!) === name) this.change(ruleLine("-D", chain, list[i]!), () => list.splice(i, 1));
+          const r = list[i]!;
+          if (Array.isArray(r) && ruleTarget(r) === name) this.change(ruleLine("-D", chain, r), () => list.splice(i, 1), chain);
         }
       }
-      this.change(`-F ${name}`);
+      this.change(`-F ${name}`, undefined, name);
     }
-    this.change(`-X ${name}`, () => this.known.set(name, null));
+    this.change(`-X ${name}`, () => this.known.set(name, null), name);
   }
 
   /** This table's part of the restore input (`*table` … `COMMIT`), or "" when nothing is planned. */
@@ -205,38 +228,66 @@ export class IptablesPlan {
     return wanted && this.optimistic && !this.known.has(chain);
   }
 
-  private state(chain: string): string[][] | null {
+  private state(chain: string): Entries | null {
     let s = this.known.get(chain);
     if (s === undefined) {
       const rules = this.read(chain);
-      s = rules === undefined ? null : rules.map((r) => canonicalRule(r));
+      s = rules === undefined ? null : rules.map((r) => (r instanceof LazyRule ? r : canonicalRule(r)));
       this.known.set(chain, s);
     }
     return s;
   }
 
+  /**
+   * Decodes, in place, the rules of `list` (chain `chain`) that may contain `needle` (all when
+   * undefined), and returns the decoded ones: the rules still lazy lack the needle, so they are
+   * not the rule asked about. A rule that must be decoded but cannot be (not of a shape nft-rules.ts
+   * reads) has the whole chain read again exactly, which only a chain this plan has not changed
+   * allows.
+   */
+  private decoded(chain: string, list: Entries, needle?: Uint8Array): string[][] {
+    for (let i = 0; i < list.length; i++) {
+      const r = list[i]!;
+      if (!(r instanceof LazyRule) || (needle !== undefined && !r.mentions(needle))) continue;
+      const args = r.decode();
+      if (args === undefined) {
+        this.readExactly(chain, list);
+        break;
+      }
+      list[i] = canonicalRule(args);
+    }
+    return list.filter((r): r is string[] => Array.isArray(r));
+  }
+
+  private readExactly(chain: string, list: Entries): void {
+    if (this.changed.has(chain)) throw new IptablesPlanError(`iptables plan: chain ${chain} of table ${this.table} must be read again after the plan changed it`);
+    const exact = this.read(chain, true);
+    list.splice(0, list.length, ...(exact ?? []).map((r) => canonicalRule(r instanceof LazyRule ? (r.decode() ?? []) : r)));
+  }
+
   private create(name: string): void {
-    this.change(`-N ${name}`, () => this.known.set(name, []));
+    this.change(`-N ${name}`, () => this.known.set(name, []), name);
   }
 
   private append(chain: string, rule: IptRule): void {
     const list = this.mustRules(chain);
-    this.change(ruleLine("-A", chain, rule), () => list.push(canonicalRule(rule)));
+    this.change(ruleLine("-A", chain, rule), () => list.push(canonicalRule(rule)), chain);
   }
 
   /** Appends to a chain that need not be read (the rule cannot be there yet); keeps a read copy in step. */
   private appendUnread(chain: string, rule: IptRule): void {
     const list = this.known.get(chain);
-    this.change(ruleLine("-A", chain, rule), () => list?.push(canonicalRule(rule)));
+    this.change(ruleLine("-A", chain, rule), () => list?.push(canonicalRule(rule)), chain);
   }
 
-  private change(line: string, apply?: () => void): void {
+  private change(line: string, apply?: () => void, chain?: string): void {
     this.lines.push(line);
     this.changes++;
     apply?.();
+    if (chain !== undefined) this.changed.add(chain);
   }
 
-  private mustRules(chain: string): string[][] {
+  private mustRules(chain: string): Entries {
     const list = this.state(chain);
     if (list === null) throw new Error(`iptables plan: chain ${chain} does not exist in table ${this.table}`);
     return list;
@@ -258,7 +309,7 @@ export class IptablesTransaction {
   table(name: string): IptablesPlan {
     let p = this.plans.get(name);
     if (p === undefined) {
-      p = new IptablesPlan(name, (chain) => this.read(name, chain), this.optimistic);
+      p = new IptablesPlan(name, (chain, exact) => this.read(name, chain, exact), this.optimistic);
       this.plans.set(name, p);
     }
     return p;

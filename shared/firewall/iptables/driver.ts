@@ -9,6 +9,7 @@
  */
 import type { IPFamily } from "../../ip/addr.ts";
 import type { IptRule } from "./chain.ts";
+import type { ChainListing } from "./lazy-rule.ts";
 import { BUILTIN_CHAINS, tokenize } from "./save-format.ts";
 
 export interface IptablesDriver {
@@ -20,6 +21,11 @@ export interface IptablesDriver {
    * never creates a table).
    */
   listChain(family: IPFamily, table: string, chain: string): string[][] | undefined;
+  /**
+   * {@link listChain}, with rules read from the kernel left undecoded until a question needs them
+   * (lazy-rule.ts), where the variant allows it (iptables-nft). Absent: plan with `listChain`.
+   */
+  listChainLazily?(family: IPFamily, table: string, chain: string): ChainListing | undefined;
   /** Applies one restore transaction (`*table … COMMIT`, several tables allowed) without flushing anything else. */
   restore(family: IPFamily, text: string): void;
   /**

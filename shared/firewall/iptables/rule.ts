@@ -4,7 +4,7 @@
  * masked and always carry a prefix (`10.0.0.3` → `10.0.0.3/32`, `10.0.0.3/24` → `10.0.0.0/24`),
  * and the long option names are shortened.
  */
-import { parseIP, bitLength } from "../../ip/addr.ts";
+import { bitLength, ipToBytes, parseIP } from "../../ip/addr.ts";
 import { formatCIDR, networkAddress, parseCIDR } from "../../ip/cidr.ts";
 
 const LONG_TO_SHORT: Readonly<Record<string, string>> = {
@@ -82,4 +82,43 @@ export function missingRules(have: readonly (readonly string[])[], want: readonl
 /** True when both lists hold equal rules in the same order. */
 export function sameRules(a: readonly (readonly string[])[], b: readonly (readonly string[])[]): boolean {
   return a.length === b.length && a.every((r, i) => sameRule(r, b[i]!));
+}
+
+/** Targets that iptables-nft keeps as a verdict code or an extension's name, not as a chain name. */
+const NOT_A_CHAIN = /^[A-Z0-9_]+$/;
+
+const encoder = new TextEncoder();
+
+/** The bytes of an address without a prefix shorter than the whole address (`10.0.0.3/32`). */
+function hostAddressBytes(value: string): Uint8Array | undefined {
+  const ip = parseIP(value);
+  if (ip !== null) return ipToBytes(ip);
+  const c = parseCIDR(value);
+  return c !== null && c.prefixLen === bitLength(c.ip.family) ? ipToBytes(c.ip) : undefined;
+}
+
+/**
+ * Bytes that the kernel form of `rule`, as iptables-nft writes it, certainly contains, as specific
+ * to the rule as can be: its comment (the comment match keeps the text), else the user chain it
+ * jumps or goes to (the verdict keeps the name), else a whole address it matches (`-s`/`-d` of a
+ * /32 or /128: the comparison keeps the address). Undefined when the rule has none of these: every
+ * rule of the chain must then be decoded to find it.
+ */
+export function needleOf(rule: readonly string[]): Uint8Array | undefined {
+  const comment = ruleComment(rule);
+  if (comment !== undefined && comment !== "") return encoder.encode(comment);
+  const target = ruleTarget(rule);
+  if (target !== undefined && !NOT_A_CHAIN.test(target)) return chainNeedle(target);
+  for (let i = 0; i + 1 < rule.length; i++) {
+    const flag = rule[i];
+    if (flag !== "-s" && flag !== "-d" && flag !== "--source" && flag !== "--destination") continue;
+    const bytes = hostAddressBytes(rule[i + 1]!);
+    if (bytes !== undefined) return bytes;
+  }
+  return undefined;
+}
+
+/** The bytes a rule jumping or going to chain `name` certainly contains (its verdict's chain name). */
+export function chainNeedle(name: string): Uint8Array {
+  return encoder.encode(name);
 }

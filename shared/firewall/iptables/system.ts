@@ -6,11 +6,13 @@
 import { readTextFile } from "../../sys/file.ts";
 import type { IPFamily } from "../../ip/addr.ts";
 import { CommandError, CommandNotFoundError, findExecutable, runCommand, type ToolEnv } from "../exec.ts";
-import { deleteRulesInKernel, listChainInKernel, removeChainsInKernel } from "../nftables/system.ts";
+import { parseChainRule } from "../../netlink/nftables.ts";
+import { chainRulesInKernel, deleteRulesInKernel, listChainInKernel, removeChainsInKernel } from "../nftables/system.ts";
 import type { NftFamily } from "../nftables/transaction.ts";
 import { isBuiltinChain, parseChainListing, type IptablesDriver } from "./driver.ts";
+import { LazyRule } from "./lazy-rule.ts";
 import { iptablesArgs } from "./nft-rules.ts";
-import { hasRule } from "./rule.ts";
+import { hasRule, needleOf } from "./rule.ts";
 import { detectIptablesMode, toolsFor, type IptablesMode, type VariantProbe } from "./variant.ts";
 
 /** The nf_tables family of iptables-nft's tables for an IP family (`ip filter`, `ip6 nat`, …). */
@@ -69,8 +71,18 @@ export function systemIptables(env: ToolEnv, mode?: IptablesMode): Required<Ipta
     if (m === undefined) throw new CommandNotFoundError(family === 6 ? "ip6tables" : "iptables");
     return toolsFor(m, family);
   };
-  return {
+  const driver: Required<IptablesDriver> = {
     available: () => currentMode() !== undefined,
+    listChainLazily(family, table, chain) {
+      if (currentMode() !== "nft") return driver.listChain(family, table, chain);
+      const payloads = chainRulesInKernel(nftFamily(family), table, chain);
+      if (payloads === null) return driver.listChain(family, table, chain);
+      if (payloads === undefined) return isBuiltinChain(table, chain) ? [] : undefined;
+      return payloads.map((p) => new LazyRule(p, () => {
+        const rule = parseChainRule(p, table, chain);
+        return rule === undefined ? undefined : iptablesArgs(family, rule);
+      }));
+    },
     listChain(family, table, chain) {
       const builtin = isBuiltinChain(table, chain);
       // A legacy table that does not exist is not read: reading it would create it.
@@ -97,14 +109,23 @@ export function systemIptables(env: ToolEnv, mode?: IptablesMode): Required<Ipta
     },
     deleteRules(family, table, chain, rules) {
       if (currentMode() !== "nft") return false;
-      return deleteRulesInKernel(nftFamily(family), table, chain, (rule) => {
-        const args = iptablesArgs(family, rule);
-        return args === undefined ? undefined : hasRule(rules, args);
-      });
+      const needles = rules.map(needleOf);
+      const mentions = needles.every((n) => n !== undefined) ? (needles as Uint8Array[]) : undefined;
+      return deleteRulesInKernel(
+        nftFamily(family),
+        table,
+        chain,
+        (rule) => {
+          const args = iptablesArgs(family, rule);
+          return args === undefined ? undefined : hasRule(rules, args);
+        },
+        mentions,
+      );
     },
     saveTable(family, table) {
       if (currentMode() === "legacy" && !legacyTableNames(family).includes(table)) return "";
       return runCommand([tools(family).save, "-t", table], env).stdout;
     },
   };
+  return driver;
 }

@@ -18,7 +18,7 @@ import type { IptablesDriver } from "./driver.ts";
 const EXACT_ATTEMPTS = 3;
 
 function reader(ipt: IptablesDriver, family: IPFamily): ChainReader {
-  return (table, chain) => ipt.listChain(family, table, chain);
+  return (table, chain, exact) => (exact === true || ipt.listChainLazily === undefined ? ipt.listChain(family, table, chain) : ipt.listChainLazily(family, table, chain));
 }
 
 /** Reads what `read` needs, for one IP family, without changing anything. */

@@ -10,7 +10,18 @@
 import { NETLINK_NETFILTER } from "../../netlink/constants/nfnetlink.ts";
 import { openNetlinkSocket } from "../../netlink/kernel-transport.ts";
 import { NetlinkError } from "../../netlink/errors.ts";
-import { isNftablesMissing, nftChainExists, nftDeleteRulesWhere, nftRemoveChains, type ChainRemoval, nftRuleList, nftRules, nftRulesDelete, nftTableExists } from "../../netlink/nftables.ts";
+import {
+  isNftablesMissing,
+  nftChainExists,
+  nftDeleteRulesWhere,
+  nftRemoveChains,
+  type ChainRemoval,
+  nftRuleList,
+  nftRulePayloads,
+  nftRules,
+  nftRulesDelete,
+  nftTableExists,
+} from "../../netlink/nftables.ts";
 import type { NftRule } from "../../netlink/nftables-rule.ts";
 import type { NetlinkSocket } from "../../netlink/socket.ts";
 import { CommandError, findExecutable, runCommand, type ToolEnv } from "../exec.ts";
@@ -77,15 +88,36 @@ export function listChainInKernel<T>(family: NftFamily, table: string, chain: st
 }
 
 /**
+ * The rules of chain `<family> <table> <chain>` undecoded (shared/netlink/nftables.ts
+ * nftRulePayloads): undefined when the chain does not exist, null when the kernel has no
+ * nf_tables or refused.
+ */
+export function chainRulesInKernel(family: NftFamily, table: string, chain: string): Uint8Array[] | undefined | null {
+  try {
+    return withNftablesSocket((sock) => (nftChainExists(sock, family, table, chain) ? nftRulePayloads(sock, family, table, chain) : undefined));
+  } catch (err) {
+    if (err instanceof NftUnsupportedError || err instanceof NetlinkError) return null;
+    throw err;
+  }
+}
+
+/**
  * Deletes the rules of chain `<family> <table> <chain>` that `pick` takes (true), in one kernel
  * batch (shared/netlink/nftables.ts nftDeleteRulesWhere); used for iptables-nft's tables. True when
  * done, also when the chain does not exist or nothing was taken. False, with nothing changed, when
  * `pick` cannot tell for some rule (undefined), the kernel has no nf_tables or refused the batch:
- * the caller then goes the tool's way, which reports what is wrong.
+ * the caller then goes the tool's way, which reports what is wrong. `mentions`: as for
+ * nftDeleteRulesWhere (rules lacking all of them are not asked about).
  */
-export function deleteRulesInKernel(family: NftFamily, table: string, chain: string, pick: (rule: NftRule) => boolean | undefined): boolean {
+export function deleteRulesInKernel(
+  family: NftFamily,
+  table: string,
+  chain: string,
+  pick: (rule: NftRule) => boolean | undefined,
+  mentions?: readonly Uint8Array[],
+): boolean {
   try {
-    return withNftablesSocket((sock) => nftDeleteRulesWhere(sock, family, table, chain, pick)) !== undefined;
+    return withNftablesSocket((sock) => nftDeleteRulesWhere(sock, family, table, chain, pick, mentions)) !== undefined;
   } catch (err) {
     if (err instanceof NftUnsupportedError || err instanceof NetlinkError) return false;
     throw err;
