@@ -32,6 +32,7 @@ import { METRICS_PORT } from "../agent/flags.ts";
 import { AgentMetrics } from "../agent/metrics.ts";
 import { REFUSAL_REASONS } from "../agent/refusal.ts";
 import { PHASES } from "../shared/telemetry/invocation.ts";
+import { SCENARIOS } from "../test/bench/scenarios.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const DOCS = join(ROOT, "docs");
@@ -479,6 +480,25 @@ function buildAndUnits(): string[] {
   make("build");
   return whatIsInstalled().units.map((u) => u.path);
 }
+
+describe("docs/performance.md", () => {
+  const text = readFileSync(join(DOCS, "performance.md"), "utf8");
+
+  test("every scenario of `make bench` has a row in the table of scenarios, and every row names a scenario", () => {
+    const [table] = tables(section(text, "## Measuring: `make bench`"));
+    expect(table).toBeDefined();
+    const documented = table!.flatMap((row) => [...row.split("|")[1]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!));
+    expect(documented.filter((name) => !(name in SCENARIOS))).toEqual([]);
+    expect(Object.keys(SCENARIOS).filter((name) => !documented.includes(name))).toEqual([]);
+  });
+
+  test("every chart the bench draws into docs/bench/ is shown on the page (the links test checks that each shown one exists)", () => {
+    const charts = readdirSync(join(DOCS, "bench")).filter((f) => f.endsWith(".svg"));
+    expect(charts.length).toBeGreaterThanOrEqual(3);
+    const shown = [...text.matchAll(/!\[[^\]]+\]\(bench\/([^)]+\.svg)\)/g)].map((m) => m[1]!);
+    expect(charts.filter((c) => !shown.includes(c))).toEqual([]);
+  });
+});
 
 describe("docs/install.md", () => {
   useFixtureCleanup();

@@ -6,6 +6,7 @@
 import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, realpathSync } from "node:fs";
 import { join } from "node:path";
+import { IDLE_GC_MS } from "../../agent/idle-gc.ts";
 
 /**
  * What is measured, side by side:
@@ -74,6 +75,15 @@ export function delNetnsBatch(names: readonly string[]): void {
   sh(["ip", "-batch", "-"], names.map((n) => `netns del ${n}\n`).join(""));
 }
 
+/** How many host-local reservation files (IPv4 addresses) are in the store directory `dir`. */
+export function leftoverReservations(dir: string): number {
+  try {
+    return readdirSync(dir).filter((n) => /^[0-9a-f.:]+$/.test(n) && n.includes(".")).length;
+  } catch {
+    return 0;
+  }
+}
+
 export interface CallEnv {
   CNI_CONTAINERID: string;
   CNI_NETNS: string;
@@ -99,22 +109,100 @@ export function wallNow(): number {
   return performance.timeOrigin + performance.now();
 }
 
+/** The process environment of a plugin call: the bench's PATH unless `env` names one. */
+function callEnvironment(command: string, env: CallEnv): Record<string, string> {
+  return { PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin", CNI_COMMAND: command, ...env };
+}
+
+/** What a failed call throws: the call, its exit, and the start of its stdout and stderr. */
+function callFailed(file: string, command: string, env: CallEnv, exit: number | string | null, stdout: string, stderr: string): Error {
+  return new Error(`${file} ${command} (${env.CNI_CONTAINERID}) exited ${exit}: ${stdout.slice(0, 400)} ${stderr.slice(0, 400)}`);
+}
+
 /**
  * Runs one plugin call and times the process from spawn to exit. Throws when it fails: a failed
  * call is never a sample.
  */
 export function call(dir: string, plugin: string, command: string, env: CallEnv, config: string): CallResult {
   const file = join(dir, plugin);
-  const fullEnv: Record<string, string> = { PATH: process.env.PATH ?? "/usr/sbin:/usr/bin:/sbin:/bin", CNI_COMMAND: command, ...env };
   const startedAt = wallNow();
-  const r = Bun.spawnSync({ cmd: [file], env: fullEnv, stdin: Buffer.from(config), stdout: "pipe", stderr: "pipe" });
+  const r = Bun.spawnSync({ cmd: [file], env: callEnvironment(command, env), stdin: Buffer.from(config), stdout: "pipe", stderr: "pipe" });
   const endedAt = wallNow();
   const stdout = r.stdout.toString();
   const stderr = r.stderr.toString();
-  if (r.exitCode !== 0) {
-    throw new Error(`${file} ${command} (${env.CNI_CONTAINERID}) exited ${r.exitCode ?? r.signalCode}: ${stdout.slice(0, 400)} ${stderr.slice(0, 400)}`);
-  }
+  if (r.exitCode !== 0) throw callFailed(file, command, env, r.exitCode ?? r.signalCode, stdout, stderr);
   return { ms: endedAt - startedAt, startedAt, endedAt, stdout, stderr };
+}
+
+export interface AsyncCallResult {
+  stdout: string;
+  /**
+   * CPU time of the process, user + system, in ms, with that of every child it waited for (the
+   * iptables tools a plugin runs): the rusage wait4 returns when it is reaped.
+   */
+  cpuMs: number;
+}
+
+/**
+ * One plugin call started without waiting for it, for calls made at once; resolves when the process
+ * is reaped. Throws as `call` does.
+ */
+export async function callAsync(dir: string, plugin: string, command: string, env: CallEnv, config: string): Promise<AsyncCallResult> {
+  const file = join(dir, plugin);
+  const p = Bun.spawn({ cmd: [file], env: callEnvironment(command, env), stdin: Buffer.from(config), stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, exit] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  if (exit !== 0) throw callFailed(file, command, env, exit ?? p.signalCode, stdout, stderr);
+  const usage = p.resourceUsage();
+  if (usage === undefined) throw new Error(`${file} ${command}: no resource usage after exit`);
+  return { stdout, cpuMs: Number(usage.cpuTime.total) / 1000 };
+}
+
+/** Waits until something accepts connections on the unix socket `path`. */
+export async function waitUntilListening(path: string): Promise<void> {
+  for (let i = 0; ; i++) {
+    try {
+      (await Bun.connect({ unix: path, socket: { data() {} } })).end();
+      return;
+    } catch {
+      if (i > 300) throw new Error(`nothing listens on ${path}`);
+      await Bun.sleep(20);
+    }
+  }
+}
+
+/**
+ * How long an agent takes to finish what a burst of calls leaves it: the deferred close of its
+ * netfilter sockets (250 ms, agent/deferred-close.ts) and its idle threads' garbage collection
+ * (IDLE_GC_MS after their last call).
+ */
+export const AGENT_SETTLE_MS = IDLE_GC_MS + 500;
+
+export interface Agent {
+  socket: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the resident agent of the plugins in `ours` (in the caller's namespaces) on `socket`, with
+ * the flags it is shipped with (deploy/systemd/cni-plugins.service) but for `extraArgs`, and waits
+ * until it listens.
+ */
+export async function startAgent(ours: string, socket: string, extraArgs: readonly string[] = []): Promise<Agent> {
+  const proc = Bun.spawn([join(ours, "cni-plugins"), "serve", "--socket", socket, ...extraArgs], {
+    stdin: "ignore",
+    stdout: "ignore",
+    stderr: "inherit",
+  });
+  await waitUntilListening(socket);
+  return {
+    socket,
+    pid: proc.pid,
+    async stop() {
+      proc.kill("SIGTERM");
+      await proc.exited;
+    },
+  };
 }
 
 /** One plugin of a chain: its type and its own keys (name and cniVersion are the chain's). */
@@ -125,7 +213,22 @@ export interface ChainPlugin {
 
 export const CNI_VERSION = "1.0.0";
 
-function pluginConfig(network: string, p: ChainPlugin, prevResult: unknown): string {
+/** portmap with one mapping, as a runtime passes it (`runtimeConfig`): host TCP port `hostPort` to 80. */
+export function portmap(hostPort: number): ChainPlugin {
+  return {
+    type: "portmap",
+    conf: { capabilities: { portMappings: true }, runtimeConfig: { portMappings: [{ hostPort, containerPort: 80, protocol: "tcp" }] } },
+  };
+}
+export const FIREWALL: ChainPlugin = { type: "firewall", conf: {} };
+export const TUNING: ChainPlugin = { type: "tuning", conf: { sysctl: { "net.core.somaxconn": "500" } } };
+export const BANDWIDTH: ChainPlugin = {
+  type: "bandwidth",
+  conf: { ingressRate: 8_000_000, ingressBurst: 80_000, egressRate: 8_000_000, egressBurst: 80_000 },
+};
+
+/** The config one plugin of a chain gets: the chain's name and version, its keys, the prevResult. */
+export function pluginConfig(network: string, p: ChainPlugin, prevResult: unknown): string {
   const conf: Record<string, unknown> = { cniVersion: CNI_VERSION, name: network, type: p.type, ...p.conf };
   if (prevResult !== undefined) conf.prevResult = prevResult;
   return JSON.stringify(conf);

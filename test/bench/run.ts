@@ -13,17 +13,20 @@
  * container namespaces it makes never reach the real host. Root only.
  *
  * Noise: within a scenario ours and Go alternate round by round (ABBA), every figure is a median,
- * and each scenario takes at least three rounds, so a change of load on a shared machine hits both.
+ * and each scenario takes at least three rounds (but the bursts of pods, a round of which takes
+ * minutes), so a change of load on a shared machine hits both.
  * The workers also run with the real-time round-robin policy (`chrt -r 1`, inherited by every
  * plugin process they start, ours and Go alike), so that other work on the machine delays the
  * measured processes as little as possible; `--no-realtime` runs them as ordinary processes.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { log, normalisePageCache, sh } from "./lib.ts";
-import { cleanState, SCENARIOS, waitUntilListening, type Samples, type ScenarioOutput } from "./scenarios.ts";
+import { join, relative, resolve } from "node:path";
+import { log, normalisePageCache, sh, startAgent } from "./lib.ts";
+import type { Samples, ScenarioOutput } from "./scenario.ts";
+import { LIVE_LEVELS } from "./live-pods.ts";
+import { cleanState, SCENARIOS } from "./scenarios.ts";
 import { median } from "./stats.ts";
 import { formatTable, type Column, type Row, type Target } from "./table.ts";
 
@@ -63,6 +66,11 @@ function plan(): [string, number][] {
     ["phases", ROUNDS],
     ["telemetry", ROUNDS],
     ["runtime", ROUNDS],
+    // One round of burst-110 takes ~2.5 min here, one of burst-250 ~7 (docs/performance.md):
+    // a round each unless --rounds asks for 14 or more.
+    ["burst-110", Math.max(1, Math.floor(ROUNDS / 7))],
+    ["burst-250", Math.max(1, Math.floor(ROUNDS / 7))],
+    ["live-pods", Math.min(5, ROUNDS)],
   ];
   return only === undefined ? all : all.filter(([id]) => only.includes(id));
 }
@@ -115,35 +123,13 @@ function directDir(state: string): string {
   return dir;
 }
 
-/**
- * Starts the resident agent (in this worker's namespaces) on a socket in `state`, with the flags it
- * is shipped with (deploy/systemd/cni-plugins.service), and waits until it listens.
- */
-async function startAgent(state: string): Promise<{ socket: string; pid: number; stop(): Promise<void> }> {
-  const socket = join(state, "agent", "plugins.sock");
-  const proc = Bun.spawn([join(OURS, "cni-plugins"), "serve", "--socket", socket], {
-    stdin: "ignore",
-    stdout: "ignore",
-    stderr: "inherit",
-  });
-  await waitUntilListening(socket);
-  return {
-    socket,
-    pid: proc.pid,
-    async stop() {
-      proc.kill("SIGTERM");
-      await proc.exited;
-    },
-  };
-}
-
 /** Worker: runs one scenario in this (fresh) network namespace and prints its output as JSON. */
 async function worker(id: string, rounds: number, hello: string, direct: string, avx2: string): Promise<void> {
   sh(["ip", "link", "set", "lo", "up"]);
   const scenario = SCENARIOS[id];
   if (scenario === undefined) throw new Error(`unknown scenario ${id}`);
   const state = mkdtempSync(join(tmpdir(), `cni-bench-${id}-`));
-  const agent = await startAgent(state);
+  const agent = await startAgent(OURS, join(state, "agent", "plugins.sock"));
   try {
     const out = await scenario({ dirs: { ours: OURS, direct, go: GO, avx2 }, agent, hello, rounds, state });
     process.stdout.write(`${JSON.stringify(out)}\n`);
@@ -247,11 +233,53 @@ const ROWS: Readonly<Record<string, RowSpec[]>> = {
     { metric: "del", scenario: "kube node, ours nftables backends (Go: iptables-nft) DEL", targets: [RES(0.5), STAND] },
   ],
   cri: [{ metric: "cycle", scenario: "containerd CRI pod cycle, bridge(ipMasq)+portmap+firewall+tuning", targets: [RES(0.7), STAND] }],
+  "burst-110": burstRows(110, false),
+  "burst-250": burstRows(250, true),
+  "live-pods": livePodsRows(),
   "agent-memory": [
     { metric: "rss 1k", scenario: "agent resident set after 1,000 bridge ADD/DEL pairs", unit: "MB", columns: ["resident"], targets: [] },
     { metric: "rss 10k", scenario: "agent resident set after 10,000 bridge ADD/DEL pairs", unit: "MB", columns: ["resident"], targets: [] },
   ],
 };
+
+/**
+ * The rows of a burst of n pods: each wave's time and CPU per pod, the agent's peak (issue 33's
+ * targets on the 250-pod burst: resident at most 0.3 of Go's ADD wave and 0.2 of its DEL wave, no
+ * more CPU per pod than Go, the agent's peak at most 150 MB).
+ */
+function burstRows(n: number, withTargets: boolean): RowSpec[] {
+  const columns: Column[] = ["standalone", "resident", "go"];
+  const when = (t: Target[]) => (withTargets ? t : []);
+  const what = `burst of ${n} pods (bridge+portmap+firewall+tuning)`;
+  return [
+    { metric: "add wave", scenario: `${what}: ADD wave, until all networked`, columns, targets: when([RES(0.3)]) },
+    { metric: "del wave", scenario: `${what}: DEL wave, until all torn down`, columns, targets: when([RES(0.2)]) },
+    { metric: "add cpu", scenario: `${what}: CPU per pod, ADD wave`, columns, targets: when([RES(1)]) },
+    { metric: "del cpu", scenario: `${what}: CPU per pod, DEL wave`, columns, targets: when([RES(1)]) },
+    { metric: "rss", scenario: `${what}: agent peak RSS over both waves`, unit: "MB", columns: ["resident"], targets: when([{ kind: "at-most", of: "resident", max: 150 }]) },
+  ];
+}
+
+/**
+ * The rows of live-pods: one more pod's ADD and DEL chain at each level, per implementation, and
+ * per implementation of ours the full node against the empty one (issue 33: at most 1.2).
+ */
+function livePodsRows(): RowSpec[] {
+  const columns: Column[] = ["standalone", "resident", "go"];
+  const full = LIVE_LEVELS.at(-1)!;
+  const levels = LIVE_LEVELS.flatMap((level) =>
+    (["add", "del"] as const).map((cmd): RowSpec => ({ metric: `${cmd} ${level}`, scenario: `live-pods: one pod's ${cmd.toUpperCase()} chain next to ${level} live pods`, columns, targets: [] })),
+  );
+  const ratios = (["standalone", "resident"] as const).flatMap((impl) =>
+    (["add", "del"] as const).map((cmd): RowSpec => ({
+      metric: `${cmd} ${full}/0 ${impl}`,
+      scenario: `live-pods: one pod's ${cmd.toUpperCase()} chain, ${full} live pods vs none, ${impl}`,
+      columns: [impl, "empty-node"],
+      targets: [ratio(impl, "empty-node", 1.2)],
+    })),
+  );
+  return [...levels, ...ratios];
+}
 
 const MEMORY_KINDS = [
   "VERSION",
@@ -295,6 +323,18 @@ function rowsFor(id: string, out: ScenarioOutput | string): Row[] {
     if (typeof out === "string") return { ...base, values: {}, error: out };
     const check = out.checks?.[spec.metric];
     return { ...base, values: medians(out.samples[spec.metric], spec.columns ?? ALL_COLUMNS), ...(check === undefined ? {} : { check }) };
+  });
+}
+
+/** Where the charts the scenarios draw are written (docs/performance.md shows them). */
+const CHART_DIR = join(ROOT, "docs", "bench");
+
+/** Writes a scenario's charts into CHART_DIR; returns the lines that say so. */
+function writeCharts(out: ScenarioOutput): string[] {
+  return Object.entries(out.charts ?? {}).map(([name, svg]) => {
+    mkdirSync(CHART_DIR, { recursive: true });
+    writeFileSync(join(CHART_DIR, name), svg);
+    return `chart written: ${relative(ROOT, join(CHART_DIR, name))}`;
   });
 }
 
@@ -350,7 +390,7 @@ async function main(): Promise<number> {
     for (const [id, rounds] of plan()) {
       const out = runWorker(id, rounds, hello, direct, avx2);
       rows.push(...rowsFor(id, out));
-      if (typeof out !== "string") report.push(...(out.report ?? []));
+      if (typeof out !== "string") report.push(...(out.report ?? []), ...writeCharts(out));
       if (id === "phases") report.push(...phaseReport(out));
     }
     report.push(...arm64LaneReport());

@@ -9,82 +9,37 @@ import { staticBusybox, staticBusyboxTag } from "../harness/busybox.ts";
 import { ensureSandboxImage, startContainerd, type Containerd } from "../harness/containerd.ts";
 import { EtcdCluster } from "../harness/etcd-cluster.ts";
 import { RC_CRICTL } from "../e2e/lib/tools.ts";
+import { burst } from "./burst.ts";
 import { kubeProxyTables } from "./kube-table.ts";
+import { livePods } from "./live-pods.ts";
 import {
   addNetnsBatch,
+  BANDWIDTH,
   call,
   chainAdd,
   chainDel,
   ContainerNetns,
   delNetnsBatch,
+  leftoverReservations,
   dirOf,
+  FIREWALL,
   log,
-  normalisePageCache,
   NO_AGENT_SOCKET,
+  normalisePageCache,
+  portmap,
   sh,
+  TUNING,
+  waitUntilListening,
   wallNow,
   type CallEnv,
   type ChainPlugin,
-  type Dirs,
   type Impl,
   IMPLS,
   CNI_VERSION,
 } from "./lib.ts";
+import { processRssMiB, processThreads } from "./proc.ts";
+import { BASE_PATH, env, push, socketOf, type Samples, type Scenario, type ScenarioContext, type Series } from "./scenario.ts";
 import { alternation } from "./stats.ts";
-import type { Column } from "./table.ts";
-
-export interface ScenarioContext {
-  dirs: Dirs;
-  /** The resident agent the worker started for this scenario (in its namespaces). */
-  agent: { socket: string; pid: number };
-  /** A compiled Bun hello-world built with the plugins' compile flags. */
-  hello: string;
-  rounds: number;
-  /** A private scratch directory (host-local data, configs). */
-  state: string;
-}
-
-/**
- * What a sample series measures: an implementation (lib.ts `Impl`), the compiled Bun hello-world,
- * or ours with host-local where the row compares another IPAM plugin of ours with it.
- */
-export type Series = Column;
-
-/** Samples per metric and per series. */
-export type Samples = Record<string, Partial<Record<Series, number[]>>>;
-
-export interface ScenarioOutput {
-  samples: Samples;
-  /** Pass/fail conditions (e.g. no duplicate address), by metric. */
-  checks?: Record<string, { ok: boolean; text: string }>;
-  /** Free-form lines printed before the table (e.g. the phase breakdown). */
-  report?: string[];
-}
-
-type Scenario = (ctx: ScenarioContext) => ScenarioOutput | Promise<ScenarioOutput>;
-
-const BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
-function push(s: Samples, metric: string, impl: Series, value: number): void {
-  ((s[metric] ??= {})[impl] ??= []).push(value);
-}
-
-/** The socket the shims of `impl` are pointed at: the agent's for resident, none for the others. */
-function socketOf(ctx: ScenarioContext, impl: Impl): string {
-  return impl === "resident" ? ctx.agent.socket : NO_AGENT_SOCKET;
-}
-
-function env(ctx: ScenarioContext, impl: Impl, id: string, netns: string, extra: Partial<CallEnv> = {}): CallEnv {
-  return {
-    CNI_CONTAINERID: id,
-    CNI_NETNS: netns,
-    CNI_IFNAME: "eth0",
-    CNI_PATH: dirOf(ctx.dirs, impl),
-    PATH: BASE_PATH,
-    CNI_PLUGINS_SOCKET: socketOf(ctx, impl),
-    ...extra,
-  };
-}
 
 function hostLocal(ctx: ScenarioContext, impl: Impl, subnet: string): Record<string, unknown> {
   return { type: "host-local", subnet, dataDir: join(ctx.state, `ipam-${impl}`) };
@@ -101,16 +56,7 @@ function bridge(ctx: ScenarioContext, impl: Impl, opts: { ipMasq: boolean; nftab
   return { type: "bridge", conf };
 }
 
-const PORTMAP: ChainPlugin = {
-  type: "portmap",
-  conf: { capabilities: { portMappings: true }, runtimeConfig: { portMappings: [{ hostPort: 18080, containerPort: 80, protocol: "tcp" }] } },
-};
-const FIREWALL: ChainPlugin = { type: "firewall", conf: {} };
-const TUNING: ChainPlugin = { type: "tuning", conf: { sysctl: { "net.core.somaxconn": "500" } } };
-const BANDWIDTH: ChainPlugin = {
-  type: "bandwidth",
-  conf: { ingressRate: 8_000_000, ingressBurst: 80_000, egressRate: 8_000_000, egressBurst: 80_000 },
-};
+const PORTMAP = portmap(18080);
 
 function withNftables(p: ChainPlugin): ChainPlugin {
   return { type: p.type, conf: { ...p.conf, backend: "nftables" } };
@@ -353,14 +299,6 @@ const concurrent: Scenario = async (ctx) => {
   };
 };
 
-function leftoverReservations(dir: string): number {
-  try {
-    return readdirSync(dir).filter((n) => /^[0-9a-f.:]+$/.test(n) && n.includes(".")).length;
-  } catch {
-    return 0;
-  }
-}
-
 const RESERVATION_BASE = (10 << 24) | (128 << 16);
 const ipText = (v: number) => `${v >>> 24}.${(v >> 16) & 255}.${(v >> 8) & 255}.${v & 255}`;
 
@@ -566,22 +504,6 @@ const memory: Scenario = (ctx) => {
   return { samples: s };
 };
 
-/** A number field of /proc/<pid>/status (e.g. "VmRSS", in kB; "Threads"). */
-function statusNumber(pid: number, field: string): number {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith(`${field}:`));
-  return Number(/\d+/.exec(line ?? "")?.[0] ?? Number.NaN);
-}
-
-/** VmRSS of a process in MiB. */
-function processRssMiB(pid: number): number {
-  return statusNumber(pid, "VmRSS") / 1024;
-}
-
-/** The number of threads of a process. */
-function processThreads(pid: number): number {
-  return statusNumber(pid, "Threads");
-}
-
 /**
  * The agent's memory over a long life: bridge(ipMasq)+host-local ADD/DEL pairs through it, in
  * STREAMS parallel streams each with its own container netns; its resident set after the first
@@ -712,19 +634,6 @@ const cri: Scenario = async (ctx) => {
     await agent.exited;
   }
 };
-
-/** Waits until something accepts connections on the unix socket `path`. */
-export async function waitUntilListening(path: string): Promise<void> {
-  for (let i = 0; ; i++) {
-    try {
-      (await Bun.connect({ unix: path, socket: { data() {} } })).end();
-      return;
-    } catch {
-      if (i > 300) throw new Error(`nothing listens on ${path}`);
-      await Bun.sleep(20);
-    }
-  }
-}
 
 interface PhaseLine {
   origin: number;
@@ -907,6 +816,9 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   phases,
   telemetry,
   runtime,
+  "burst-110": burst(110),
+  "burst-250": burst(250),
+  "live-pods": livePods,
 };
 
 /** Removes a scenario's scratch directory. */

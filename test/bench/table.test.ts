@@ -59,4 +59,18 @@ describe("bench table", () => {
     expect(text).toContain("targets: 3 met, 1 missed, 1 errors");
     expect(text).toContain('error in "kube ADD": boom');
   });
+
+  test("a row against the same implementation on an empty node: its reference column and ratio", () => {
+    const text = formatTable([
+      row({ scenario: "one pod next to 500", values: { resident: 120, "empty-node": 100 }, targets: [{ kind: "ratio", of: "resident", vs: "empty-node", max: 1.2 }] }),
+      row({ scenario: "one pod next to 500, standalone", values: { standalone: 130, "empty-node": 100 }, targets: [{ kind: "ratio", of: "standalone", vs: "empty-node", max: 1.2 }] }),
+    ]);
+    const [res, stand] = ["one pod next to 500 ", "one pod next to 500, standalone"].map((p) => text.split("\n").find((l) => l.startsWith(p))!);
+    expect(res).toContain("100.0 ms 0 live pods");
+    expect(res).toContain("1.20");
+    expect(res).toContain("resident/0 live pods <= 1.2");
+    expect(res).toMatch(/met$/);
+    expect(stand).toContain("1.30");
+    expect(stand).toMatch(/MISSED$/);
+  });
 });

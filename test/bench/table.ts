@@ -2,13 +2,13 @@
  * The final table of `make bench`: one row per figure with a column per series — ours through the
  * old layout (every plugin name a link to the executable: `direct`), ours standalone (the exec shim
  * falls back: no agent), ours resident (through the agent), and Go 1.1.1 (or another reference:
- * a compiled Bun hello-world, ours with host-local, a static executable that does nothing) — the ratios, the targets and whether they were
- * met.
+ * a compiled Bun hello-world, ours with host-local, a static executable that does nothing, the same
+ * implementation on a node without live pods) — the ratios, the targets and whether they were met.
  */
 import { ratio } from "./stats.ts";
 
 /** The series a row may have; see the header. */
-export type Column = "direct" | "standalone" | "resident" | "observed" | "go" | "hello" | "host-local" | "floor" | "avx2";
+export type Column = "direct" | "standalone" | "resident" | "observed" | "go" | "hello" | "host-local" | "floor" | "avx2" | "empty-node";
 
 export const COLUMN_LABEL: Readonly<Record<Column, string>> = {
   direct: "direct",
@@ -20,6 +20,7 @@ export const COLUMN_LABEL: Readonly<Record<Column, string>> = {
   "host-local": "host-local",
   floor: "static-true",
   avx2: "x64 runtime",
+  "empty-node": "0 live pods",
 };
 
 export type Target =
@@ -87,7 +88,7 @@ function targetText(row: Row): string {
 
 /** The reference a row is compared with: Go, else the first other reference it has. */
 function referenceOf(row: Row): Column | undefined {
-  return (["go", "hello", "host-local", "floor", "observed", "avx2"] as const).find((c) => row.values[c] !== undefined);
+  return (["go", "hello", "host-local", "floor", "observed", "avx2", "empty-node"] as const).find((c) => row.values[c] !== undefined);
 }
 
 /** The table as aligned text, header first; errors are listed under it. */
