@@ -5,9 +5,9 @@
  * container's chain when it names one of our ports), DEL with the mappings reads nothing; the
  * shared chains are asserted in the restore and read only when that fails (see chain.ts).
  */
-import type { IptablesPlan } from "../../shared/firewall/iptables/chain.ts";
+import type { IptablesPlan, IptRule } from "../../shared/firewall/iptables/chain.ts";
 import type { IptablesDriver } from "../../shared/firewall/iptables/driver.ts";
-import { hasRule, ruleComment, ruleTarget, sameRules } from "../../shared/firewall/iptables/rule.ts";
+import { chainNeedle, hasRule, ruleComment, ruleTarget, sameRules } from "../../shared/firewall/iptables/rule.ts";
 import { readIptables, transactIptables } from "../../shared/firewall/iptables/transact.ts";
 import { runAll } from "../../shared/firewall/backend.ts";
 import type { IPFamily } from "../../shared/ip/addr.ts";
@@ -36,13 +36,26 @@ import {
 } from "./iptables-rules.ts";
 
 /**
+ * The bytes an entry rule forwarding `port` certainly holds: the port in its multiport match
+ * (struct xt_multiport_v1 keeps ports in host order). Every portmap writes its entry rules with
+ * `-m multiport --dports`, so other containers' entries that lack them forward other ports.
+ */
+function portNeedle(port: number): Uint8Array {
+  return new Uint8Array(new Uint16Array([port]).buffer);
+}
+
+/**
  * Ports forwarded by other containers' CNI-DN chains in this nat table that could clash with
- * `mine`: only the chains whose entry rule names one of `mine`'s protocol/port pairs are read.
+ * `mine`: only the entry rules holding one of `mine`'s ports are decoded (on a node of hundreds of
+ * pods, CNI-HOSTPORT-DNAT holds a rule per pod), and only the chains whose entry rule names one of
+ * `mine`'s protocol/port pairs are read.
  */
 export function foreignPortsIptables(nat: IptablesPlan, myChain: string, mine: readonly PortMapping[]): ForeignPort[] {
   const out: ForeignPort[] = [];
   const seen = new Set<string>();
-  for (const entry of nat.rulesOf(TOP_LEVEL_DNAT_CHAIN)) {
+  const candidates = new Set<IptRule>();
+  for (const port of new Set(mine.map((m) => m.hostPort))) for (const r of nat.rulesMentioning(TOP_LEVEL_DNAT_CHAIN, portNeedle(port))) candidates.add(r);
+  for (const entry of candidates) {
     const target = ruleTarget(entry);
     if (target === undefined || target === myChain || !target.startsWith("CNI-DN-") || seen.has(target)) continue;
     const sends = parseDnatEntry(entry);
@@ -97,7 +110,7 @@ export function iptablesPortmap(ipt: IptablesDriver): PortmapFeature {
       transactIptables(ipt, family, (tx) => {
         const nat = tx.table("nat");
         t.foreign?.(foreignPortsIptables(nat, chain, mappingsForFamily(conf.mappings, family)));
-        const current = nat.rulesOf(TOP_LEVEL_DNAT_CHAIN).filter((r) => ruleTarget(r) === chain);
+        const current = nat.rulesMentioning(TOP_LEVEL_DNAT_CHAIN, chainNeedle(chain)).filter((r) => ruleTarget(r) === chain);
         if (conf.snat && conf.externalSetMarkChain === undefined) {
           nat.ensureChain({ table: "nat", name: SETMARK_CHAIN, rules: [setMarkRule(conf.markMasqBit)], entryRules: [] }, true);
           nat.ensureChain({ table: "nat", name: MARK_MASQ_CHAIN, rules: [markMasqRule(conf.markMasqBit)], entryRules: [] }, true);

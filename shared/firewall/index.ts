@@ -17,7 +17,7 @@ export type { MasqBackendName } from "./ipmasq-feature.ts";
 export type { IptablesPlan, IptRule } from "./iptables/chain.ts";
 export { hostIptablesMode, systemIptables } from "./iptables/system.ts";
 export type { IptablesDriver } from "./iptables/driver.ts";
-export { commentMatch, hasRule, ruleComment, ruleTarget, sameRules } from "./iptables/rule.ts";
+export { chainNeedle, commentMatch, hasRule, ruleComment, ruleTarget, sameRules } from "./iptables/rule.ts";
 export { tokenize } from "./iptables/save-format.ts";
 export { readIptables, transactIptables } from "./iptables/transact.ts";
 export { toolsFor } from "./iptables/variant.ts";

@@ -225,14 +225,14 @@ describe.skipIf(!sandboxed())("nf_tables over netlink (real kernel)", () => {
       // Nothing left of mine, or no such chain: done, nothing to do.
       expect(driver.deleteRules!(family, "filter", "CNI-NL-FWD", addressRules(mine))).toBe(true);
       expect(driver.deleteRules!(family, "filter", "CNI-NL-MISSING", addressRules(mine))).toBe(true);
-      // A rule of a shape it does not read (-p tcp) that cannot be one of them (it lacks their
+      // A rule of a shape it does not read (-i) that cannot be one of them (it lacks their
       // address) is not read at all; one that holds their address: it cannot tell, declines, and
       // nothing changes.
-      f("-A", "CNI-NL-FWD", "-p", "tcp", "-j", "ACCEPT");
+      f("-A", "CNI-NL-FWD", "-i", "eth0", "-j", "ACCEPT");
       f("-A", "CNI-NL-FWD", ...addressRules(mine)[1]!);
       expect(driver.deleteRules!(family, "filter", "CNI-NL-FWD", addressRules(mine))).toBe(true);
       expect(f("-S", "CNI-NL-FWD")).not.toContain(mine);
-      f("-A", "CNI-NL-FWD", "-d", other, "-p", "tcp", "-j", "ACCEPT");
+      f("-A", "CNI-NL-FWD", "-d", other, "-i", "eth0", "-j", "ACCEPT");
       const before = f("-S", "CNI-NL-FWD");
       expect(driver.deleteRules!(family, "filter", "CNI-NL-FWD", addressRules(other))).toBe(false);
       expect(f("-S", "CNI-NL-FWD")).toBe(before);

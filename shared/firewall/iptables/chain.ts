@@ -90,6 +90,16 @@ export class IptablesPlan {
     return list === null ? [] : this.decoded(chain, list);
   }
 
+  /**
+   * The rules of `chain` whose kernel form contains `needle` (reads it, decoding only those; a
+   * chain listed by the tool: the rules whose arguments would, as far as a decoded rule can tell —
+   * all of them). For questions about a few rules of a chain of hundreds.
+   */
+  rulesMentioning(chain: string, needle: Uint8Array): readonly IptRule[] {
+    const list = this.state(chain);
+    return list === null ? [] : this.decoded(chain, list, needle);
+  }
+
   /** True when `chain` holds `rule` (reads it, decoding only the rules that may be `rule`). */
   holds(chain: string, rule: IptRule): boolean {
     const list = this.state(chain);

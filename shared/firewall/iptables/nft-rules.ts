@@ -5,13 +5,16 @@
  *
  *   [!] -s|-d <addr>/<prefix>                 payload (network header, source or destination address,
  *                                             prefix/8 bytes) then cmp eq|neq — whole-byte prefixes only
+ *   [!] -p tcp|udp|sctp                       meta l4proto then cmp eq|neq
+ *   -m multiport --dports|--sports|--ports <p,…>  match multiport rev 1 (struct xt_multiport_v1),
+ *                                             single ports, not inverted
  *   -m comment --comment <text>               match comment rev 0 (struct xt_comment_info)
  *   -m conntrack [!] --ctstate <states>       match conntrack rev 3 (struct xt_conntrack_mtinfo3,
  *                                             testing the state and nothing else)
  *   -j ACCEPT|DROP|RETURN|<chain>, -g <chain> immediate verdict, the last expression
  *   (counter)                                 nothing: `iptables -S` prints no counters
  *
- * Anything else — another expression (bitwise for a prefix within a byte, meta for -i/-o/-p,
+ * Anything else — another expression (bitwise for a prefix within a byte, meta for -i/-o,
  * native ct), another match or revision, a conntrack match testing more than the state, a comment
  * that is only in the rule's user data — is not read: {@link iptablesArgs} answers undefined and
  * the caller goes the tool's way. A decoded rule compares with rule.ts `sameRule` like a listed one.
@@ -38,6 +41,9 @@ import {
   NFTA_PAYLOAD_DREG,
   NFTA_PAYLOAD_LEN,
   NFTA_PAYLOAD_OFFSET,
+  NFTA_META_DREG,
+  NFTA_META_KEY,
+  NFT_META_L4PROTO,
 } from "../../netlink/constants/nf-tables.ts";
 import { immediateVerdict } from "../../netlink/nftables.ts";
 import type { NftExpr, NftRule } from "../../netlink/nftables-rule.ts";
@@ -80,6 +86,18 @@ const CT_STATES: readonly [number, string][] = [
   [XT_CONNTRACK_STATE_DNAT, "DNAT"],
 ];
 
+/**
+ * include/uapi/linux/netfilter/xt_multiport.h: struct xt_multiport_v1 { __u8 flags; __u8 count;
+ * __u16 ports[XT_MULTI_PORTS]; __u8 pflags[XT_MULTI_PORTS]; __u8 invert; } with XT_MULTI_PORTS 15,
+ * ports in host order; flags XT_MULTIPORT_SOURCE 0, _DESTINATION 1, _EITHER 2.
+ */
+const XT_MULTI_PORTS = 15;
+const XT_MULTIPORT_V1_SIZE = 2 + 2 * XT_MULTI_PORTS + XT_MULTI_PORTS + 1;
+const MULTIPORT_OPTION = ["--sports", "--dports", "--ports"] as const;
+
+/** The protocols `-p` names that iptables prints by name (IPPROTO_TCP, IPPROTO_UDP, IPPROTO_SCTP). */
+const L4PROTO_NAMES: Readonly<Record<number, string>> = { 6: "tcp", 17: "udp", 132: "sctp" };
+
 function u32(expr: NftExpr, attr: number): number | undefined {
   const b = expr.attrs.get(attr);
   return b?.byteLength === 4 ? readBe32(b) : undefined;
@@ -104,6 +122,34 @@ function addressArgs(family: IPFamily, load: NftExpr, cmp: NftExpr | undefined):
   if (ip === null || ip.family !== family) return undefined; // an IPv4-mapped IPv6 address: left to the tool
   const addr = `${formatIP(ip)}/${len * 8}`;
   return { flag, args: op === NFT_CMP_NEQ ? ["!", flag, addr] : [flag, addr] };
+}
+
+/** `[!] -p <proto>` from a meta l4proto load and the cmp that tests it. */
+function protocolArgs(load: NftExpr, cmp: NftExpr | undefined): string[] | undefined {
+  if (u32(load, NFTA_META_KEY) !== NFT_META_L4PROTO) return undefined;
+  if (cmp?.name !== "cmp" || u32(cmp, NFTA_CMP_SREG) !== u32(load, NFTA_META_DREG)) return undefined;
+  const op = u32(cmp, NFTA_CMP_OP);
+  const data = cmp.attrs.get(NFTA_CMP_DATA);
+  const value = data === undefined ? undefined : attrMap(data).get(NFTA_DATA_VALUE);
+  const name = value?.byteLength === 1 ? L4PROTO_NAMES[value[0]!] : undefined;
+  if (name === undefined || (op !== NFT_CMP_EQ && op !== NFT_CMP_NEQ)) return undefined;
+  return op === NFT_CMP_NEQ ? ["!", "-p", name] : ["-p", name];
+}
+
+/** `-m multiport --dports|--sports|--ports <p,…>` from a multiport rev 1 blob of single ports, not inverted. */
+function multiportArgs(info: Uint8Array): string[] | undefined {
+  if (info.byteLength !== XT_MULTIPORT_V1_SIZE) return undefined;
+  const option = MULTIPORT_OPTION[info[0]!];
+  const count = info[1]!;
+  if (option === undefined || count < 1 || count > XT_MULTI_PORTS || info[XT_MULTIPORT_V1_SIZE - 1] !== 0) return undefined;
+  const view = new DataView(info.buffer, info.byteOffset, info.byteLength);
+  const hostOrder = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+  const ports: number[] = [];
+  for (let i = 0; i < count; i++) {
+    if (info[2 + 2 * XT_MULTI_PORTS + i] !== 0) return undefined; // a range
+    ports.push(view.getUint16(2 + 2 * i, hostOrder));
+  }
+  return ["-m", "multiport", option, ports.join(",")];
 }
 
 /** `-m conntrack [!] --ctstate …` from a conntrack rev 3 blob that tests the state only. */
@@ -139,6 +185,10 @@ function matchArgs(expr: NftExpr): { args: string[]; comment?: string } | undefi
       const args = info.byteLength === XT_CONNTRACK_MTINFO3_SIZE ? ctstateArgs(info) : undefined;
       return args === undefined ? undefined : { args };
     }
+    case "multiport 1": {
+      const args = multiportArgs(info);
+      return args === undefined ? undefined : { args };
+    }
     default:
       return undefined;
   }
@@ -162,6 +212,7 @@ function targetArgs(expr: NftExpr): string[] | undefined {
  */
 export function iptablesArgs(family: IPFamily, rule: NftRule): string[] | undefined {
   const addresses: { "-s"?: string[]; "-d"?: string[] } = {};
+  let protocol: string[] = [];
   const matches: string[] = [];
   let target: string[] = [];
   let comment: string | undefined;
@@ -173,6 +224,11 @@ export function iptablesArgs(family: IPFamily, rule: NftRule): string[] | undefi
       const a = addressArgs(family, expr, exprs[i + 1]);
       if (a === undefined || addresses[a.flag] !== undefined) return undefined;
       addresses[a.flag] = a.args;
+      i++; // the cmp
+    } else if (expr.name === "meta") {
+      const p = protocolArgs(expr, exprs[i + 1]);
+      if (p === undefined || protocol.length > 0) return undefined;
+      protocol = p;
       i++; // the cmp
     } else if (expr.name === "match") {
       const m = matchArgs(expr);
@@ -189,5 +245,5 @@ export function iptablesArgs(family: IPFamily, rule: NftRule): string[] | undefi
   }
   // A comment in the user data is read only when it repeats the comment match.
   if (rule.comment !== undefined && rule.comment !== comment) return undefined;
-  return [...(addresses["-s"] ?? []), ...(addresses["-d"] ?? []), ...matches, ...target];
+  return [...(addresses["-s"] ?? []), ...(addresses["-d"] ?? []), ...protocol, ...matches, ...target];
 }

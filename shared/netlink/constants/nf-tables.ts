@@ -111,3 +111,8 @@ const NFT_MSG_NAMES: Readonly<Record<number, string>> = {
 export function nftMsgName(cmd: number): string {
   return NFT_MSG_NAMES[cmd] ?? `NFT_MSG_${cmd}`;
 }
+
+/** include/uapi/linux/netfilter/nf_tables.h: enum nft_meta_attributes, and the key NFT_META_L4PROTO of enum nft_meta_keys. */
+export const NFTA_META_DREG = 1;
+export const NFTA_META_KEY = 2;
+export const NFT_META_L4PROTO = 16;
