@@ -26,6 +26,8 @@ export interface IptablesDriver {
    * (lazy-rule.ts), where the variant allows it (iptables-nft). Absent: plan with `listChain`.
    */
   listChainLazily?(family: IPFamily, table: string, chain: string): ChainListing | undefined;
+  /** True when `listChainLazily` reads the kernel, running no tool (iptables-nft). */
+  readsInKernel?(): boolean;
   /** Applies one restore transaction (`*table … COMMIT`, several tables allowed) without flushing anything else. */
   restore(family: IPFamily, text: string): void;
   /**

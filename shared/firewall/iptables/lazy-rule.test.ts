@@ -103,6 +103,28 @@ describe("planning against a chain read lazily", () => {
     expect(() => p.ensureRule("DNAT", ["-j", "CNI-POD3"], "last")).toThrow(IptablesPlanError);
   });
 
+  test("where reads cost no tool run, an optimistic plan looks for a rule with a needle instead of asserting it with -C", () => {
+    const masqJump = ["-m", "comment", "--comment", "CNI portfwd requiring masquerade", "-j", "CNI-HOSTPORT-MASQ"];
+    const post = bigChain(200, [masqJump]);
+    const reads: string[] = [];
+    const reader = (_t: string, chain: string) => {
+      reads.push(chain);
+      return chain === "POSTROUTING" ? post.rules : undefined;
+    };
+    const cheap = new IptablesTransaction(reader, true, true);
+    cheap.table("nat").ensureRule("POSTROUTING", masqJump, "first", true);
+    expect(cheap.render()).toBe("");
+    expect(reads).toEqual(["POSTROUTING"]);
+    expect(post.decodes()).toBe(1);
+    // A rule without a needle is still asserted, as it is where reads run a tool.
+    cheap.table("nat").ensureRule("PREROUTING", ["-j", "MASQUERADE"], "last", true);
+    expect(cheap.render()).toBe("*nat\n-C PREROUTING -j MASQUERADE\nCOMMIT\n");
+    const costly = new IptablesTransaction(reader, true, false);
+    costly.table("nat").ensureRule("POSTROUTING", masqJump, "first", true);
+    expect(costly.render()).toBe(`*nat\n-C POSTROUTING -m comment --comment "CNI portfwd requiring masquerade" -j CNI-HOSTPORT-MASQ\nCOMMIT\n`);
+    expect(reads).toEqual(["POSTROUTING"]);
+  });
+
   test("chainNeedle is the chain name's bytes", () => {
     expect(new TextDecoder().decode(chainNeedle("CNI-DN-abc"))).toBe("CNI-DN-abc");
   });

@@ -73,6 +73,7 @@ export function systemIptables(env: ToolEnv, mode?: IptablesMode): Required<Ipta
   };
   const driver: Required<IptablesDriver> = {
     available: () => currentMode() !== undefined,
+    readsInKernel: () => currentMode() === "nft",
     listChainLazily(family, table, chain) {
       if (currentMode() !== "nft") return driver.listChain(family, table, chain);
       const payloads = chainRulesInKernel(nftFamily(family), table, chain);

@@ -30,7 +30,7 @@ export function readIptables<T>(ipt: IptablesDriver, family: IPFamily, read: (tx
 export function transactIptables(ipt: IptablesDriver, family: IPFamily, plan: (tx: IptablesTransaction) => void): void {
   let exact = 0;
   for (let optimistic = true; ; optimistic = false) {
-    const tx = new IptablesTransaction(reader(ipt, family), optimistic);
+    const tx = new IptablesTransaction(reader(ipt, family), optimistic, ipt.readsInKernel?.() ?? false);
     plan(tx);
     if (tx.empty) return;
     if (tx.changesNothing && optimistic) continue;
