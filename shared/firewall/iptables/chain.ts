@@ -110,6 +110,30 @@ export class IptablesPlan {
     return list === null ? [] : this.decoded(chain, list, needle);
   }
 
+  /**
+   * Whether `chain` holds `rule`, from the rules holding `needle` (reads the chain); undefined when
+   * it cannot tell without the tool: one of them is of a shape nft-rules.ts does not read.
+   */
+  private find(chain: string, rule: IptRule, needle: Uint8Array): boolean | undefined {
+    const list = this.state(chain);
+    if (list === null) return false;
+    let unsure = false;
+    for (let i = 0; i < list.length; i++) {
+      let r = list[i]!;
+      if (r instanceof LazyRule) {
+        if (!r.mentions(needle)) continue;
+        const args = r.decode();
+        if (args === undefined) {
+          unsure = true;
+          continue;
+        }
+        list[i] = r = canonicalRule(args);
+      }
+      if (sameRule(r, rule)) return true;
+    }
+    return unsure ? undefined : false;
+  }
+
   /** True when `chain` holds `rule` (reads it, decoding only the rules that may be `rule`). */
   holds(chain: string, rule: IptRule): boolean {
     const list = this.state(chain);
@@ -128,9 +152,14 @@ export class IptablesPlan {
    * plan asserts it with `-C` instead of reading the chain.
    */
   ensureRule(chain: string, rule: IptRule, where: "first" | "last", assumePresent = false): void {
-    if (this.assuming(chain, assumePresent && !(this.cheapReads && needleOf(rule) !== undefined))) {
-      this.lines.push(ruleLine("-C", chain, rule));
-      return;
+    if (this.assuming(chain, assumePresent)) {
+      const needle = this.cheapReads ? needleOf(rule) : undefined;
+      const found = needle === undefined ? undefined : this.find(chain, rule, needle);
+      if (found === true) return;
+      if (found === undefined) {
+        this.lines.push(ruleLine("-C", chain, rule));
+        return;
+      }
     }
     if (this.holds(chain, rule)) return;
     this.ensureChainExists(chain);

@@ -116,9 +116,16 @@ describe("planning against a chain read lazily", () => {
     expect(cheap.render()).toBe("");
     expect(reads).toEqual(["POSTROUTING"]);
     expect(post.decodes()).toBe(1);
-    // A rule without a needle is still asserted, as it is where reads run a tool.
+    // A rule without a needle is still asserted, as it is where reads run a tool; so is one whose
+    // look-alikes cannot be decoded (no tool is run to read them).
     cheap.table("nat").ensureRule("PREROUTING", ["-j", "MASQUERADE"], "last", true);
     expect(cheap.render()).toBe("*nat\n-C PREROUTING -j MASQUERADE\nCOMMIT\n");
+    const odd = bigChain(3, [["-m", "addrtype", "--dst-type", "LOCAL", "-j", "CNI-HOSTPORT-DNAT"]], (r) => r.includes("addrtype"));
+    let exactReads = 0;
+    const oddTx = new IptablesTransaction((_t, _c, exact) => (exact === true ? (exactReads++, []) : odd.rules), true, true);
+    oddTx.table("nat").ensureRule("OUTPUT", ["-m", "addrtype", "--dst-type", "LOCAL", "-j", "CNI-HOSTPORT-DNAT"], "last", true);
+    expect(oddTx.render()).toBe("*nat\n-C OUTPUT -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT\nCOMMIT\n");
+    expect(exactReads).toBe(0);
     const costly = new IptablesTransaction(reader, true, false);
     costly.table("nat").ensureRule("POSTROUTING", masqJump, "first", true);
     expect(costly.render()).toBe(`*nat\n-C POSTROUTING -m comment --comment "CNI portfwd requiring masquerade" -j CNI-HOSTPORT-MASQ\nCOMMIT\n`);
