@@ -90,7 +90,14 @@ export class IptablesPlan {
   hasChain(name: string): boolean {
     const known = this.known.get(name);
     if (known !== undefined) return known !== null;
-    for (const [chain, rules] of this.known) if (rules !== null && this.decoded(chain, rules, chainNeedle(name)).some((r) => ruleTarget(r) === name)) return true;
+    // A jump read elsewhere proves it; a rule that cannot be decoded proves nothing (no tool run).
+    const needle = chainNeedle(name);
+    for (const rules of this.known.values()) {
+      for (const r of rules ?? []) {
+        const args = r instanceof LazyRule ? (r.mentions(needle) ? r.decode() : undefined) : r;
+        if (args !== undefined && ruleTarget(args) === name) return true;
+      }
+    }
     return this.state(name) !== null;
   }
 

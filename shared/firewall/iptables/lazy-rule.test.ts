@@ -2,7 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { IptablesPlanError, IptablesTransaction, type IptRule } from "./chain.ts";
 import { LazyRule, type ChainListing } from "./lazy-rule.ts";
 import { chainNeedle, needleOf } from "./rule.ts";
+import type { IptablesDriver } from "./driver.ts";
 import { tokenize } from "./save-format.ts";
+import { transactIptables } from "./transact.ts";
 
 /** A chain of `n` pods' rules (each rule's bytes: its text plus its addresses' bytes, as the kernel keeps them), counting decodes. */
 function bigChain(n: number, extra: IptRule[] = [], undecodable: (r: IptRule) => boolean = () => false): { rules: LazyRule[]; decodes: () => number } {
@@ -130,6 +132,39 @@ describe("planning against a chain read lazily", () => {
     costly.table("nat").ensureRule("POSTROUTING", masqJump, "first", true);
     expect(costly.render()).toBe(`*nat\n-C POSTROUTING -m comment --comment "CNI portfwd requiring masquerade" -j CNI-HOSTPORT-MASQ\nCOMMIT\n`);
     expect(reads).toEqual(["POSTROUTING"]);
+  });
+
+  test("a transaction whose plan stops so is planned again with every chain read whole", () => {
+    const dnat = bigChain(10, [], (r) => r.includes("CNI-POD3"));
+    const exact = dnat.rules.map((r) => [...(r.decode() ?? ["-s", "10.77.0.3/32", "-m", "comment", "--comment", 'name: "net" id: "pod3"', "-j", "CNI-POD3"])]);
+    const restored: string[] = [];
+    const driver: IptablesDriver = {
+      available: () => true,
+      listChain: (_f, _t, chain) => (chain === "DNAT" ? exact : undefined),
+      listChainLazily: (_f, _t, chain) => (chain === "DNAT" ? bigChain(10, [], (r) => r.includes("CNI-POD3")).rules : undefined),
+      readsInKernel: () => true,
+      restore: (_f, text) => void restored.push(text),
+    };
+    transactIptables(driver, 4, (tx) => {
+      const p = tx.table("nat");
+      p.ensureRule("DNAT", ["-d", "10.99.0.1/32", "-j", "ACCEPT"], "last");
+      p.deleteRule("DNAT", ["-s", "10.77.0.3/32", "-m", "comment", "--comment", 'name: "net" id: "pod3"', "-j", "CNI-POD3"]);
+    });
+    expect(restored).toEqual([`*nat\n-A DNAT -d 10.99.0.1/32 -j ACCEPT\n-D DNAT -s 10.77.0.3/32 -m comment --comment "name: \\"net\\" id: \\"pod3\\"" -j CNI-POD3\nCOMMIT\n`]);
+  });
+
+  test("a jump read elsewhere proves a chain exists; an undecodable one is no proof and runs no tool", () => {
+    const post = bigChain(20, [["-m", "addrtype", "--dst-type", "LOCAL", "-j", "CNI-ODD"]], (r) => r.includes("addrtype"));
+    const reads: string[] = [];
+    const tx = new IptablesTransaction((_t, chain, exact) => {
+      reads.push(exact === true ? `exact ${chain}` : chain);
+      return chain === "POSTROUTING" ? post.rules : undefined;
+    });
+    const p = tx.table("nat");
+    p.rulesMentioning("POSTROUTING", chainNeedle("CNI-POD3"));
+    expect(p.hasChain("CNI-POD3")).toBe(true);
+    expect(p.hasChain("CNI-ODD")).toBe(false);
+    expect(reads).toEqual(["POSTROUTING", "CNI-ODD"]);
   });
 
   test("chainNeedle is the chain name's bytes", () => {

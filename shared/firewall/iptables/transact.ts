@@ -11,14 +11,16 @@
  */
 import type { IPFamily } from "../../ip/addr.ts";
 import { CommandError } from "../exec.ts";
-import { IptablesTransaction, type ChainReader } from "./chain.ts";
+import { IptablesPlanError, IptablesTransaction, type ChainReader } from "./chain.ts";
 import type { IptablesDriver } from "./driver.ts";
 
 /** Plans after the optimistic one (each retried after a failed restore). */
 const EXACT_ATTEMPTS = 3;
 
-function reader(ipt: IptablesDriver, family: IPFamily): ChainReader {
-  return (table, chain, exact) => (exact === true || ipt.listChainLazily === undefined ? ipt.listChain(family, table, chain) : ipt.listChainLazily(family, table, chain));
+/** Reads chains of `family`; `lazily`: rules read from the kernel stay undecoded until asked (lazy-rule.ts). */
+function reader(ipt: IptablesDriver, family: IPFamily, lazily = true): ChainReader {
+  return (table, chain, exact) =>
+    exact === true || !lazily || ipt.listChainLazily === undefined ? ipt.listChain(family, table, chain) : ipt.listChainLazily(family, table, chain);
 }
 
 /** Reads what `read` needs, for one IP family, without changing anything. */
@@ -29,9 +31,17 @@ export function readIptables<T>(ipt: IptablesDriver, family: IPFamily, read: (tx
 /** Plans and applies changes for one IP family (see module doc); a plan that changes nothing runs no restore. */
 export function transactIptables(ipt: IptablesDriver, family: IPFamily, plan: (tx: IptablesTransaction) => void): void {
   let exact = 0;
+  let lazily = true;
   for (let optimistic = true; ; optimistic = false) {
-    const tx = new IptablesTransaction(reader(ipt, family), optimistic, ipt.readsInKernel?.() ?? false);
-    plan(tx);
+    const tx = new IptablesTransaction(reader(ipt, family, lazily), optimistic, lazily && (ipt.readsInKernel?.() ?? false));
+    try {
+      plan(tx);
+    } catch (err) {
+      // The plan had to read whole a chain it had already changed: planned again, every chain read whole.
+      if (!(err instanceof IptablesPlanError) || !lazily) throw err;
+      lazily = false;
+      continue;
+    }
     if (tx.empty) return;
     if (tx.changesNothing && optimistic) continue;
     if (!optimistic) exact++;
