@@ -92,12 +92,7 @@ export class IptablesPlan {
     if (known !== undefined) return known !== null;
     // A jump read elsewhere proves it; a rule that cannot be decoded proves nothing (no tool run).
     const needle = chainNeedle(name);
-    for (const rules of this.known.values()) {
-      for (const r of rules ?? []) {
-        const args = r instanceof LazyRule ? (r.mentions(needle) ? r.decode() : undefined) : r;
-        if (args !== undefined && ruleTarget(args) === name) return true;
-      }
-    }
+    for (const rules of this.known.values()) if (rules !== null && decodeMentioning(rules, needle).decoded.some((r) => ruleTarget(r) === name)) return true;
     return this.state(name) !== null;
   }
 
@@ -124,21 +119,8 @@ export class IptablesPlan {
   private find(chain: string, rule: IptRule, needle: Uint8Array): boolean | undefined {
     const list = this.state(chain);
     if (list === null) return false;
-    let unsure = false;
-    for (let i = 0; i < list.length; i++) {
-      let r = list[i]!;
-      if (r instanceof LazyRule) {
-        if (!r.mentions(needle)) continue;
-        const args = r.decode();
-        if (args === undefined) {
-          unsure = true;
-          continue;
-        }
-        list[i] = r = canonicalRule(args);
-      }
-      if (sameRule(r, rule)) return true;
-    }
-    return unsure ? undefined : false;
+    const { decoded, undecodable } = decodeMentioning(list, needle);
+    return hasRule(decoded, rule) ? true : undecodable ? undefined : false;
   }
 
   /** True when `chain` holds `rule` (reads it, decoding only the rules that may be `rule`). */
@@ -302,17 +284,10 @@ export class IptablesPlan {
    * allows.
    */
   private decoded(chain: string, list: Entries, needle?: Uint8Array): string[][] {
-    for (let i = 0; i < list.length; i++) {
-      const r = list[i]!;
-      if (!(r instanceof LazyRule) || (needle !== undefined && !r.mentions(needle))) continue;
-      const args = r.decode();
-      if (args === undefined) {
-        this.readExactly(chain, list);
-        break;
-      }
-      list[i] = canonicalRule(args);
-    }
-    return list.filter((r): r is string[] => Array.isArray(r));
+    const read = decodeMentioning(list, needle);
+    if (!read.undecodable) return read.decoded;
+    this.readExactly(chain, list);
+    return list as string[][];
   }
 
   private readExactly(chain: string, list: Entries): void {
@@ -348,6 +323,29 @@ export class IptablesPlan {
     if (list === null) throw new Error(`iptables plan: chain ${chain} does not exist in table ${this.table}`);
     return list;
   }
+}
+
+/**
+ * Decodes, in place, the rules of `list` that may contain `needle` (all when undefined); returns the
+ * decoded rules, and whether one that may contain it could not be decoded (it stays lazy).
+ */
+function decodeMentioning(list: Entries, needle?: Uint8Array): { decoded: string[][]; undecodable: boolean } {
+  const decoded: string[][] = [];
+  let undecodable = false;
+  for (let i = 0; i < list.length; i++) {
+    let r = list[i]!;
+    if (r instanceof LazyRule) {
+      if (needle !== undefined && !r.mentions(needle)) continue;
+      const args = r.decode();
+      if (args === undefined) {
+        undecodable = true;
+        continue;
+      }
+      list[i] = r = canonicalRule(args);
+    }
+    decoded.push(r);
+  }
+  return { decoded, undecodable };
 }
 
 /** One restore transaction over any number of tables of one IP family. */
