@@ -23,6 +23,9 @@ import {
   type ShimRequest,
 } from "./protocol.ts";
 
+/** What tells a waiting call's shim that it still waits (the same bytes every time). */
+const QUEUED_FRAME = encodeFrame(Frame.QUEUED);
+
 /**
  * A request the agent offers to its pool (which accepts or refuses it, now or within its admission
  * bound) or refuses at once (the shim then runs the standalone executable).
@@ -164,6 +167,7 @@ export class Connection {
         this.#pending.push(Buffer.concat([encodeFrame(Frame.ACCEPTED), encodeFrame(Frame.SEND_STDIN)]));
         queueMicrotask(() => this.#flush());
       },
+      queued: () => this.#send([QUEUED_FRAME], false),
       refuse: (reason) => this.#refuse(reason),
       stdin: () => stdin ?? Promise.resolve({ message: "the call was not accepted" }),
       stdinPendingSince: () => (this.#stdin.wanted ? acceptedAt : undefined),

@@ -1,4 +1,5 @@
 /** Command line of `cni-plugins serve` (docs/resident.md). */
+import { availableParallelism } from "node:os";
 import { DEFAULT_SOCKET } from "./socket-paths.ts";
 
 export interface ServeFlags {
@@ -30,6 +31,17 @@ export interface MetricsAddress {
   port: number;
 }
 
+/**
+ * The default `--max-workers` on a machine whose process may run on `cpus` CPUs: one more thread
+ * than CPUs, between 2 and 16. A call's work is CPU (its own, and that of the iptables or nft it
+ * runs, while its thread waits), so more threads than that only add memory (each thread is a
+ * JavaScript VM of its own, 25-30 MiB once warm) and colder code; the calls beyond them wait for a
+ * thread instead (docs/resident.md). `--min-workers` above it raises it.
+ */
+export function defaultMaxWorkers(cpus: number): number {
+  return Math.min(16, Math.max(2, cpus + 1));
+}
+
 /** The port docs/observability.md, the DaemonSet and the systemd unit use for the metrics endpoint. */
 export const METRICS_PORT = 9584;
 
@@ -41,8 +53,9 @@ flags:
   --socket PATH        the unix socket (default ${DEFAULT_SOCKET}; shims read CNI_PLUGINS_SOCKET);
                        a socket passed by systemd (LISTEN_FDS) is used instead
   --min-workers N      worker threads kept running (default 2)
-  --max-workers N      most calls running at once (default 16); a call that finds none free waits
-                       (unaccepted, up to 1 s, and only while a thread works) or runs standalone
+  --max-workers N      most calls running at once (default: CPUs + 1, at least 2, at most 16); a
+                       call that finds none free waits (unaccepted, up to 10 s, and only while a
+                       thread works) or runs standalone
   --call-timeout SECONDS
                        end a call that runs longer (default 300; 0: never), as a runtime's kill
                        would end a plugin process: its delegates are killed, its waits end (code 11)
@@ -82,7 +95,7 @@ export function parseServeFlags(args: readonly string[]): ServeFlags {
   const flags: ServeFlags = {
     socket: DEFAULT_SOCKET,
     minWorkers: 2,
-    maxWorkers: 16,
+    maxWorkers: 0,
     maxRequests: 100_000,
     maxRssMiB: 512,
     callTimeoutS: 300,
@@ -141,6 +154,7 @@ export function parseServeFlags(args: readonly string[]): ServeFlags {
         throw new ServeUsageError(`unknown flag ${JSON.stringify(arg)}`);
     }
   }
+  if (flags.maxWorkers === 0) flags.maxWorkers = Math.max(flags.minWorkers, defaultMaxWorkers(availableParallelism()));
   if (flags.maxWorkers < flags.minWorkers) throw new ServeUsageError(`--max-workers (${flags.maxWorkers}) is below --min-workers (${flags.minWorkers})`);
   return flags;
 }

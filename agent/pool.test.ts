@@ -8,7 +8,7 @@
 import { describe, expect, test } from "bun:test";
 import { END, EndReason, WAIT_SINCE, WAITING, clockMs } from "./call-cells.ts";
 import type { FromWorker, ToWorker } from "./messages.ts";
-import { WorkerPool, type Job, type PoolOptions } from "./pool.ts";
+import { QUEUED_RENEW_MS, WorkerPool, type Job, type PoolOptions } from "./pool.ts";
 
 /** A thread the test drives: it says ready when told, and answers the calls it was given when told. */
 class ScriptedThread {
@@ -48,6 +48,8 @@ class Caller {
   readonly events: string[] = [];
   /** Since when its stdin is awaited (undefined: it has arrived). */
   stdinSince: number | undefined = undefined;
+  /** How often it was told that it waits (kept out of `events`: how often depends on time). */
+  queued = 0;
   readonly env: Record<string, string>;
   constructor(env: Record<string, string> = {}) {
     this.env = env;
@@ -61,6 +63,7 @@ class Caller {
       umask: 0o022,
       attachment,
       accept: () => this.events.push("accepted"),
+      queued: () => this.queued++,
       refuse: (r) => this.events.push(`refused: ${r.reason}: ${r.text}`),
       stdin: () => Promise.resolve(new Uint8Array()),
       stdinPendingSince: () => this.stdinSince,
@@ -186,6 +189,34 @@ describe("WorkerPool admission", () => {
     expect(third.events).toEqual([]);
     made.threads[0]!.done();
     expect(third.events).toEqual(["accepted"]);
+  });
+
+  test("a waiting call's caller is told so at once and every QUEUED_RENEW_MS until it is accepted, then no more", async () => {
+    const { pool: p, threads, callers } = busyPool({ admissionWaitMs: 5_000 });
+    expect(callers.map((c) => c.queued)).toEqual([0, 0]); // accepted at once: never told to wait
+    const third = new Caller();
+    p.offer(third.job());
+    expect(third.queued).toBe(1);
+    await Bun.sleep(QUEUED_RENEW_MS * 2 + 150);
+    expect(third.queued).toBe(3);
+    threads[0]!.done();
+    expect(third.events).toEqual(["accepted"]);
+    await Bun.sleep(QUEUED_RENEW_MS + 100);
+    expect(third.queued).toBe(3);
+  });
+
+  test("a call refused at once is not told to wait, nor one refused because no thread works", async () => {
+    const { pool: p, threads } = busyPool({ maxWaiting: 1, admissionWaitMs: 5_000 });
+    const waiting = new Caller();
+    p.offer(waiting.job());
+    const over = new Caller();
+    p.offer(over.job());
+    expect(over.events[0]).toStartWith("refused: busy");
+    expect(over.queued).toBe(0);
+    for (const t of threads) t.waiting(true);
+    await Bun.sleep(QUEUED_RENEW_MS + 100);
+    expect(waiting.events[0]).toStartWith("refused: stalled");
+    expect(waiting.queued).toBe(1); // told once, when it began to wait; not after it was refused
   });
 
   test("no more than maxWaiting calls wait; the next is refused at once", () => {

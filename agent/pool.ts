@@ -12,6 +12,12 @@
  * So a pool whose every thread hangs in an IPAM that never answers still answers every other call
  * at once: with a refusal.
  *
+ * A waiting call's caller is told that it waits (`queued`), when it starts to and every
+ * QUEUED_RENEW_MS while it does: its shim gives up on an agent that stops saying so, and keeps
+ * waiting for one that does. Waiting pays in a burst: a call served here costs a fraction of the
+ * CPU of the same call standalone, and in a burst the CPU is what every call waits for, so a
+ * refusal there makes every other call slower too.
+ *
  * Calls of one attachment (container and interface) run one after another, in the order they
  * came: a runtime that gave up on an ADD and sends DEL gets the DEL once the ADD has ended. A call
  * whose caller goes away (the shim was killed at the runtime's timeout) is ended as a killed
@@ -40,6 +46,8 @@ export interface Job {
   attachment?: string | undefined;
   /** A thread is the call's: tell the caller (its stdin is asked for). Called at most once, before `stdin`. */
   accept(): void;
+  /** The call waits, unaccepted, for a thread or its attachment: tell the caller (when it starts to wait, then every QUEUED_RENEW_MS). */
+  queued(): void;
   /** No thread for the call: tell the caller, whose shim then runs standalone. Called at most once, instead of `accept`. */
   refuse(reason: Refusal): void;
   /** The call's stdin (sent to its thread when complete): the bytes, or why they cannot be had. */
@@ -91,6 +99,8 @@ interface Call {
   slot: Slot | undefined;
   /** Why it was ended, once it was. */
   ended: EndReason | undefined;
+  /** While it waits: when (clockMs) its caller was last told so. */
+  toldQueuedAt: number;
 }
 
 interface Slot {
@@ -107,6 +117,12 @@ interface Slot {
 
 /** While calls wait unaccepted, how often the pool looks whether any thread still works. */
 const STALL_CHECK_MS = 20;
+/**
+ * How often a waiting call's caller is told again that it waits: well inside the shim's budget
+ * between two such messages (REQUEST_BUDGET_MS, shim/cni-shim.c), so that only an agent that no
+ * longer runs its event loop loses its waiting calls to the shims' fallback.
+ */
+export const QUEUED_RENEW_MS = 500;
 /**
  * A thread waiting on another process or on its caller for this long counts as not working. A
  * shorter wait is part of any call's work (the caller's stdin a moment after the acceptance, a lock
@@ -154,7 +170,7 @@ export class WorkerPool {
 
   /** Takes `job`: accepts it now, later, or refuses it (always one of them, soon). */
   offer(job: Job): Offered {
-    const call: Call = { id: this.#nextId++, job, timer: undefined, slot: undefined, ended: undefined };
+    const call: Call = { id: this.#nextId++, job, timer: undefined, slot: undefined, ended: undefined, toldQueuedAt: 0 };
     const offered: Offered = { gone: () => this.#gone(call) };
     if (this.#closed) {
       job.refuse(new Refusal("draining", "the agent is stopping"));
@@ -168,7 +184,9 @@ export class WorkerPool {
     }
     this.#waiting.push(call);
     call.timer = setTimeout(() => this.#refuseWaiting(call, this.#waitOverReason(call)), this.#opts.admissionWaitMs);
-    this.#stallTimer ??= setInterval(() => this.#refuseIfStalled(), STALL_CHECK_MS);
+    call.toldQueuedAt = clockMs();
+    job.queued();
+    this.#stallTimer ??= setInterval(() => this.#whileCallsWait(), STALL_CHECK_MS);
     return offered;
   }
 
@@ -250,17 +268,27 @@ export class WorkerPool {
     );
   }
 
-  /** While calls wait for a thread: those that wait for nothing (no thread works) are refused now. */
-  #refuseIfStalled(): void {
+  /**
+   * While calls wait for a thread: those that wait for nothing (no thread works) are refused now;
+   * the callers of the others are told again that they wait, when it is time to.
+   */
+  #whileCallsWait(): void {
     if (this.#waiting.length === 0) {
       clearInterval(this.#stallTimer);
       this.#stallTimer = undefined;
       return;
     }
-    if (!this.#stalled()) return;
-    for (const call of [...this.#waiting]) {
-      const { attachment } = call.job;
-      if (attachment === undefined || !this.#busy.has(attachment)) this.#refuseWaiting(call, this.#stalledReason());
+    if (this.#stalled()) {
+      for (const call of [...this.#waiting]) {
+        const { attachment } = call.job;
+        if (attachment === undefined || !this.#busy.has(attachment)) this.#refuseWaiting(call, this.#stalledReason());
+      }
+    }
+    const now = clockMs();
+    for (const call of this.#waiting) {
+      if (ageMs(call.toldQueuedAt, now) < QUEUED_RENEW_MS) continue;
+      call.toldQueuedAt = now;
+      call.job.queued();
     }
   }
 

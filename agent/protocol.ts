@@ -5,7 +5,9 @@
  * MAX_STDIN_BYTES): a frame or a request beyond them closes that connection only.
  *
  * A call: the shim sends HELLO, one ARG per argument (argv[0] first), one ENV per environment entry
- * and END; the agent answers ACCEPTED or REFUSED (then the shim runs the standalone executable). With
+ * and END; the agent answers ACCEPTED or REFUSED (then the shim runs the standalone executable),
+ * after any number of QUEUED (the call waits for a worker thread; each renews the shim's budget
+ * for the acceptance, up to a cap of the shim's own). With
  * ACCEPTED the agent asks for stdin (SEND_STDIN; the shim answers with STDIN chunks and STDIN_END,
  * or STDIN_ERROR, and stops early when the answer comes first), then writes STDOUT and STDERR
  * chunks and ends with EXIT.
@@ -31,6 +33,7 @@ export const Frame = {
   // agent → shim
   ACCEPTED: 0x4b, // 'K'
   REFUSED: 0x52, // 'R': reason
+  QUEUED: 0x50, // 'P': the call waits, not yet accepted
   SEND_STDIN: 0x53, // 'S'
   STDOUT: 0x4f, // 'O'
   STDERR: 0x57, // 'W'

@@ -39,12 +39,19 @@ type Env = Readonly<Record<string, string | undefined>>;
 const HANDLED_SIGNALS = [SIGHUP, SIGINT, SIGTERM];
 
 /**
- * The longest a call waits, unaccepted, for a worker thread or for its attachment: well inside the
- * shim's 2 s budget, after which it would fall back anyway.
+ * The longest a call waits, unaccepted, for a worker thread or for its attachment (and only while
+ * a thread works, pool.ts): inside the shim's cap on such waits (QUEUED_BUDGET_MS, shim/cni-shim.c),
+ * and short enough that a pod's four or five calls each waiting this long stay well inside a
+ * runtime's timeout (kubelet gives a sandbox's networking minutes). In a burst of 250 pods on 2
+ * CPUs the longest wait was a few seconds.
  */
-const ADMISSION_WAIT_MS = 1_000;
-/** Calls that may wait unaccepted at once, per worker thread (more are refused at once). */
-const WAITING_PER_WORKER = 4;
+const ADMISSION_WAIT_MS = 10_000;
+/**
+ * Calls that may wait unaccepted at once (more are refused at once): a waiting call holds only
+ * its connection and request (a few KiB), so this bounds memory, not throughput; a node's pods
+ * rarely number more.
+ */
+const MAX_WAITING = 512;
 /** Threads beyond --min-workers end after this long without a call. */
 const WORKER_IDLE_MS = 30_000;
 /** At a stop or restart, answers still being written get this long. */
@@ -155,7 +162,7 @@ export class Agent {
       max: flags.maxWorkers,
       idleMs: WORKER_IDLE_MS,
       admissionWaitMs: ADMISSION_WAIT_MS,
-      maxWaiting: flags.maxWorkers * WAITING_PER_WORKER,
+      maxWaiting: MAX_WAITING,
       callTimeoutMs: flags.callTimeoutS * 1000,
       spawn: opts.spawnWorker ?? (() => new Worker(workerSpecifier())),
       log: this.#log,

@@ -10,7 +10,8 @@
  * An uncaught exception or unhandled rejection during a call becomes that call's error (999), and
  * the thread then retires: the pool replaces it.
  *
- * Memory: a thread left idle collects its garbage at once (idle-gc.ts). NETLINK_NETFILTER sockets
+ * Memory: a thread asks for a garbage collection after each call and runs a full one once idle
+ * (idle-gc.ts). NETLINK_NETFILTER sockets
  * are closed after the call, not in it (deferred-close.ts).
  */
 import { toErrorJson } from "../shared/cni/errors.ts";
@@ -131,11 +132,12 @@ export function serveCalls(runCall: CallRunner, versionsOf: VersionsOf, self: Wo
       chdirThread("/");
       current = undefined;
     }
-    collector.touch();
     closes.callEnded();
-    if (call.answered) return;
-    call.answered = true;
-    post({ t: "done", id: call.id, stdout, stderr, status, retire, reports: call.reports });
+    if (!call.answered) {
+      call.answered = true;
+      post({ t: "done", id: call.id, stdout, stderr, status, retire, reports: call.reports });
+    }
+    collector.callEnded(); // after the answer: the collection is not the call's wait
   }
 
   self.onmessage = (event: MessageEvent<ToWorker>) => {

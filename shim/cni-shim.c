@@ -13,13 +13,18 @@
  *      send_stdin), the agent's stdout and stderr bytes as they come, and exits with the agent's
  *      exit status;
  *   5. otherwise (no socket, nobody listening, a full backlog, a listener of another user, another
- *      build, a refusal, no acceptance within REQUEST_BUDGET_MS of the start, any failure before
+ *      build, a refusal, no acceptance within REQUEST_BUDGET_MS of the start or of the agent's
+ *      last word that the call waits, none within QUEUED_BUDGET_MS at all, any failure before
  *      the agent accepted) it execve(2)s the standalone multi-call executable `cni-plugins` next
  *      to itself with the same argv, environment and untouched stdin, so a call never depends on
  *      the agent being up, alive or honest.
  * Connecting, sending the request and waiting for the acceptance share that one budget (a
- * CLOCK_MONOTONIC deadline): every wait before the acceptance ends at it, so no agent, frozen or
- * slow, holds a call up for longer before it runs standalone.
+ * CLOCK_MONOTONIC deadline): every wait before the acceptance ends at it, so no frozen agent holds
+ * a call up for longer before it runs standalone. An agent whose worker threads are all busy says
+ * that the call waits for one ('P', every 500 ms while it does); each such word moves the deadline
+ * to REQUEST_BUDGET_MS from then, but never past QUEUED_BUDGET_MS from the start: so an agent that
+ * stops running its event loop loses the call within REQUEST_BUDGET_MS, and one that only ever
+ * says "wait" within QUEUED_BUDGET_MS.
  * When the agent fails after it accepted (killed mid-request), stdin may already be consumed, so
  * there is no fallback: the shim prints a CNI error with code 11 ("try again later") naming the
  * agent's socket and exits 1; the runtime's DEL then cleans up as after any failed ADD.
@@ -36,7 +41,8 @@
  *   shim -> agent: 'H' hello (u32 protocol, u32 pid, u32 umask, build id), 'A' one argument,
  *                  'E' one environment entry, 'Q' end of request, 'I' stdin bytes, 'Z' end of
  *                  stdin, 'Y' stdin unreadable (u32 errno)
- *   agent -> shim: 'K' accepted, 'R' refused (reason text), 'S' send stdin, 'O' stdout bytes,
+ *   agent -> shim: 'P' queued (before 'K' or 'R', any number of them), 'K' accepted,
+ *                  'R' refused (reason text), 'S' send stdin, 'O' stdout bytes,
  *                  'W' stderr bytes, 'X' exit (u32 status)
  *
  * Static (gcc -static), built by `make build` with CNI_BUILD_ID defined.
@@ -66,8 +72,13 @@
 #define SHIM_NAME "cni-plugins-shim"
 #define MAX_PAYLOAD (256u * 1024u)
 #define CHUNK (64u * 1024u)
-/* From the start of connect(2) to the agent's acceptance; past it, the call runs standalone. */
+/* From the start of connect(2), or from the agent's last 'P', to the acceptance; past it, the call runs standalone. */
 #define REQUEST_BUDGET_MS 2000
+/*
+ * From the start of connect(2) to the acceptance however often the agent says the call waits: above
+ * the agent's own bound on such waits (10 s, ADMISSION_WAIT_MS in agent/serve.ts).
+ */
+#define QUEUED_BUDGET_MS 12000
 /* The deadline of a wait that has none: after the acceptance, the call is the agent's. */
 #define NO_DEADLINE INT64_MAX
 
@@ -313,13 +324,20 @@ fail:
 }
 
 /*
- * Waits (by `deadline`) for the agent's answer to the request: 1 accepted, 0 anything else (fall
- * back). Accepted, the socket blocks again: the call is the agent's now, and the relay waits for it
- * as long as it runs (the relay's waits handle EAGAIN as well, should the switch fail).
+ * Waits (by `deadline`, renewed by each 'P' up to QUEUED_BUDGET_MS after `started`) for the agent's
+ * answer to the request: 1 accepted, 0 anything else (fall back). Accepted, the socket blocks
+ * again: the call is the agent's now, and the relay waits for it as long as it runs (the relay's
+ * waits handle EAGAIN as well, should the switch fail).
  */
-static int accepted(int sock, int64_t deadline) {
+static int accepted(int sock, int64_t started, int64_t deadline) {
   uint32_t len;
-  if (read_frame(sock, &len, deadline) != 'K') return 0;
+  int type;
+  while ((type = read_frame(sock, &len, deadline)) == 'P') {
+    int64_t renewed = now_ms() + REQUEST_BUDGET_MS;
+    int64_t cap = started + QUEUED_BUDGET_MS;
+    deadline = renewed < cap ? renewed : cap;
+  }
+  if (type != 'K') return 0;
   int flags = fcntl(sock, F_GETFL);
   if (flags >= 0) fcntl(sock, F_SETFL, flags & ~O_NONBLOCK);
   return 1;
@@ -390,9 +408,10 @@ int main(int argc, char **argv) {
   }
   const char *path = getenv("CNI_PLUGINS_SOCKET");
   if (path == NULL || path[0] == '\0') path = DEFAULT_SOCKET;
-  int64_t deadline = now_ms() + REQUEST_BUDGET_MS;
+  int64_t started = now_ms();
+  int64_t deadline = started + REQUEST_BUDGET_MS;
   int sock = send_request(path, argc, argv, deadline);
-  if (sock >= 0 && accepted(sock, deadline)) relay(sock, path);
+  if (sock >= 0 && accepted(sock, started, deadline)) relay(sock, path);
   if (sock >= 0) close(sock);
   run_standalone(argv);
 }

@@ -89,7 +89,8 @@ export async function callAgent(path: string, call: AgentCall): Promise<AgentAns
     if (data.length > 0) send(encodeFrame(Frame.STDIN, data));
     send(encodeFrame(Frame.STDIN_END));
   });
-  const first = frames[0];
+  // QUEUED frames (the call waited for a thread) may come before the answer.
+  const first = frames.find((f) => f.type !== Frame.QUEUED);
   const text = (type: number) => frames.filter((f) => f.type === type).map((f) => new TextDecoder().decode(f.payload)).join("");
   if (first?.type === Frame.REFUSED) return { accepted: false, reason: text(Frame.REFUSED) };
   if (first?.type !== Frame.ACCEPTED) throw new Error(`the agent answered neither ACCEPTED nor REFUSED (${frames.length} frames)`);

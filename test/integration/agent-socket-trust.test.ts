@@ -316,3 +316,105 @@ describe.skipIf(!sandboxed())("a frozen agent holds no shim up", () => {
     expect(await agent.stop()).toBe(0);
   }, 30_000);
 });
+
+/** The shim's cap on waiting for the acceptance while the agent says the call waits (shim/cni-shim.c QUEUED_BUDGET_MS). */
+const QUEUED_BUDGET_MS = 12_000;
+
+/**
+ * An agent (of root, so the shim talks to it) that answers each request as `mode` says:
+ * "queue-then-serve": QUEUED every 0.5 s for 4 s, then accepts, reads stdin and answers a result
+ * of 7.7.7.7; "queue-forever": QUEUED every 0.5 s until the shim hangs up; "queue-once": one
+ * QUEUED after 1.5 s, then silence until the shim hangs up.
+ */
+const SCRIPTED_AGENT = `import socket, struct, sys, threading, time
+path, mode, ready = sys.argv[1:4]
+def frame(kind, payload=b""):
+    return struct.pack("<I", len(payload)) + kind + payload
+def read_frame(c):
+    head = b""
+    while len(head) < 5:
+        got = c.recv(5 - len(head))
+        if not got:
+            return None
+        head += got
+    n, kind = struct.unpack("<IB", head)
+    body = b""
+    while len(body) < n:
+        got = c.recv(n - len(body))
+        if not got:
+            return None
+        body += got
+    return bytes([kind])
+def serve(c):
+    try:
+        while read_frame(c) not in (b"Q", None):
+            pass
+        if mode == "queue-once":
+            time.sleep(1.5)
+            c.sendall(frame(b"P"))
+            c.recv(1)
+            return
+        started = time.monotonic()
+        while mode == "queue-forever" or time.monotonic() - started < 4:
+            c.sendall(frame(b"P"))
+            time.sleep(0.5)
+        c.sendall(frame(b"K") + frame(b"S"))
+        while read_frame(c) not in (b"Z", None):
+            pass
+        c.sendall(frame(b"O", b'{"cniVersion":"1.0.0","ips":[{"address":"7.7.7.7/32"}]}') + frame(b"X", struct.pack("<I", 0)))
+    except OSError:
+        pass
+    finally:
+        c.close()
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+s.listen(8)
+open(ready, "w").write("ok")
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+`;
+
+describe.skipIf(!sandboxed())("an agent that says the call waits for a thread", () => {
+  useFixtureCleanup();
+
+  async function scriptedAgent(mode: "queue-then-serve" | "queue-forever" | "queue-once"): Promise<string> {
+    const dir = makeTempDir("cni-queued-");
+    const socket = join(dir, "plugins.sock");
+    const ready = join(dir, "ready");
+    const agent = Bun.spawn(["/usr/bin/python3", "-c", SCRIPTED_AGENT, socket, mode, ready], { stdin: "ignore", stdout: "ignore", stderr: "inherit" });
+    registerCleanup(`scripted agent pid ${agent.pid}`, () => agent.kill("SIGKILL"));
+    expect(await eventually(() => existsSync(ready))).toBe(true);
+    return socket;
+  }
+
+  test("each QUEUED renews the shim's budget: after 4 s of them the shim relays the agent's answer", async () => {
+    const socket = await scriptedAgent("queue-then-serve");
+    const ns = await createContainerNetns();
+    const r = await execPlugin("loopback", via(socket, { ...loopbackAdd(ns.path, "queued-served"), timeoutMs: 20_000 }));
+    expect(describeRun(r)).toStartWith("exit=0");
+    expect(r.json.ips).toEqual([{ address: "7.7.7.7/32" }]); // the agent's answer, not a fallback's
+    expect(r.ms).toBeGreaterThanOrEqual(4000);
+    expect(r.ms).toBeLessThan(QUEUED_BUDGET_MS);
+  }, 30_000);
+
+  test("an agent that only ever says QUEUED loses the call to the fallback at the shim's cap", async () => {
+    const socket = await scriptedAgent("queue-forever");
+    const ns = await createContainerNetns();
+    const r = await execPlugin("loopback", via(socket, { ...loopbackAdd(ns.path, "queued-forever"), timeoutMs: 30_000 }));
+    process.stderr.write(`NOTE an agent that only says QUEUED: the call ran standalone after ${Math.round(r.ms)} ms in all\n`);
+    expectRealLoopbackAnswer(r);
+    expect(r.ms).toBeGreaterThanOrEqual(QUEUED_BUDGET_MS);
+    expect(r.ms).toBeLessThan(QUEUED_BUDGET_MS + 3000);
+  }, 40_000);
+
+  test("an agent that falls silent after a QUEUED loses the call REQUEST_BUDGET_MS after it", async () => {
+    const socket = await scriptedAgent("queue-once");
+    const ns = await createContainerNetns();
+    const r = await execPlugin("loopback", via(socket, { ...loopbackAdd(ns.path, "queued-once"), timeoutMs: 20_000 }));
+    process.stderr.write(`NOTE an agent silent after one QUEUED at 1.5 s: the call ran standalone after ${Math.round(r.ms)} ms in all\n`);
+    expectRealLoopbackAnswer(r);
+    expect(r.ms).toBeGreaterThanOrEqual(1500 + BUDGET_MS);
+    expect(r.ms).toBeLessThan(1500 + BUDGET_MS + 2500);
+  }, 30_000);
+});

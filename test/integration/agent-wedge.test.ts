@@ -12,8 +12,10 @@
 import { describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { availableParallelism } from "node:os";
 import type { Subprocess } from "bun";
 import { startAgent, type RunningAgent } from "../harness/agent.ts";
+import { defaultMaxWorkers } from "../../agent/flags.ts";
 import { Frame } from "../../agent/protocol.ts";
 import { exchange, requestFrames } from "../harness/agent-client.ts";
 import { bridgeConfig, bridgePorts, reservationFiles } from "../harness/bridge-helpers.ts";
@@ -29,8 +31,8 @@ import { makeTempDir } from "../harness/tempdir.ts";
 
 /** A socket path where nothing listens: the shim runs standalone. */
 const NO_AGENT = "/run/cni/no-agent-here.sock";
-/** The agent's default --max-workers: the calls it takes to hold every thread. */
-const MAX_WORKERS = 16;
+/** The agent's default --max-workers here: the calls it takes to hold every thread. */
+const MAX_WORKERS = defaultMaxWorkers(availableParallelism());
 
 function via(socket: string, inv: PluginInvocation): PluginInvocation {
   return { ...inv, env: { ...inv.env, CNI_PLUGINS_SOCKET: socket } };
@@ -105,7 +107,7 @@ function expectRefusedAsStalled(agent: RunningAgent): void {
 
 /**
  * With every thread of `agent` held: an unrelated pod's ADD is refused at once (never after the
- * 1 s admission bound) and succeeds standalone; then each held ADD's shim is killed, as a runtime's
+ * 10 s admission bound) and succeeds standalone; then each held ADD's shim is killed, as a runtime's
  * timeout does, and its DEL (`del(i)`) succeeds through the agent within a second.
  */
 async function expectUnwedged(what: string, agent: RunningAgent, adds: Subprocess[], del: (i: number) => Promise<PluginRun>): Promise<void> {
