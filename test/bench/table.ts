@@ -33,7 +33,7 @@ export type Target =
 
 export interface Row {
   scenario: string;
-  unit: "ms" | "MB";
+  unit: "ms" | "MB" | "MiB";
   /** Medians per series; missing or NaN: not measured. */
   values: Partial<Record<Column, number>>;
   /** Every one must hold for the row to be met; none: printed for information. */

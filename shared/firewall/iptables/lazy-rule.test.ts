@@ -118,10 +118,21 @@ describe("planning against a chain read lazily", () => {
     expect(cheap.render()).toBe("");
     expect(reads).toEqual(["POSTROUTING"]);
     expect(post.decodes()).toBe(1);
-    // A rule without a needle is still asserted, as it is where reads run a tool; so is one whose
-    // look-alikes cannot be decoded (no tool is run to read them).
-    cheap.table("nat").ensureRule("PREROUTING", ["-j", "MASQUERADE"], "last", true);
-    expect(cheap.render()).toBe("*nat\n-C PREROUTING -j MASQUERADE\nCOMMIT\n");
+    // A rule without a needle is looked for among all the rules of a small chain, and asserted in
+    // a chain of more than 16 rules or one that cannot be read, as it is where reads run a tool;
+    // so is a rule whose look-alikes cannot be decoded (no tool is run to read them).
+    const masq = ["-m", "mark", "--mark", "0x2000/0x2000", "-j", "MASQUERADE"];
+    const small = bigChain(7, [masq]); // 15 rules
+    const big = bigChain(8, [masq]); // 17 rules
+    const byName = (_t: string, chain: string) => (chain === "SMALL" ? small.rules : chain === "BIG" ? big.rules : undefined);
+    const noNeedle = new IptablesTransaction(byName, true, true);
+    noNeedle.table("nat").ensureRule("SMALL", masq, "last", true);
+    expect(noNeedle.render()).toBe("");
+    expect(small.decodes()).toBe(15);
+    noNeedle.table("nat").ensureRule("BIG", masq, "last", true);
+    noNeedle.table("nat").ensureRule("PREROUTING", ["-j", "MASQUERADE"], "last", true);
+    expect(noNeedle.render()).toBe("*nat\n-C BIG -m mark --mark 0x2000/0x2000 -j MASQUERADE\n-C PREROUTING -j MASQUERADE\nCOMMIT\n");
+    expect(big.decodes()).toBe(0);
     const odd = bigChain(3, [["-m", "addrtype", "--dst-type", "LOCAL", "-j", "CNI-HOSTPORT-DNAT"]], (r) => r.includes("addrtype"));
     let exactReads = 0;
     const oddTx = new IptablesTransaction((_t, _c, exact) => (exact === true ? (exactReads++, []) : odd.rules), true, true);

@@ -6,11 +6,14 @@
  *   [!] -s|-d <addr>/<prefix>                 payload (network header, source or destination address,
  *                                             prefix/8 bytes) then cmp eq|neq — whole-byte prefixes only
  *   [!] -p tcp|udp|sctp                       meta l4proto then cmp eq|neq
+ *   -m mark [!] --mark <value>[/<mask>]       meta mark, bitwise and (unless the mask is all ones),
+ *                                             then cmp eq|neq
  *   -m multiport --dports|--sports|--ports <p,…>  match multiport rev 1 (struct xt_multiport_v1),
  *                                             single ports, not inverted
  *   -m comment --comment <text>               match comment rev 0 (struct xt_comment_info)
  *   -m conntrack [!] --ctstate <states>       match conntrack rev 3 (struct xt_conntrack_mtinfo3,
  *                                             testing the state and nothing else)
+ *   -m addrtype …, -j MARK --set-xmark …, -j MASQUERADE   x_tables blobs read by xt-info.ts
  *   -j ACCEPT|DROP|RETURN|<chain>, -g <chain> immediate verdict, the last expression
  *   (counter)                                 nothing: `iptables -S` prints no counters
  *
@@ -20,7 +23,7 @@
  * the caller goes the tool's way. A decoded rule compares with rule.ts `sameRule` like a listed one.
  * (`nft --debug=netlink list chain ip filter CNI-FORWARD` shows these expressions.)
  */
-import { attrMap, readBe32, readString, readU16 } from "../../netlink/codec.ts";
+import { attrMap, readBe32, readString, readU16, readU32 } from "../../netlink/codec.ts";
 import {
   NF_ACCEPT,
   NF_DROP,
@@ -44,11 +47,23 @@ import {
   NFTA_META_DREG,
   NFTA_META_KEY,
   NFT_META_L4PROTO,
+  NFT_META_MARK,
+  NFTA_BITWISE_DREG,
+  NFTA_BITWISE_LEN,
+  NFTA_BITWISE_MASK,
+  NFTA_BITWISE_OP,
+  NFTA_BITWISE_SREG,
+  NFTA_BITWISE_XOR,
+  NFT_BITWISE_BOOL,
+  NFTA_TARGET_INFO,
+  NFTA_TARGET_NAME,
+  NFTA_TARGET_REV,
 } from "../../netlink/constants/nf-tables.ts";
 import { immediateVerdict } from "../../netlink/nftables.ts";
 import type { NftExpr, NftRule } from "../../netlink/nftables-rule.ts";
 import { formatIP, ipFromBytes, type IPFamily } from "../../ip/addr.ts";
 import { commentMatch } from "./rule.ts";
+import { addrtypeArgs, hexMark, xtTargetArgs } from "./xt-info.ts";
 
 /** Where the source and destination addresses sit in the network header (struct iphdr, struct ipv6hdr). */
 const ADDRESS_FIELDS: Readonly<Record<IPFamily, { src: number; dst: number; size: number }>> = {
@@ -71,9 +86,10 @@ const INVERT_FLAGS_AT = 148;
 const STATE_MASK_AT = 150;
 const XT_CONNTRACK_STATE = 1 << 0;
 const XT_CONNTRACK_STATE_INVALID = 1 << 0;
-const XT_CONNTRACK_STATE_SNAT = 1 << 8;
-const XT_CONNTRACK_STATE_DNAT = 1 << 9;
-const XT_CONNTRACK_STATE_UNTRACKED = 1 << 10;
+// 1 << (IP_CT_NUMBER + 1), + 2, + 3, with IP_CT_NUMBER 5 (enum ip_conntrack_info, nf_conntrack_common.h).
+const XT_CONNTRACK_STATE_SNAT = 1 << 6;
+const XT_CONNTRACK_STATE_DNAT = 1 << 7;
+const XT_CONNTRACK_STATE_UNTRACKED = 1 << 8;
 const stateBit = (ctinfo: number) => 1 << (ctinfo + 1);
 /** The states in the order libxt_conntrack prints them. */
 const CT_STATES: readonly [number, string][] = [
@@ -136,6 +152,39 @@ function protocolArgs(load: NftExpr, cmp: NftExpr | undefined): string[] | undef
   return op === NFT_CMP_NEQ ? ["!", "-p", name] : ["-p", name];
 }
 
+/** The value of an nft data attribute (a cmp's data, a bitwise's mask or xor). */
+function dataValue(expr: NftExpr, attr: number): Uint8Array | undefined {
+  const data = expr.attrs.get(attr);
+  return data === undefined ? undefined : attrMap(data).get(NFTA_DATA_VALUE);
+}
+
+/**
+ * `-m mark [!] --mark <value>[/<mask>]` from a meta mark load, the bitwise and that masks it (none
+ * for a mask of all ones) and the cmp that tests it; with how many expressions after the load it
+ * took. Register contents are in host order.
+ */
+function markArgs(load: NftExpr, next: NftExpr | undefined, after: NftExpr | undefined): { args: string[]; took: number } | undefined {
+  if (u32(load, NFTA_META_KEY) !== NFT_META_MARK) return undefined;
+  const reg = u32(load, NFTA_META_DREG);
+  let mask = 0xffffffff;
+  let cmp = next;
+  if (next?.name === "bitwise") {
+    if (u32(next, NFTA_BITWISE_SREG) !== reg || u32(next, NFTA_BITWISE_DREG) !== reg || u32(next, NFTA_BITWISE_LEN) !== 4) return undefined;
+    const op = u32(next, NFTA_BITWISE_OP);
+    const m = dataValue(next, NFTA_BITWISE_MASK);
+    const xor = dataValue(next, NFTA_BITWISE_XOR);
+    if ((op !== undefined && op !== NFT_BITWISE_BOOL) || m?.byteLength !== 4 || xor?.byteLength !== 4 || readU32(xor) !== 0) return undefined;
+    mask = readU32(m);
+    cmp = after;
+  }
+  if (cmp?.name !== "cmp" || u32(cmp, NFTA_CMP_SREG) !== reg) return undefined;
+  const op = u32(cmp, NFTA_CMP_OP);
+  const value = dataValue(cmp, NFTA_CMP_DATA);
+  if ((op !== NFT_CMP_EQ && op !== NFT_CMP_NEQ) || value?.byteLength !== 4) return undefined;
+  const mark = hexMark(readU32(value)) + (mask === 0xffffffff ? "" : `/${hexMark(mask)}`);
+  return { args: ["-m", "mark", ...(op === NFT_CMP_NEQ ? ["!"] : []), "--mark", mark], took: cmp === next ? 1 : 2 };
+}
+
 /** `-m multiport --dports|--sports|--ports <p,…>` from a multiport rev 1 blob of single ports, not inverted. */
 function multiportArgs(info: Uint8Array): string[] | undefined {
   if (info.byteLength !== XT_MULTIPORT_V1_SIZE) return undefined;
@@ -189,9 +238,20 @@ function matchArgs(expr: NftExpr): { args: string[]; comment?: string } | undefi
       const args = multiportArgs(info);
       return args === undefined ? undefined : { args };
     }
+    case "addrtype 1": {
+      const args = addrtypeArgs(info);
+      return args === undefined ? undefined : { args };
+    }
     default:
       return undefined;
   }
+}
+
+/** `-j …` from an x_tables target iptables-nft wrote (xt-info.ts). */
+function xtTarget(family: IPFamily, expr: NftExpr): string[] | undefined {
+  const name = expr.attrs.get(NFTA_TARGET_NAME);
+  const info = expr.attrs.get(NFTA_TARGET_INFO);
+  return name === undefined || info === undefined ? undefined : xtTargetArgs(family, readString(name), u32(expr, NFTA_TARGET_REV), info);
 }
 
 /** `-j …` or `-g …` from the rule's verdict. */
@@ -225,6 +285,11 @@ export function iptablesArgs(family: IPFamily, rule: NftRule): string[] | undefi
       if (a === undefined || addresses[a.flag] !== undefined) return undefined;
       addresses[a.flag] = a.args;
       i++; // the cmp
+    } else if (expr.name === "meta" && u32(expr, NFTA_META_KEY) === NFT_META_MARK) {
+      const m = markArgs(expr, exprs[i + 1], exprs[i + 2]);
+      if (m === undefined) return undefined;
+      matches.push(...m.args);
+      i += m.took; // the bitwise and the cmp
     } else if (expr.name === "meta") {
       const p = protocolArgs(expr, exprs[i + 1]);
       if (p === undefined || protocol.length > 0) return undefined;
@@ -237,6 +302,10 @@ export function iptablesArgs(family: IPFamily, rule: NftRule): string[] | undefi
       comment ??= m.comment;
     } else if (expr.name === "immediate" && i === exprs.length - 1) {
       const t = targetArgs(expr);
+      if (t === undefined) return undefined;
+      target = t;
+    } else if (expr.name === "target" && i === exprs.length - 1) {
+      const t = xtTarget(family, expr);
       if (t === undefined) return undefined;
       target = t;
     } else {

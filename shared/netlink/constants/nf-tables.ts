@@ -116,3 +116,19 @@ export function nftMsgName(cmd: number): string {
 export const NFTA_META_DREG = 1;
 export const NFTA_META_KEY = 2;
 export const NFT_META_L4PROTO = 16;
+/** enum nft_meta_keys: the packet's mark (`-m mark` in iptables-nft). */
+export const NFT_META_MARK = 3;
+
+/** include/uapi/linux/netfilter/nf_tables.h: enum nft_bitwise_attributes, and NFT_BITWISE_BOOL of enum nft_bitwise_ops. */
+export const NFTA_BITWISE_SREG = 1;
+export const NFTA_BITWISE_DREG = 2;
+export const NFTA_BITWISE_LEN = 3;
+export const NFTA_BITWISE_MASK = 4;
+export const NFTA_BITWISE_XOR = 5;
+export const NFTA_BITWISE_OP = 6;
+export const NFT_BITWISE_BOOL = 0;
+
+/** include/uapi/linux/netfilter/nf_tables.h: enum nft_target_attributes (an x_tables target, as iptables-nft writes one). */
+export const NFTA_TARGET_NAME = 1;
+export const NFTA_TARGET_REV = 2;
+export const NFTA_TARGET_INFO = 3;
