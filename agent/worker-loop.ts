@@ -11,8 +11,7 @@
  * the thread then retires: the pool replaces it.
  *
  * Memory: a thread asks for a garbage collection after each call and runs a full one once idle
- * (idle-gc.ts). NETLINK_NETFILTER sockets
- * are closed after the call, not in it (deferred-close.ts).
+ * (idle-gc.ts). NETLINK_NETFILTER sockets are closed after the call, not in it (deferred-close.ts).
  */
 import { toErrorJson } from "../shared/cni/errors.ts";
 import type { PluginIO } from "../shared/cni/types.ts";

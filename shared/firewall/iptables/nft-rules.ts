@@ -119,6 +119,21 @@ function u32(expr: NftExpr, attr: number): number | undefined {
   return b?.byteLength === 4 ? readBe32(b) : undefined;
 }
 
+/** The value of an nft data attribute (a cmp's data, a bitwise's mask or xor). */
+function dataValue(expr: NftExpr, attr: number): Uint8Array | undefined {
+  const data = expr.attrs.get(attr);
+  return data === undefined ? undefined : attrMap(data).get(NFTA_DATA_VALUE);
+}
+
+/** What `cmp` tests of register `reg`: equal (or not, `negated`) to `value`; undefined when it is no eq|neq cmp of that register. */
+function cmpTest(cmp: NftExpr | undefined, reg: number | undefined): { negated: boolean; value: Uint8Array } | undefined {
+  if (cmp?.name !== "cmp" || u32(cmp, NFTA_CMP_SREG) !== reg) return undefined;
+  const op = u32(cmp, NFTA_CMP_OP);
+  const value = dataValue(cmp, NFTA_CMP_DATA);
+  if ((op !== NFT_CMP_EQ && op !== NFT_CMP_NEQ) || value === undefined) return undefined;
+  return { negated: op === NFT_CMP_NEQ, value };
+}
+
 /** `[!] -s|-d <addr>/<prefix>` from a payload load of an address and the cmp that tests it. */
 function addressArgs(family: IPFamily, load: NftExpr, cmp: NftExpr | undefined): { flag: "-s" | "-d"; args: string[] } | undefined {
   const field = ADDRESS_FIELDS[family];
@@ -127,35 +142,23 @@ function addressArgs(family: IPFamily, load: NftExpr, cmp: NftExpr | undefined):
   const flag = offset === field.src ? "-s" : offset === field.dst ? "-d" : undefined;
   if (flag === undefined || len === undefined || len < 1 || len > field.size) return undefined;
   if (u32(load, NFTA_PAYLOAD_BASE) !== NFT_PAYLOAD_NETWORK_HEADER) return undefined;
-  if (cmp?.name !== "cmp" || u32(cmp, NFTA_CMP_SREG) !== u32(load, NFTA_PAYLOAD_DREG)) return undefined;
-  const op = u32(cmp, NFTA_CMP_OP);
-  const data = cmp.attrs.get(NFTA_CMP_DATA);
-  const value = data === undefined ? undefined : attrMap(data).get(NFTA_DATA_VALUE);
-  if ((op !== NFT_CMP_EQ && op !== NFT_CMP_NEQ) || value?.byteLength !== len) return undefined;
+  const test = cmpTest(cmp, u32(load, NFTA_PAYLOAD_DREG));
+  if (test?.value.byteLength !== len) return undefined;
   const bytes = new Uint8Array(field.size);
-  bytes.set(value);
+  bytes.set(test.value);
   const ip = ipFromBytes(bytes);
   if (ip === null || ip.family !== family) return undefined; // an IPv4-mapped IPv6 address: left to the tool
   const addr = `${formatIP(ip)}/${len * 8}`;
-  return { flag, args: op === NFT_CMP_NEQ ? ["!", flag, addr] : [flag, addr] };
+  return { flag, args: test.negated ? ["!", flag, addr] : [flag, addr] };
 }
 
 /** `[!] -p <proto>` from a meta l4proto load and the cmp that tests it. */
 function protocolArgs(load: NftExpr, cmp: NftExpr | undefined): string[] | undefined {
   if (u32(load, NFTA_META_KEY) !== NFT_META_L4PROTO) return undefined;
-  if (cmp?.name !== "cmp" || u32(cmp, NFTA_CMP_SREG) !== u32(load, NFTA_META_DREG)) return undefined;
-  const op = u32(cmp, NFTA_CMP_OP);
-  const data = cmp.attrs.get(NFTA_CMP_DATA);
-  const value = data === undefined ? undefined : attrMap(data).get(NFTA_DATA_VALUE);
-  const name = value?.byteLength === 1 ? L4PROTO_NAMES[value[0]!] : undefined;
-  if (name === undefined || (op !== NFT_CMP_EQ && op !== NFT_CMP_NEQ)) return undefined;
-  return op === NFT_CMP_NEQ ? ["!", "-p", name] : ["-p", name];
-}
-
-/** The value of an nft data attribute (a cmp's data, a bitwise's mask or xor). */
-function dataValue(expr: NftExpr, attr: number): Uint8Array | undefined {
-  const data = expr.attrs.get(attr);
-  return data === undefined ? undefined : attrMap(data).get(NFTA_DATA_VALUE);
+  const test = cmpTest(cmp, u32(load, NFTA_META_DREG));
+  const name = test?.value.byteLength === 1 ? L4PROTO_NAMES[test.value[0]!] : undefined;
+  if (test === undefined || name === undefined) return undefined;
+  return test.negated ? ["!", "-p", name] : ["-p", name];
 }
 
 /**
@@ -177,12 +180,10 @@ function markArgs(load: NftExpr, next: NftExpr | undefined, after: NftExpr | und
     mask = readU32(m);
     cmp = after;
   }
-  if (cmp?.name !== "cmp" || u32(cmp, NFTA_CMP_SREG) !== reg) return undefined;
-  const op = u32(cmp, NFTA_CMP_OP);
-  const value = dataValue(cmp, NFTA_CMP_DATA);
-  if ((op !== NFT_CMP_EQ && op !== NFT_CMP_NEQ) || value?.byteLength !== 4) return undefined;
-  const mark = hexMark(readU32(value)) + (mask === 0xffffffff ? "" : `/${hexMark(mask)}`);
-  return { args: ["-m", "mark", ...(op === NFT_CMP_NEQ ? ["!"] : []), "--mark", mark], took: cmp === next ? 1 : 2 };
+  const test = cmpTest(cmp, reg);
+  if (test?.value.byteLength !== 4) return undefined;
+  const mark = hexMark(readU32(test.value)) + (mask === 0xffffffff ? "" : `/${hexMark(mask)}`);
+  return { args: ["-m", "mark", ...(test.negated ? ["!"] : []), "--mark", mark], took: cmp === next ? 1 : 2 };
 }
 
 /** `-m multiport --dports|--sports|--ports <p,…>` from a multiport rev 1 blob of single ports, not inverted. */
